@@ -1,0 +1,3 @@
+from mmrun.cli.main import main
+
+main()

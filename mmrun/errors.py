@@ -1,0 +1,67 @@
+"""User-facing errors. Each carries the exit code the CLI's error boundary ends with.
+
+Exit codes (documented in the README and docs/usage.md):
+  0  success
+  1  a failure while running (download failed, engine failed, out of memory, ...)
+  2  a usage or input error (unknown model, bad option, bad media, missing dependency)
+  130 interrupted (Ctrl-C)
+"""
+
+from __future__ import annotations
+
+EXIT_OK = 0
+EXIT_FAILURE = 1
+EXIT_USAGE = 2
+EXIT_INTERRUPTED = 130
+
+
+class MmrunError(Exception):
+    """An error meant for the user: one line saying what is wrong and what to do."""
+
+    exit_code = EXIT_FAILURE
+
+    def __init__(self, message: str, hint: str | None = None) -> None:
+        super().__init__(message)
+        self.message = message
+        self.hint = hint
+
+    def __str__(self) -> str:
+        return f"{self.message} ({self.hint})" if self.hint else self.message
+
+
+class UsageError(MmrunError):
+    """Bad options or arguments."""
+
+    exit_code = EXIT_USAGE
+
+
+class UnknownModelError(UsageError):
+    """No loader is registered under the given key."""
+
+
+class MediaError(UsageError):
+    """A media source is missing, unreadable, or cannot be decoded."""
+
+
+class DownloadError(MmrunError):
+    """A download failed (network, HTTP status, size cap, timeout)."""
+
+
+class RemoteCodeError(UsageError):
+    """A model needs code from its repository and the user did not allow it."""
+
+
+class UnsupportedModelError(UsageError):
+    """The installed vLLM cannot run this model's architecture."""
+
+
+class MissingDependencyError(UsageError):
+    """A package mmrun needs for this command is not installed."""
+
+
+class EngineError(MmrunError):
+    """vLLM failed while starting or generating."""
+
+
+class PluginError(MmrunError):
+    """A plugin could not be loaded or registered something invalid."""

@@ -1,0 +1,75 @@
+"""Qwen vision models: Qwen-VL-Chat, Qwen2-VL, Qwen2.5-VL."""
+
+from __future__ import annotations
+
+from mmrun.modalities._shapes import media_first_messages, numbered, text_messages
+from mmrun.registry import loader
+from mmrun.request import ImageResize, LoaderContext, ModelRequest
+
+# Qwen-VL-Chat's tokenizer has no chat template; its generation utils use ChatML.
+CHATML_TEMPLATE = (
+    "{% if not add_generation_prompt is defined %}{% set add_generation_prompt = false %}"
+    "{% endif %}{% for message in messages %}{{'<|im_start|>' + message['role'] + '\n' + "
+    "message['content'] + '<|im_end|>' + '\n'}}{% endfor %}{% if add_generation_prompt %}"
+    "{{ '<|im_start|>assistant\n' }}{% endif %}"
+)
+
+# The seed resizes Qwen2(.5)-VL images only when the optional `qwen_vl_utils` package
+# happens to be importable (and then uses max_model_len 4096, else 32768). mmrun always
+# resizes, with the same rule and budget, so a run does not depend on what is installed.
+QWEN2_VL_RESIZE = ImageResize(max_pixels=1024 * 28 * 28)
+
+
+def _qwen2_vl_request(ctx: LoaderContext) -> ModelRequest:
+    messages = [
+        {"role": "system", "content": "You are a helpful assistant."},
+        *media_first_messages("image", ctx.num_items, ctx.question),
+    ]
+    return ModelRequest(
+        engine_args={"max_model_len": 4096, "max_num_seqs": 5},
+        prompt=ctx.templates.render(messages, source="processor"),
+        image_resize=QWEN2_VL_RESIZE,
+    )
+
+
+@loader(
+    "qwen_vl_chat",
+    "image",
+    repo_id="Qwen/Qwen-VL-Chat",
+    architecture="QwenVLForConditionalGeneration",
+    trust_remote_code=True,
+)
+def qwen_vl_chat(ctx: LoaderContext) -> ModelRequest:
+    placeholders = numbered("Picture {i}: <img></img>\n", ctx.num_items)
+    messages = text_messages(f"{placeholders}\n{ctx.question}")
+    stop_tokens = ("<|endoftext|>", "<|im_start|>", "<|im_end|>")
+    return ModelRequest(
+        engine_args={
+            "max_model_len": 1024,
+            "max_num_seqs": 2,
+            "hf_overrides": {"architectures": ["QwenVLForConditionalGeneration"]},
+        },
+        prompt=ctx.templates.render(messages, source="tokenizer", chat_template=CHATML_TEMPLATE),
+        stop_token_ids=tuple(ctx.templates.token_id(t) for t in stop_tokens),
+        chat_template=CHATML_TEMPLATE,
+    )
+
+
+@loader(
+    "qwen2_vl",
+    "image",
+    repo_id="Qwen/Qwen2-VL-7B-Instruct",
+    architecture="Qwen2VLForConditionalGeneration",
+)
+def qwen2_vl(ctx: LoaderContext) -> ModelRequest:
+    return _qwen2_vl_request(ctx)
+
+
+@loader(
+    "qwen2_5_vl",
+    "image",
+    repo_id="Qwen/Qwen2.5-VL-3B-Instruct",
+    architecture="Qwen2_5_VLForConditionalGeneration",
+)
+def qwen2_5_vl(ctx: LoaderContext) -> ModelRequest:
+    return _qwen2_vl_request(ctx)

@@ -1,0 +1,79 @@
+"""Every seed model, under its seed key, builds the request the seed script builds.
+
+The oracle runs the seed scripts' own functions (see seed_oracle.py); mmrun's loader runs
+with the same stand-in template renderer. Engine arguments, prompt, stop token ids, chat
+template and LoRA adapter must be equal, for several media counts. Deliberate differences
+(seed bugs that mmrun fixes) are listed in DEVIATIONS and tested on their own.
+"""
+
+from __future__ import annotations
+
+import os
+
+import pytest
+import seed_oracle as oracle
+
+from mmrun.plan import ALL_MODALITIES, compose_engine_args
+from mmrun.plugins import builtin_registry
+from mmrun.request import LoaderContext
+
+REGISTRY = builtin_registry()
+
+# Seed rows whose request mmrun builds differently on purpose, each with its own test.
+DEVIATIONS = {
+    ("audio", "gemma3n"): "seed drops the end of its prompt and emits one audio token",
+    ("audio", "voxtral"): "seed tokenizes with mistral_common from the Hub; tested offline",
+}
+
+CASES = [("image", key) for key in oracle.seed_keys(oracle.IMAGE_SEED)] + [
+    ("audio", key) for key in oracle.seed_keys(oracle.AUDIO_SEED)
+]
+
+
+def _counts(modality: str, key: str) -> list[int]:
+    spec = REGISTRY.get(modality, key)
+    wanted = [1, 3] if modality == "image" else [0, 1, 2]
+    return [n for n in wanted if n >= spec.min_items and (spec.max_items is None or n <= spec.max_items)]
+
+
+def test_every_seed_key_is_registered() -> None:
+    assert len(CASES) == 52
+    for modality, key in CASES:
+        REGISTRY.get(modality, key)
+    assert {(s.modality, s.key) for s in REGISTRY.specs()} == set(CASES)
+
+
+@pytest.mark.parametrize(("modality", "key"), [c for c in CASES if c not in DEVIATIONS])
+def test_request_matches_seed(modality: str, key: str) -> None:
+    spec = REGISTRY.get(modality, key)
+    mod = REGISTRY.modalities[modality]
+    for count in _counts(modality, key):
+        question = mod.question(count)
+        if modality == "image":
+            seed = oracle.image_request(key, question, count)
+        else:
+            seed = oracle.audio_request(key, question, count)
+        model = seed.engine_args["model"]
+        ctx = LoaderContext(question=question, num_items=count, model=model,
+                            templates=oracle.RecordingRenderer())
+        request = spec(ctx)
+        engine_args = compose_engine_args(spec, request, model=model, num_items=count, seed=None)
+
+        expected_args = dict(seed.engine_args)
+        expected_args["limit_mm_per_prompt"] = {m: 0 for m in ALL_MODALITIES} | expected_args.get(
+            "limit_mm_per_prompt", {}
+        )
+        assert engine_args == expected_args, (key, count)
+        assert request.prompt == seed.prompt, (key, count)
+        assert list(request.prompt_token_ids or []) == list(seed.prompt_token_ids or [])
+        assert list(request.stop_token_ids) == list(seed.stop_token_ids or []), (key, count)
+        assert request.chat_template == seed.chat_template, (key, count)
+        if seed.lora is None:
+            assert request.lora is None
+        else:
+            assert request.lora is not None
+            sub = request.lora.subfolder
+            path = model if sub is None else os.path.join(model, sub)
+            assert (request.lora.name, request.lora.int_id, path) == seed.lora
+        if spec.repo_id != "funaudiochat":
+            assert spec.repo_id == model, key
