@@ -1,1 +1,48 @@
-"""TODO"""
+"""NVIDIA's Flamingo audio models: Audio Flamingo 3, Music Flamingo."""
+
+from __future__ import annotations
+
+from mmrun.modalities._shapes import chatml
+from mmrun.registry import loader
+from mmrun.request import LoaderContext, ModelRequest
+
+# Music Flamingo's own system prompt, spelling included.
+MUSIC_FLAMINGO_SYSTEM = (
+    "You are Music Flamingo, a multimodal assistant for language and music. "
+    "On each turn you receive an audio clip which contains music and optional "
+    "text, you will receive at least one or both; use your world knowledge and "
+    "reasoning to help the user with any task. Interpret the entirety of the "
+    "content any input music--regardlenss of whether the user calls it audio, "
+    "music, or sound."
+)
+
+
+def _flamingo_request(ctx: LoaderContext, system: str) -> ModelRequest:
+    # vLLM expands each <sound> into the clip's <|sound_bos|> ... <|sound_eos|> tokens.
+    return ModelRequest(
+        engine_args={"max_model_len": 4096, "max_num_seqs": 2, "enforce_eager": True},
+        prompt=chatml("<sound>" * ctx.num_items + ctx.question, system=system),
+    )
+
+
+@loader(
+    "audioflamingo3",
+    "audio",
+    repo_id="nvidia/audio-flamingo-3-hf",
+    architecture="AudioFlamingo3ForConditionalGeneration",
+    methods=("generate",),
+)
+def audioflamingo3(ctx: LoaderContext) -> ModelRequest:
+    return _flamingo_request(ctx, "You are a helpful assistant.")
+
+
+@loader(
+    "musicflamingo",
+    "audio",
+    repo_id="nvidia/music-flamingo-2601-hf",
+    architecture="MusicFlamingoForConditionalGeneration",
+    methods=("generate",),
+    note="removed from vLLM in 2026 (0.24.0); needs an older vLLM",
+)
+def musicflamingo(ctx: LoaderContext) -> ModelRequest:
+    return _flamingo_request(ctx, MUSIC_FLAMINGO_SYSTEM)

@@ -1,1 +1,24 @@
-"""TODO"""
+"""FunAudioChat: Alibaba's FunAudioLLM spoken-dialogue model."""
+
+from __future__ import annotations
+
+from mmrun.registry import loader
+from mmrun.request import LoaderContext, ModelRequest
+
+
+@loader(
+    "funaudiochat",
+    "audio",
+    # Not on the Hugging Face Hub: the seed's placeholder name, replaced by --model.
+    repo_id="funaudiochat",
+    architecture="FunAudioChatForConditionalGeneration",
+    methods=("generate",),
+    needs_model=True,
+    note="no public checkpoint: --model (a local path or repo id) is required",
+)
+def funaudiochat(ctx: LoaderContext) -> ModelRequest:
+    placeholders = "<|audio_bos|><|AUDIO|><|audio_eos|>\n" * ctx.num_items
+    return ModelRequest(
+        engine_args={"max_model_len": 4096, "max_num_seqs": 2, "enforce_eager": True},
+        prompt=f"{placeholders}{ctx.question}",
+    )

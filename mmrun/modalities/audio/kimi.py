@@ -1,1 +1,30 @@
-"""TODO"""
+"""Kimi-Audio: Moonshot AI's audio foundation model."""
+
+from __future__ import annotations
+
+from mmrun.registry import loader
+from mmrun.request import LoaderContext, ModelRequest
+
+# Kimi-Audio's EOS id; the model repeats itself unless generation stops there.
+KIMI_AUDIO_EOS = 151644
+
+
+@loader(
+    "kimi_audio",
+    "audio",
+    repo_id="moonshotai/Kimi-Audio-7B-Instruct",
+    architecture="MoonshotKimiaForCausalLM",
+    trust_remote_code=True,
+    methods=("generate",),
+    note=(
+        "vLLM's own tests run it with tokenizer_mode='kimi_audio', which vLLM picks by "
+        "itself for this architecture"
+    ),
+)
+def kimi_audio(ctx: LoaderContext) -> ModelRequest:
+    question = ctx.question or "Please transcribe the audio"
+    return ModelRequest(
+        engine_args={"max_model_len": 4096, "max_num_seqs": 2},
+        prompt="<|im_kimia_text_blank|>" * ctx.num_items + question,
+        stop_token_ids=(KIMI_AUDIO_EOS,),
+    )

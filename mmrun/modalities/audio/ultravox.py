@@ -1,1 +1,23 @@
-"""TODO"""
+"""Ultravox: Fixie's speech adapter on Llama 3.2."""
+
+from __future__ import annotations
+
+from mmrun.modalities._shapes import text_messages
+from mmrun.registry import loader
+from mmrun.request import LoaderContext, ModelRequest
+
+
+@loader(
+    "ultravox",
+    "audio",
+    repo_id="fixie-ai/ultravox-v0_5-llama-3_2-1b",
+    architecture="UltravoxModel",
+    trust_remote_code=True,
+    methods=("generate",),
+)
+def ultravox(ctx: LoaderContext) -> ModelRequest:
+    messages = text_messages("<|audio|>\n" * ctx.num_items + ctx.question)
+    return ModelRequest(
+        engine_args={"max_model_len": 4096, "max_num_seqs": 5},
+        prompt=ctx.templates.render(messages, source="tokenizer"),
+    )

@@ -1,1 +1,27 @@
-"""TODO"""
+"""Aria (Rhymes AI)."""
+
+from __future__ import annotations
+
+from mmrun.modalities._shapes import chatml
+from mmrun.registry import loader
+from mmrun.request import LoaderContext, ModelRequest
+
+# Aria ends a turn with tokens its tokenizer does not declare as EOS, so the seed lists
+# their ids. 93653 appears twice there; it is kept so the request equals the seed's.
+ARIA_STOP_TOKEN_IDS = (93532, 93653, 944, 93421, 1019, 93653, 93519)
+
+
+@loader(
+    "aria",
+    "image",
+    repo_id="rhymes-ai/Aria",
+    architecture="AriaForConditionalGeneration",
+    trust_remote_code=True,
+)
+def aria(ctx: LoaderContext) -> ModelRequest:
+    placeholders = "<fim_prefix><|img|><fim_suffix>\n" * ctx.num_items
+    return ModelRequest(
+        engine_args={"tokenizer_mode": "slow", "dtype": "bfloat16"},
+        prompt=chatml(f"{placeholders}{ctx.question}"),
+        stop_token_ids=ARIA_STOP_TOKEN_IDS,
+    )

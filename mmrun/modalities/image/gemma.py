@@ -1,1 +1,21 @@
-"""TODO"""
+"""Google Gemma vision models: Gemma 3."""
+
+from __future__ import annotations
+
+from mmrun.modalities._shapes import media_first_messages
+from mmrun.registry import loader
+from mmrun.request import LoaderContext, ModelRequest
+
+
+@loader(
+    "gemma3",
+    "image",
+    repo_id="google/gemma-3-4b-it",
+    architecture="Gemma3ForConditionalGeneration",
+)
+def gemma3(ctx: LoaderContext) -> ModelRequest:
+    messages = media_first_messages("image", ctx.num_items, ctx.question)
+    return ModelRequest(
+        engine_args={"max_model_len": 8192, "max_num_seqs": 2},
+        prompt=ctx.templates.render(messages, source="processor"),
+    )

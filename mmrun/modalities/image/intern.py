@@ -1,1 +1,86 @@
-"""TODO"""
+"""InternVL-style chat models: InternVL2, H2OVL-Mississippi, NVLM-D, Intern-S1."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+from mmrun.modalities._shapes import numbered, text_messages
+from mmrun.registry import loader
+from mmrun.request import LoaderContext, ModelRequest
+
+# Fewer dynamic tiles per image keep several images within max_model_len.
+_FEW_TILES = {"max_dynamic_patch": 4}
+
+# InternVL2's conversation.py ends turns with any of these; variants differ.
+INTERNVL_STOP_TOKENS = ("<|endoftext|>", "<|im_start|>", "<|im_end|>", "<|end|>")
+
+
+def _intern_request(
+    ctx: LoaderContext,
+    engine_args: Mapping[str, Any],
+    image_token: str = "<image>",
+    stop_token_ids: tuple[int, ...] = (),
+) -> ModelRequest:
+    placeholders = numbered(f"Image-{{i}}: {image_token}\n", ctx.num_items, "\n")
+    messages = text_messages(f"{placeholders}\n{ctx.question}")
+    return ModelRequest(
+        engine_args=engine_args,
+        prompt=ctx.templates.render(messages, source="tokenizer"),
+        stop_token_ids=stop_token_ids,
+    )
+
+
+@loader(
+    "h2ovl_chat",
+    "image",
+    repo_id="h2oai/h2ovl-mississippi-800m",
+    architecture="H2OVLChatModel",
+    trust_remote_code=True,
+)
+def h2ovl_chat(ctx: LoaderContext) -> ModelRequest:
+    return _intern_request(
+        ctx,
+        {"max_model_len": 8192, "mm_processor_kwargs": _FEW_TILES},
+        stop_token_ids=(ctx.templates.eos_token_id(),),
+    )
+
+
+@loader(
+    "interns1",
+    "image",
+    repo_id="internlm/Intern-S1",
+    architecture="InternS1ForConditionalGeneration",
+    trust_remote_code=True,
+)
+def interns1(ctx: LoaderContext) -> ModelRequest:
+    return _intern_request(ctx, {"max_model_len": 4096}, image_token="<IMG_CONTEXT>")
+
+
+@loader(
+    "internvl_chat",
+    "image",
+    repo_id="OpenGVLab/InternVL2-2B",
+    architecture="InternVLChatModel",
+    trust_remote_code=True,
+)
+def internvl_chat(ctx: LoaderContext) -> ModelRequest:
+    return _intern_request(
+        ctx,
+        {"max_model_len": 4096, "mm_processor_kwargs": _FEW_TILES},
+        stop_token_ids=tuple(ctx.templates.token_id(t) for t in INTERNVL_STOP_TOKENS),
+    )
+
+
+@loader(
+    "NVLM_D",
+    "image",
+    repo_id="nvidia/NVLM-D-72B",
+    architecture="NVLM_D",
+    trust_remote_code=True,
+)
+def nvlm_d(ctx: LoaderContext) -> ModelRequest:
+    return _intern_request(
+        ctx,
+        {"max_model_len": 8192, "tensor_parallel_size": 4, "mm_processor_kwargs": _FEW_TILES},
+    )

@@ -1,1 +1,22 @@
-"""TODO"""
+"""Moonshot Kimi-VL."""
+
+from __future__ import annotations
+
+from mmrun.modalities._shapes import media_first_messages
+from mmrun.registry import loader
+from mmrun.request import LoaderContext, ModelRequest
+
+
+@loader(
+    "kimi_vl",
+    "image",
+    repo_id="moonshotai/Kimi-VL-A3B-Instruct",
+    architecture="KimiVLForConditionalGeneration",
+    trust_remote_code=True,
+)
+def kimi_vl(ctx: LoaderContext) -> ModelRequest:
+    messages = media_first_messages("image", ctx.num_items, ctx.question)
+    return ModelRequest(
+        engine_args={"max_model_len": 4096, "max_num_seqs": 4},
+        prompt=ctx.templates.render(messages, source="processor"),
+    )

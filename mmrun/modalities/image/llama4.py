@@ -1,1 +1,22 @@
-"""TODO"""
+"""Meta Llama 4 (Scout)."""
+
+from __future__ import annotations
+
+from mmrun.modalities._shapes import media_first_messages
+from mmrun.registry import loader
+from mmrun.request import LoaderContext, ModelRequest
+
+
+@loader(
+    "llama4",
+    "image",
+    repo_id="meta-llama/Llama-4-Scout-17B-16E-Instruct",
+    architecture="Llama4ForConditionalGeneration",
+    note="gated repository; the seed shards it over 8 GPUs",
+)
+def llama4(ctx: LoaderContext) -> ModelRequest:
+    messages = media_first_messages("image", ctx.num_items, ctx.question)
+    return ModelRequest(
+        engine_args={"max_model_len": 131072, "tensor_parallel_size": 8},
+        prompt=ctx.templates.render(messages, source="processor"),
+    )

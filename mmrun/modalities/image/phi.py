@@ -1,1 +1,76 @@
-"""TODO"""
+"""Microsoft Phi vision models: Phi-3.5-vision, Phi-4-multimodal (remote code and HF format)."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+from mmrun.modalities._shapes import numbered
+from mmrun.registry import loader
+from mmrun.request import LoaderContext, LoraAdapter, ModelRequest
+
+# Phi-4-multimodal keeps its vision and speech LoRAs inside the model repository; images
+# need the vision one on every prompt.
+VISION_LORA = LoraAdapter("vision", 1, subfolder="vision-lora")
+
+# Fewer high-resolution crops per image keep several images within max_model_len.
+_PHI4_ENGINE_ARGS: Mapping[str, Any] = {
+    "max_model_len": 4096,
+    "max_num_seqs": 2,
+    "enable_lora": True,
+    "max_lora_rank": 320,
+    "mm_processor_kwargs": {"dynamic_hd": 4},
+}
+
+
+def _phi4_request(ctx: LoaderContext, placeholders: str) -> ModelRequest:
+    return ModelRequest(
+        engine_args=dict(_PHI4_ENGINE_ARGS),
+        prompt=f"<|user|>{placeholders}{ctx.question}<|end|><|assistant|>",
+        lora=VISION_LORA,
+    )
+
+
+@loader(
+    "phi3_v",
+    "image",
+    repo_id="microsoft/Phi-3.5-vision-instruct",
+    architecture="Phi3VForCausalLM",
+    trust_remote_code=True,
+)
+def phi3_v(ctx: LoaderContext) -> ModelRequest:
+    placeholders = numbered("<|image_{i}|>", ctx.num_items, "\n")
+    return ModelRequest(
+        engine_args={
+            "max_model_len": 4096,
+            "max_num_seqs": 2,
+            # The model card advises 4 crops for several images (16 for a single one).
+            "mm_processor_kwargs": {"num_crops": 4},
+        },
+        prompt=f"<|user|>\n{placeholders}\n{ctx.question}<|end|>\n<|assistant|>\n",
+    )
+
+
+@loader(
+    "phi4_mm",
+    "image",
+    repo_id="microsoft/Phi-4-multimodal-instruct",
+    architecture="Phi4MMForCausalLM",
+    trust_remote_code=True,
+)
+def phi4_mm(ctx: LoaderContext) -> ModelRequest:
+    return _phi4_request(ctx, numbered("<|image_{i}|>", ctx.num_items))
+
+
+# The Hugging Face-format checkpoint lives at revision "refs/pr/70" of the repository. The
+# seed downloads that revision and hands vLLM the local snapshot; the engine arguments carry
+# no revision, so run it with `--model` pointing at that snapshot.
+@loader(
+    "phi4_multimodal",
+    "image",
+    repo_id="microsoft/Phi-4-multimodal-instruct",
+    architecture="Phi4MultimodalForCausalLM",
+    note="needs the refs/pr/70 revision (pass its snapshot as --model); vLLM until v0.12.0 only",
+)
+def phi4_multimodal(ctx: LoaderContext) -> ModelRequest:
+    return _phi4_request(ctx, "<|image|>" * ctx.num_items)

@@ -1,1 +1,32 @@
-"""TODO"""
+"""StepFun Step3 (vision)."""
+
+from __future__ import annotations
+
+from mmrun.registry import loader
+from mmrun.request import LoaderContext, ModelRequest
+
+# The prompt opens the reasoning block itself; the "step3" reasoning parser splits it off.
+# The BOS token is spelled with fullwidth bars and U+2581, as in Step3's tokenizer.
+_STEP3_PROMPT = (
+    "<｜begin▁of▁sentence｜> You are a helpful assistant. <|BOT|>user\n "  # noqa: RUF001
+    "{images}{question} <|EOT|><|BOT|>assistant\n<think>\n"
+)
+
+
+@loader(
+    "step3",
+    "image",
+    repo_id="stepfun-ai/step3-fp8",
+    architecture="Step3VLForConditionalGeneration",
+    note="the seed shards it over 8 GPUs (verified on 8xH100)",
+)
+def step3(ctx: LoaderContext) -> ModelRequest:
+    return ModelRequest(
+        engine_args={
+            "max_num_batched_tokens": 4096,
+            "gpu_memory_utilization": 0.85,
+            "tensor_parallel_size": 8,
+            "reasoning_parser": "step3",
+        },
+        prompt=_STEP3_PROMPT.format(images="<im_patch>" * ctx.num_items, question=ctx.question),
+    )

@@ -1,0 +1,1 @@
+"""The mmrun command line: main.py wires one module per command group."""

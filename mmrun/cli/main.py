@@ -1,0 +1,41 @@
+"""The root of the CLI: it only wires the command groups."""
+
+from __future__ import annotations
+
+import typer
+
+from mmrun import __version__
+from mmrun.cli.models import models
+from mmrun.cli.run import EPILOGS, make_command
+
+app = typer.Typer(
+    name="mmrun",
+    help="Run vision-language and audio-language models on images and audio through vLLM, "
+         "with the right prompt format for each model.",
+    no_args_is_help=True,
+    pretty_exceptions_enable=False,
+    context_settings={"help_option_names": ["-h", "--help"]},
+)
+
+
+def _version(value: bool) -> None:
+    if value:
+        print(f"mmrun {__version__}")
+        raise typer.Exit()
+
+
+@app.callback()
+def root(
+    version: bool = typer.Option(False, "--version", callback=_version, is_eager=True,
+                                 help="Print the version and exit."),
+) -> None:
+    """mmrun: one command to run a multimodal model through vLLM."""
+
+
+for _modality in ("image", "audio"):
+    app.command(_modality, epilog=EPILOGS[_modality])(make_command(_modality))
+app.command("models")(models)
+
+
+def main() -> None:
+    app()

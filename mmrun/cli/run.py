@@ -1,0 +1,106 @@
+"""`mmrun image` and `mmrun audio`: one command factory, one command per modality."""
+
+# No `from __future__ import annotations`: Typer reads the closure-built option annotations at runtime.
+
+from collections.abc import Callable
+from typing import Annotated, Any, Optional
+
+import typer
+
+from mmrun.cli import _options as o
+from mmrun.cli._errors import error_boundary
+from mmrun.cli._output import print_json, print_result, stderr_console, stdout_console, stdout_to_stderr
+from mmrun.errors import UsageError
+from mmrun.plugins import get_registry
+from mmrun.runner import RunOptions, parse_engine_args, run
+from mmrun.templates import HFTemplateRenderer
+
+EPILOGS = {
+    "image": "Examples:\n\n  mmrun image -m qwen2_5_vl -n 4\n\n"
+             "  mmrun image -m idefics3 -i a.png -i b.png --dry-run --json",
+    "audio": "Examples:\n\n  mmrun audio -m whisper\n\n"
+             "  mmrun audio -m qwen2_audio -a a.wav -a b.wav --json",
+}
+
+
+def _execute(modality: str, sources: list[str] | None, count: int | None, **kw: Any) -> None:
+    from mmrun.engine import configure_environment
+
+    json_out, quiet, verbose = kw.pop("json_out"), kw.pop("quiet"), kw.pop("verbose")
+    if kw["method"] not in ("generate", "chat"):
+        raise UsageError(f"unknown --method {kw['method']!r}", hint="use generate or chat")
+    opts = RunOptions(
+        modality=modality,
+        key=kw["key"],
+        sources=tuple(sources or ()),
+        count=count,
+        question=kw["question"],
+        method=kw["method"],
+        num_prompts=kw["num_prompts"],
+        seed=kw["seed"],
+        max_tokens=kw["max_tokens"],
+        temperature=kw["temperature"],
+        model=kw["model"],
+        tensor_parallel_size=kw["tensor_parallel_size"],
+        engine_args=parse_engine_args(kw["engine_arg"] or []),
+        sampling_args=parse_engine_args(kw["sampling_arg"] or []),
+        trust_remote_code=kw["trust_remote_code"],
+        dry_run=kw["dry_run"],
+    )
+    configure_environment(verbose)
+    err = stderr_console()
+    with stdout_to_stderr():
+        if not opts.dry_run and not quiet:
+            err.print("[dim]mmrun: starting vLLM (this takes a while the first time)...[/]")
+        result = run(opts, get_registry(), lambda model, trust: HFTemplateRenderer(model, trust_remote_code=trust))
+    if json_out:
+        print_json(result.to_json())
+    else:
+        print_result(result, stdout_console())
+
+
+def make_command(modality: str) -> Callable[..., None]:
+    noun = modality
+    source_flag = f"--{noun}"
+    short = {"image": "-i", "audio": "-a"}[modality]
+    count_flag = {"image": "--num-images", "audio": "--num-audios"}[modality]
+
+    @error_boundary
+    def command(
+        key: o.ModelKeyOpt = None,
+        sources: Annotated[Optional[list[str]], typer.Option(
+            source_flag, short, help=f"An {noun} file: local path, http(s) URL or data: URI. Repeatable.",
+            show_default=False)] = None,
+        count: Annotated[Optional[int], typer.Option(
+            count_flag, "-n", help=f"Number of default {noun}s per prompt (the seed's assets).",
+            show_default=False)] = None,
+        question: o.QuestionOpt = None,
+        method: o.MethodOpt = "generate",
+        num_prompts: o.NumPromptsOpt = 1,
+        seed: o.SeedOpt = None,
+        max_tokens: o.MaxTokensOpt = None,
+        temperature: o.TemperatureOpt = None,
+        model: o.ModelOpt = None,
+        tensor_parallel_size: o.TensorParallelOpt = None,
+        engine_arg: o.EngineArgOpt = None,
+        sampling_arg: o.SamplingArgOpt = None,
+        trust_remote_code: o.TrustRemoteCodeOpt = False,
+        dry_run: o.DryRunOpt = False,
+        json_out: o.JsonOpt = False,
+        verbose: o.VerboseOpt = False,
+        quiet: o.QuietOpt = False,
+    ) -> None:
+        _execute(
+            modality, sources, count, key=key, question=question, method=method,
+            num_prompts=num_prompts, seed=seed, max_tokens=max_tokens, temperature=temperature,
+            model=model, tensor_parallel_size=tensor_parallel_size, engine_arg=engine_arg,
+            sampling_arg=sampling_arg, trust_remote_code=trust_remote_code, dry_run=dry_run,
+            json_out=json_out, verbose=verbose, quiet=quiet,
+        )
+
+    command.__doc__ = {
+        "image": "Run an image-language model on images through vLLM.",
+        "audio": "Run an audio-language model on audio clips through vLLM.",
+    }[modality]
+    command.__name__ = modality
+    return command

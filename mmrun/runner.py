@@ -1,0 +1,379 @@
+"""One run, start to finish: options -> loader request -> media -> vLLM -> results.
+
+Media are fetched and decoded in worker threads while the engine starts on the main thread;
+all prompts reach vLLM in one ``generate`` or ``chat`` call.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+import os
+import time
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from concurrent.futures import Future
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from mmrun import __version__
+from mmrun.errors import (
+    MissingDependencyError,
+    RemoteCodeError,
+    UnsupportedModelError,
+    UsageError,
+)
+from mmrun.media import MediaItem, MediaResolver, smart_resize_size
+from mmrun.plan import compose_engine_args
+from mmrun.registry import LoaderSpec, Method, Modality, Registry
+from mmrun.request import LoaderContext, ModelRequest, TemplateRenderer
+from mmrun.support import vllm_info
+
+TRUST_REMOTE_CODE_ENV = "MMRUN_TRUST_REMOTE_CODE"
+SCHEMA = "mmrun.result/1"
+
+
+@dataclass(frozen=True)
+class RunOptions:
+    """What the user asked for; None means "the model's or modality's default"."""
+
+    modality: str
+    key: str | None = None
+    sources: tuple[str, ...] = ()
+    count: int | None = None
+    question: str | None = None
+    method: Method = "generate"
+    num_prompts: int = 1
+    seed: int | None = None
+    max_tokens: int | None = None
+    temperature: float | None = None
+    model: str | None = None
+    tensor_parallel_size: int | None = None
+    engine_args: Mapping[str, Any] = field(default_factory=dict)
+    sampling_args: Mapping[str, Any] = field(default_factory=dict)
+    trust_remote_code: bool = False
+    dry_run: bool = False
+
+
+@dataclass
+class RunResult:
+    """Everything the output layer prints; ``to_json`` is the documented document."""
+
+    spec: LoaderSpec
+    model: str
+    method: Method
+    question: str
+    request: ModelRequest
+    engine_args: dict[str, Any]
+    sampling: dict[str, Any]
+    lora_path: str | None
+    media: list[MediaItem]
+    media_per_prompt: list[list[int]]
+    num_prompts: int
+    dry_run: bool
+    outputs: list[Any] = field(default_factory=list)
+    timings: dict[str, float] = field(default_factory=dict)
+    vllm_version: str | None = None
+
+    def to_json(self) -> dict[str, Any]:
+        lora = self.request.lora
+        return {
+            "schema": SCHEMA,
+            "model": {
+                "key": self.spec.key,
+                "repo_id": self.spec.repo_id,
+                "model": self.model,
+                "architecture": self.spec.architecture,
+            },
+            "modality": self.spec.modality,
+            "method": self.method,
+            "dry_run": self.dry_run,
+            "question": self.question,
+            "prompt": self.request.prompt,
+            "prompt_token_ids": list(self.request.prompt_token_ids)
+            if self.request.prompt_token_ids is not None else None,
+            "request": {
+                "engine_args": self.engine_args,
+                "sampling": self.sampling,
+                "stop_token_ids": list(self.request.stop_token_ids),
+                "chat_template": self.request.chat_template,
+                "lora": None if lora is None else {
+                    "name": lora.name, "int_id": lora.int_id, "path": self.lora_path,
+                },
+                "num_prompts": self.num_prompts,
+            },
+            "media": [_media_json(item) for item in self.media],
+            "media_per_prompt": self.media_per_prompt,
+            "outputs": [
+                {
+                    "index": i,
+                    "text": o.text,
+                    "prompt_tokens": o.prompt_tokens,
+                    "completion_tokens": o.completion_tokens,
+                    "finish_reason": o.finish_reason,
+                }
+                for i, o in enumerate(self.outputs)
+            ],
+            "timings": {k: round(v, 4) for k, v in self.timings.items()},
+            "versions": {"mmrun": __version__, "vllm": self.vllm_version},
+        }
+
+
+def _media_json(item: MediaItem) -> dict[str, Any]:
+    return {"source": item.source, "path": item.path, "sha256": item.sha256,
+            "size_bytes": item.size_bytes, **item.info}
+
+
+def parse_engine_args(pairs: Sequence[str]) -> dict[str, Any]:
+    """``KEY=VALUE`` pairs; VALUE is read as JSON when it parses (numbers, booleans, objects)."""
+    parsed: dict[str, Any] = {}
+    for pair in pairs:
+        key, sep, raw = pair.partition("=")
+        key = key.strip().replace("-", "_")
+        if not sep or not key.isidentifier():
+            raise UsageError(f"invalid --engine-arg {pair!r}",
+                             hint="write KEY=VALUE, e.g. --engine-arg max_model_len=4096")
+        try:
+            parsed[key] = json.loads(raw)
+        except json.JSONDecodeError:
+            parsed[key] = raw
+    return parsed
+
+
+def _count_bounds(spec: LoaderSpec, modality: Modality, from_assets: bool) -> tuple[int, int | None]:
+    low = max(spec.min_items, modality.min_count)
+    high = spec.max_items
+    if from_assets:
+        high = len(modality.assets) if high is None else min(high, len(modality.assets))
+    return low, high
+
+
+def _plural(n: int | None, noun: str) -> str:
+    return f"{n} {noun}" + ("" if n == 1 else "s")
+
+
+def choose_sources(opts: RunOptions, spec: LoaderSpec, modality: Modality) -> tuple[int, list[list[str]]]:
+    """The number of items per prompt and each prompt's sources."""
+    noun = modality.name
+    if opts.sources:
+        count = len(opts.sources)
+        if opts.count is not None and opts.count != count:
+            raise UsageError(f"-n {opts.count} does not match the {count} {noun} sources given",
+                             hint="drop -n when you name the media")
+        low, high = _count_bounds(spec, modality, from_assets=False)
+        if high is not None and count > high:
+            raise UsageError(f"{spec.key} takes at most {_plural(high, noun)} per prompt, got {count}",
+                             hint=f"give at most {high}")
+        if count < low:
+            raise UsageError(f"{spec.key} needs at least {_plural(low, noun)} per prompt, got {count}",
+                             hint=f"give at least {low}")
+        return count, [list(opts.sources)] * opts.num_prompts
+    low, high = _count_bounds(spec, modality, from_assets=True)
+    assert high is not None
+    if opts.count is None:
+        count = min(max(modality.default_count, low), high)
+    else:
+        count = opts.count
+        if not low <= count <= high:
+            raise UsageError(f"-n {count} is out of range for {spec.key}: it takes {low} to {high}",
+                             hint=f"use -n between {low} and {high}, or name files with "
+                             f"--{noun}")
+    names = [asset.name for asset in modality.assets]
+    if count == 1 and opts.num_prompts > 1:
+        # One item per prompt: vary it across prompts, as the audio seed does, so a batch
+        # is not the same request repeated.
+        return count, [[names[i % len(names)]] for i in range(opts.num_prompts)]
+    return count, [names[:count]] * opts.num_prompts
+
+
+def check_allowed(opts: RunOptions, spec: LoaderSpec) -> None:
+    if opts.method not in spec.methods:
+        raise UsageError(f"{spec.key} cannot run with --method {opts.method}",
+                         hint=f"use --method {' or '.join(spec.methods)}")
+    allowed = opts.trust_remote_code or os.environ.get(TRUST_REMOTE_CODE_ENV) == "1"
+    if spec.trust_remote_code and not allowed:
+        raise RemoteCodeError(
+            f"{spec.key} runs Python code from the model repository {opts.model or spec.repo_id}",
+            hint=f"pass --trust-remote-code (or set {TRUST_REMOTE_CODE_ENV}=1) if you trust it",
+        )
+    if spec.needs_model and not opts.model:
+        raise UsageError(f"{spec.key} has no public checkpoint", hint="pass --model <path or repo id>")
+    for module in spec.requires:
+        if importlib.util.find_spec(module) is None:
+            raise MissingDependencyError(f"{spec.key} needs the Python package {module!r}",
+                                         hint=f"pip install {module.replace('_', '-')}")
+
+
+def check_supported(spec: LoaderSpec) -> str:
+    info = vllm_info()
+    if not info.installed:
+        raise MissingDependencyError("vLLM is not installed",
+                                     hint="run `make install` (CPU) or `pip install vllm` (GPU)")
+    if not info.supports(spec.architecture):
+        last = info.removed.get(spec.architecture)
+        since = f"; vLLM {last} and earlier support it" if last else ""
+        raise UnsupportedModelError(
+            f"the installed vLLM {info.version} does not support {spec.key} "
+            f"({spec.architecture}){since}",
+            hint=f"pip install 'vllm<={last}'" if last else "upgrade vLLM",
+        )
+    assert info.version is not None
+    return info.version
+
+
+class _LazyMedia(Sequence[Any]):
+    """The decoded media of one prompt, waited for only when a loader reads it."""
+
+    def __init__(self, futures: Sequence[Future[MediaItem]]) -> None:
+        self._futures = futures
+
+    def __len__(self) -> int:
+        return len(self._futures)
+
+    def __getitem__(self, index: Any) -> Any:
+        if isinstance(index, slice):
+            return [f.result().data for f in self._futures[index]]
+        return self._futures[index].result().data
+
+    def __iter__(self) -> Iterator[Any]:
+        return (f.result().data for f in self._futures)
+
+
+def _resized(image: Any, request: ModelRequest) -> Any:
+    rule = request.image_resize
+    if rule is None:
+        return image
+    size = smart_resize_size(image.width, image.height, rule.factor, rule.min_pixels, rule.max_pixels)
+    return image if size == image.size else image.resize(size)
+
+
+def lora_path(request: ModelRequest, model: str, resolve: bool) -> str | None:
+    """Where the LoRA adapter lives: inside a local model folder, or the model's Hub snapshot."""
+    if request.lora is None:
+        return None
+    if Path(model).is_dir():
+        base = model
+    elif resolve:
+        from huggingface_hub import snapshot_download
+
+        base = snapshot_download(model)
+    else:
+        base = f"<snapshot of {model}>"
+    sub = request.lora.subfolder
+    return base if sub is None else os.path.join(base, sub)
+
+
+def run(
+    opts: RunOptions,
+    registry: Registry,
+    templates: Callable[[str, bool], TemplateRenderer],
+    on_request: Callable[[str], None] | None = None,
+) -> RunResult:
+    """Plan and, unless dry-run, execute one run. ``templates(model, trust)`` makes the renderer."""
+    t0 = time.perf_counter()
+    modality = registry.modalities[opts.modality]
+    spec = registry.get(opts.modality, opts.key or modality.default_model)
+    check_allowed(opts, spec)
+    if opts.num_prompts < 1:
+        raise UsageError(f"--num-prompts must be at least 1, got {opts.num_prompts}")
+    vllm_version = vllm_info().version if opts.dry_run else check_supported(spec)
+    count, per_prompt = choose_sources(opts, spec, modality)
+    model = opts.model or spec.repo_id
+
+    resolver = MediaResolver(modality, on_request)
+    try:
+        unique = list(dict.fromkeys(s for sources in per_prompt for s in sources))
+        futures = dict(zip(unique, resolver.submit(unique), strict=True))
+        question = opts.question if opts.question is not None else modality.question(count)
+        ctx = LoaderContext(
+            question=question,
+            num_items=count,
+            model=model,
+            templates=templates(model, spec.trust_remote_code),
+            media=_LazyMedia([futures[s] for s in per_prompt[0]]),
+        )
+        request = spec(ctx)
+        engine_args = compose_engine_args(
+            spec, request, model=model, num_items=count,
+            seed=opts.seed if opts.seed is not None else modality.seed,
+            tensor_parallel_size=opts.tensor_parallel_size, overrides=opts.engine_args,
+        )
+        sampling = {
+            "temperature": opts.temperature if opts.temperature is not None else modality.temperature,
+            "max_tokens": opts.max_tokens if opts.max_tokens is not None else modality.max_tokens,
+            **opts.sampling_args,
+        }
+        if request.multi_modal_data is not None:  # media re-encoded with the prompt: one set
+            per_prompt = [per_prompt[0]] * opts.num_prompts
+        result = RunResult(
+            spec=spec, model=model, method=opts.method, question=question, request=request,
+            engine_args=engine_args, sampling=sampling,
+            lora_path=lora_path(request, model, resolve=not opts.dry_run),
+            media=[], media_per_prompt=[[unique.index(s) for s in p] for p in per_prompt],
+            num_prompts=opts.num_prompts, dry_run=opts.dry_run, vllm_version=vllm_version,
+        )
+        t_plan = time.perf_counter()
+        llm = None
+        if not opts.dry_run:
+            from mmrun import engine
+
+            llm = engine.start(engine_args)
+            result.timings["engine_start_s"] = time.perf_counter() - t_plan
+        t_media = time.perf_counter()
+        items = {s: futures[s].result() for s in unique}
+        result.media = [items[s] for s in unique]
+        result.timings["media_wait_s"] = time.perf_counter() - t_media
+        if llm is not None:
+            from mmrun import engine
+
+            try:
+                t_gen = time.perf_counter()
+                result.outputs = _execute(llm, opts, result, items, per_prompt)
+                result.timings["generate_s"] = time.perf_counter() - t_gen
+            finally:
+                engine.shutdown(llm)
+    finally:
+        resolver.close()
+    result.timings["total_s"] = time.perf_counter() - t0
+    return result
+
+
+def _execute(llm: Any, opts: RunOptions, result: RunResult, items: Mapping[str, MediaItem],
+             per_prompt: Sequence[Sequence[str]]) -> list[Any]:
+    from mmrun import engine
+
+    request = result.request
+    modality = result.spec.modality
+    params = engine.sampling_params(
+        temperature=result.sampling["temperature"], max_tokens=result.sampling["max_tokens"],
+        stop_token_ids=request.stop_token_ids, seed=None,
+        extra={k: v for k, v in result.sampling.items() if k not in ("temperature", "max_tokens")},
+    )
+    lora = None
+    if request.lora is not None and result.lora_path is not None:
+        lora = engine.lora_request(request.lora.name, request.lora.int_id, result.lora_path)
+
+    def media_of(sources: Sequence[str]) -> list[Any]:
+        data = [items[s].data for s in sources]
+        return [_resized(d, request) for d in data] if modality == "image" else data
+
+    if opts.method == "chat":
+        conversations = [
+            [{"role": "user", "content": [
+                {"type": "text", "text": result.question},
+                *({"type": "image_pil", "image_pil": image} for image in media_of(sources)),
+            ]}]
+            for sources in per_prompt
+        ]
+        return engine.chat(llm, conversations, params, lora, request.chat_template)
+    inputs = []
+    for sources in per_prompt:
+        prompt: dict[str, Any] = (
+            {"prompt": request.prompt} if request.prompt is not None
+            else {"prompt_token_ids": list(request.prompt_token_ids or ())}
+        )
+        media = list(request.multi_modal_data) if request.multi_modal_data is not None else media_of(sources)
+        if media:
+            prompt["multi_modal_data"] = {modality: media}
+        inputs.append(prompt)
+    return engine.generate(llm, inputs, params, lora)

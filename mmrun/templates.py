@@ -1,0 +1,71 @@
+"""Rendering a model's own chat template, in one place.
+
+The processor or tokenizer is loaded lazily, once per run, from the model id or local path,
+with ``trust_remote_code`` only when the user allowed it for a model whose spec needs it.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from functools import cached_property
+from typing import Any
+
+from mmrun.errors import MediaError, MmrunError
+from mmrun.request import Message, TemplateSource
+
+
+class HFTemplateRenderer:
+    """A TemplateRenderer backed by transformers' AutoProcessor / AutoTokenizer."""
+
+    def __init__(self, model: str, *, trust_remote_code: bool = False) -> None:
+        self.model = model
+        self.trust_remote_code = trust_remote_code
+
+    def _load(self, source: TemplateSource) -> Any:
+        import transformers
+
+        auto = transformers.AutoProcessor if source == "processor" else transformers.AutoTokenizer
+        try:
+            return auto.from_pretrained(self.model, trust_remote_code=self.trust_remote_code)
+        except OSError as exc:
+            raise MmrunError(
+                f"cannot load the {source} of {self.model}: {str(exc).splitlines()[0]}",
+                hint="check the model id or path; offline, set HF_HUB_OFFLINE=1 with a "
+                "populated Hugging Face cache",
+            ) from exc
+
+    @cached_property
+    def processor(self) -> Any:
+        return self._load("processor")
+
+    @cached_property
+    def tokenizer(self) -> Any:
+        return self._load("tokenizer")
+
+    def render(
+        self,
+        messages: Sequence[Message],
+        *,
+        source: TemplateSource,
+        chat_template: str | None = None,
+    ) -> str:
+        owner = self.processor if source == "processor" else self.tokenizer
+        try:
+            prompt = owner.apply_chat_template(
+                list(messages),
+                tokenize=False,
+                add_generation_prompt=True,
+                chat_template=chat_template,
+            )
+        except ValueError as exc:
+            raise MediaError(
+                f"{self.model} has no usable chat template: {exc}",
+                hint="pass a model with a chat template, or use a loader with a written prompt",
+            ) from exc
+        return str(prompt)
+
+    def token_id(self, token: str) -> int:
+        return int(self.tokenizer.convert_tokens_to_ids(token))
+
+    def eos_token_id(self) -> int:
+        return int(self.tokenizer.eos_token_id)
