@@ -30,8 +30,21 @@ install-vllm: $(BIN)/python
 	$(PIP) install -q vllm
 endif
 
-test:
+test: docs-check
 	$(BIN)/python -m pytest
+
+docs:
+	$(BIN)/python -m mmrun.docs
+
+docs-check:
+	$(BIN)/python -m mmrun.docs --check
+
+quality:
+	$(BIN)/ruff check mmrun tests
+	$(BIN)/python -m mypy
+
+style:
+	$(BIN)/ruff check --fix mmrun tests
 
 test-fast:
 	$(BIN)/python -m pytest -m "not e2e"

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import os
 import re
 from collections.abc import Mapping, Sequence
@@ -129,10 +130,8 @@ def shutdown(llm: Any) -> None:
     for target in (core, engine):
         stop = getattr(target, "shutdown", None)
         if callable(stop):
-            try:
+            with contextlib.suppress(Exception):  # best effort during teardown
                 stop()
-            except Exception:  # best effort during teardown
-                pass
             return
 
 

@@ -1,4 +1,87 @@
+"""Shared fixtures: an isolated cache, generated media, and a real HTTP server on 127.0.0.1."""
+
+from __future__ import annotations
+
+import http.server
 import sys
+import threading
+import time
+from collections.abc import Iterator
+from dataclasses import dataclass, field
 from pathlib import Path
 
+import pytest
+
 sys.path.insert(0, str(Path(__file__).parent / "golden"))
+
+
+@pytest.fixture(autouse=True)
+def isolated_cache(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    cache = tmp_path / "cache"
+    monkeypatch.setenv("MMRUN_CACHE_DIR", str(cache))
+    monkeypatch.delenv("MMRUN_ASSETS_BASE_URL", raising=False)
+    monkeypatch.delenv("MMRUN_TRUST_REMOTE_CODE", raising=False)
+    monkeypatch.delenv("MMRUN_PLUGINS", raising=False)
+    # No machine here reaches the Hub: fail at once instead of retrying until a timeout.
+    monkeypatch.setenv("HF_HUB_OFFLINE", "1")
+    return cache
+
+
+@pytest.fixture(scope="session")
+def media_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """Small real media files: the default assets' names, so a local server can mirror them."""
+    import numpy as np
+    import soundfile
+    from PIL import Image
+
+    from mmrun.modalities.audio import AUDIO
+    from mmrun.modalities.image import IMAGE
+
+    folder = tmp_path_factory.mktemp("media")
+    for i, asset in enumerate(IMAGE.assets):
+        image = Image.new("RGB", (64 + 8 * i, 48), (20 * i, 255 - 20 * i, 128))
+        image.save(folder / asset.mirror_name, format="JPEG" if asset.mirror_name.endswith(("jpg", "jpeg")) else "PNG")
+    for i, asset in enumerate(AUDIO.assets):
+        t = np.linspace(0, 1.5 + i, int(16000 * (1.5 + i)), dtype=np.float32)
+        soundfile.write(folder / asset.mirror_name, 0.3 * np.sin(2 * np.pi * (220 + 110 * i) * t),
+                        16000, format="OGG", subtype="VORBIS")
+    Image.new("RGB", (40, 30), (0, 0, 255)).save(folder / "blue.png")
+    t = np.linspace(0, 1, 16000, dtype=np.float32)
+    soundfile.write(folder / "tone.wav", 0.3 * np.sin(2 * np.pi * 440 * t), 16000)
+    return folder
+
+
+@dataclass
+class MediaServer:
+    url: str
+    requests: list[str] = field(default_factory=list)
+    latency_s: float = 0.0
+
+
+@pytest.fixture
+def media_server(media_dir: Path) -> Iterator[MediaServer]:
+    """A real HTTP server on 127.0.0.1 serving media_dir; it records every request path."""
+    state = MediaServer(url="")
+
+    class Handler(http.server.SimpleHTTPRequestHandler):
+        def __init__(self, *args, **kwargs):  # type: ignore[no-untyped-def]
+            super().__init__(*args, directory=str(media_dir), **kwargs)
+
+        def do_GET(self) -> None:
+            state.requests.append(self.path)
+            if state.latency_s:
+                time.sleep(state.latency_s)
+            super().do_GET()
+
+        def log_message(self, *args: object) -> None:
+            pass
+
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+    state.url = f"http://127.0.0.1:{server.server_address[1]}"
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    try:
+        yield state
+    finally:
+        server.shutdown()
+        server.server_close()

@@ -2,37 +2,37 @@
 
 from __future__ import annotations
 
-from typing import Annotated, Optional
+from typing import Annotated
 
 import typer
 
-ModelKeyOpt = Annotated[Optional[str], typer.Option(
+ModelKeyOpt = Annotated[str | None, typer.Option(
     "--model-type", "-m", help="Model key (see `mmrun models`). Default: the modality's seed default.",
     show_default=False)]
-QuestionOpt = Annotated[Optional[str], typer.Option(
+QuestionOpt = Annotated[str | None, typer.Option(
     "--question", "-q", help="The question to ask. Default: the seed's question.", show_default=False)]
 MethodOpt = Annotated[str, typer.Option(
     "--method", help="vLLM method: generate (mmrun renders the prompt) or chat (vLLM does).")]
 NumPromptsOpt = Annotated[int, typer.Option(
     "--num-prompts", help="Number of prompts, sent to vLLM in one batched call.", min=1)]
-SeedOpt = Annotated[Optional[int], typer.Option(
+SeedOpt = Annotated[int | None, typer.Option(
     "--seed", help="Engine seed. Default: none for image, 0 for audio (as the seeds).",
     show_default=False)]
-MaxTokensOpt = Annotated[Optional[int], typer.Option(
+MaxTokensOpt = Annotated[int | None, typer.Option(
     "--max-tokens", help="Tokens to generate per prompt. Default: 256 image, 64 audio.", min=1,
     show_default=False)]
-TemperatureOpt = Annotated[Optional[float], typer.Option(
+TemperatureOpt = Annotated[float | None, typer.Option(
     "--temperature", help="Sampling temperature. Default: 0 image, 0.2 audio.", min=0.0,
     show_default=False)]
-ModelOpt = Annotated[Optional[str], typer.Option(
+ModelOpt = Annotated[str | None, typer.Option(
     "--model", help="Hugging Face repo id or local path replacing the key's default checkpoint.",
     show_default=False)]
-TensorParallelOpt = Annotated[Optional[int], typer.Option(
+TensorParallelOpt = Annotated[int | None, typer.Option(
     "--tensor-parallel-size", "-tp", help="GPUs to shard the model over.", min=1, show_default=False)]
-EngineArgOpt = Annotated[Optional[list[str]], typer.Option(
+EngineArgOpt = Annotated[list[str] | None, typer.Option(
     "--engine-arg", help="Extra vllm.LLM argument KEY=VALUE (VALUE read as JSON if it parses). Repeatable.",
     show_default=False)]
-SamplingArgOpt = Annotated[Optional[list[str]], typer.Option(
+SamplingArgOpt = Annotated[list[str] | None, typer.Option(
     "--sampling-arg", help="Extra SamplingParams field KEY=VALUE, e.g. ignore_eos=true. Repeatable.",
     show_default=False)]
 TrustRemoteCodeOpt = Annotated[bool, typer.Option(

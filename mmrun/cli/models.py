@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Annotated, Any, Optional
+from typing import Annotated, Any
 
 import typer
 
@@ -47,7 +47,7 @@ def _row(spec: LoaderSpec, supported: bool | None, last_version: str | None) -> 
 
 @error_boundary
 def models(
-    modality: Annotated[Optional[str], typer.Argument(help="image or audio (default: all).",
+    modality: Annotated[str | None, typer.Argument(help="image or audio (default: all).",
                                                       show_default=False)] = None,
     json_out: o.JsonOpt = False,
 ) -> None:

@@ -3,13 +3,19 @@
 # No `from __future__ import annotations`: Typer reads the closure-built option annotations at runtime.
 
 from collections.abc import Callable
-from typing import Annotated, Any, Optional
+from typing import Annotated, Any
 
 import typer
 
 from mmrun.cli import _options as o
 from mmrun.cli._errors import error_boundary
-from mmrun.cli._output import print_json, print_result, stderr_console, stdout_console, stdout_to_stderr
+from mmrun.cli._output import (
+    print_json,
+    print_result,
+    stderr_console,
+    stdout_console,
+    stdout_to_stderr,
+)
 from mmrun.errors import UsageError
 from mmrun.plugins import get_registry
 from mmrun.runner import RunOptions, parse_engine_args, run
@@ -68,10 +74,10 @@ def make_command(modality: str) -> Callable[..., None]:
     @error_boundary
     def command(
         key: o.ModelKeyOpt = None,
-        sources: Annotated[Optional[list[str]], typer.Option(
+        sources: Annotated[list[str] | None, typer.Option(
             source_flag, short, help=f"An {noun} file: local path, http(s) URL or data: URI. Repeatable.",
             show_default=False)] = None,
-        count: Annotated[Optional[int], typer.Option(
+        count: Annotated[int | None, typer.Option(
             count_flag, "-n", help=f"Number of default {noun}s per prompt (the seed's assets).",
             show_default=False)] = None,
         question: o.QuestionOpt = None,

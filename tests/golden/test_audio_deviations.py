@@ -65,8 +65,9 @@ GEMMA3N_PROMPTS = {
 def test_gemma3n_prompt_has_one_audio_token_per_clip_and_closes_the_turn(count: int) -> None:
     question = AUDIO.question(count)
     model = REGISTRY.get("audio", "gemma3n").repo_id
-    ctx = LoaderContext(question=question, num_items=count, model=model,
-                        templates=oracle.RecordingRenderer())
+    ctx = LoaderContext(
+        question=question, num_items=count, model=model, templates=oracle.RecordingRenderer()
+    )
     request = REGISTRY.get("audio", "gemma3n")(ctx)
     assert request.prompt == GEMMA3N_PROMPTS[count]
     assert request.stop_token_ids == ()
@@ -78,8 +79,9 @@ def test_gemma3n_engine_args_are_the_seeds(count: int) -> None:
     question = AUDIO.question(count)
     seed = oracle.audio_request("gemma3n", question, count)
     model = seed.engine_args["model"]
-    ctx = LoaderContext(question=question, num_items=count, model=model,
-                        templates=oracle.RecordingRenderer())
+    ctx = LoaderContext(
+        question=question, num_items=count, model=model, templates=oracle.RecordingRenderer()
+    )
     request = REGISTRY.get("audio", "gemma3n")(ctx)
     assert _engine_args("gemma3n", request, model, count) == _expected_engine_args(seed)
     # The seed bug this deviation fixes, pinned so a corrected seed shows up here.
@@ -177,7 +179,7 @@ def _patch_hub(monkeypatch: pytest.MonkeyPatch, tekken: Path) -> list[str]:
 
     asked: list[str] = []
 
-    def from_hf_hub(cls: type[MistralTokenizer], repo_id: str, **kwargs: Any) -> MistralTokenizer:
+    def from_hf_hub(cls: Any, /, repo_id: str, **kwargs: Any) -> Any:
         asked.append(repo_id)
         return MistralTokenizer.from_file(tekken)
 
@@ -186,8 +188,13 @@ def _patch_hub(monkeypatch: pytest.MonkeyPatch, tekken: Path) -> list[str]:
 
 
 def _voxtral(model: str, count: int, clips: list[tuple[Any, int]]) -> ModelRequest:
-    ctx = LoaderContext(question=AUDIO.question(count), num_items=count, model=model,
-                        templates=oracle.RecordingRenderer(), media=clips)
+    ctx = LoaderContext(
+        question=AUDIO.question(count),
+        num_items=count,
+        model=model,
+        templates=oracle.RecordingRenderer(),
+        media=clips,
+    )
     return REGISTRY.get("audio", "voxtral")(ctx)
 
 
@@ -261,8 +268,12 @@ def test_voxtral_matches_the_seed_function_on_the_same_tokenizer_and_clips(
         assert rate == seed_rate
         np.testing.assert_array_equal(array, seed_array)
     expected = oracle.SeedRequest(
-        engine_args=dict(vars(seed.engine_args)), prompt=None, prompt_token_ids=None,
-        stop_token_ids=None, chat_template=None, lora=None,
+        engine_args=dict(vars(seed.engine_args)),
+        prompt=None,
+        prompt_token_ids=None,
+        stop_token_ids=None,
+        chat_template=None,
+        lora=None,
     )
     assert _engine_args("voxtral", request, VOXTRAL_REPO, count) == _expected_engine_args(expected)
     assert request.stop_token_ids == () and request.lora is None
@@ -296,7 +307,9 @@ def test_voxtral_downmixes_multichannel_clips(
 
     assert from_stereo.prompt_token_ids == from_mono.prompt_token_ids
     assert from_stereo.multi_modal_data is not None and from_mono.multi_modal_data is not None
-    np.testing.assert_array_equal(from_stereo.multi_modal_data[0][0], from_mono.multi_modal_data[0][0])
+    np.testing.assert_array_equal(
+        from_stereo.multi_modal_data[0][0], from_mono.multi_modal_data[0][0]
+    )
 
 
 def test_voxtral_refuses_a_prompt_without_its_decoded_clips(mistral: Any) -> None:

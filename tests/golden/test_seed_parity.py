@@ -23,6 +23,7 @@ REGISTRY = builtin_registry()
 DEVIATIONS = {
     ("audio", "gemma3n"): "seed drops the end of its prompt and emits one audio token",
     ("audio", "voxtral"): "seed tokenizes with mistral_common from the Hub; tested offline",
+    ("image", "rvl"): "seed omits trust_remote_code from the engine args; the engine needs it",
 }
 
 CASES = [("image", key) for key in oracle.seed_keys(oracle.IMAGE_SEED)] + [
@@ -77,3 +78,17 @@ def test_request_matches_seed(modality: str, key: str) -> None:
             assert (request.lora.name, request.lora.int_id, path) == seed.lora
         if spec.repo_id != "funaudiochat":
             assert spec.repo_id == model, key
+
+
+def test_rvl_differs_from_seed_only_by_trust_remote_code() -> None:
+    spec = REGISTRY.get("image", "rvl")
+    question = REGISTRY.modalities["image"].question(2)
+    seed = oracle.image_request("rvl", question, 2)
+    model = seed.engine_args["model"]
+    ctx = LoaderContext(question=question, num_items=2, model=model, templates=oracle.RecordingRenderer())
+    request = spec(ctx)
+    engine_args = compose_engine_args(spec, request, model=model, num_items=2, seed=None)
+    expected = dict(seed.engine_args, trust_remote_code=True)
+    expected["limit_mm_per_prompt"] = {"image": 2, "video": 0, "audio": 0}
+    assert engine_args == expected
+    assert request.prompt == seed.prompt

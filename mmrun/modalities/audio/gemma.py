@@ -26,7 +26,5 @@ def gemma3n(ctx: LoaderContext) -> ModelRequest:
             "max_num_seqs": 2,
             "enforce_eager": True,
         },
-        prompt=(
-            f"<start_of_turn>user\n{audio}{ctx.question}<end_of_turn>\n<start_of_turn>model\n"
-        ),
+        prompt=f"<start_of_turn>user\n{audio}{ctx.question}<end_of_turn>\n<start_of_turn>model\n",
     )

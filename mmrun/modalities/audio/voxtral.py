@@ -34,7 +34,7 @@ def voxtral(ctx: LoaderContext) -> ModelRequest:
     # mistralai/Voxtral-Mini-3B-2507 from the Hub: mmrun loads the tokenizer of the model it
     # runs (a local folder or a Hub id) and encodes the prompt's own decoded clips.
     import numpy as np
-    from mistral_common.protocol.instruct.chunk import AudioChunk, TextChunk
+    from mistral_common.protocol.instruct.chunk import AudioChunk, ContentChunk, TextChunk
     from mistral_common.protocol.instruct.messages import UserMessage
     from mistral_common.protocol.instruct.request import ChatCompletionRequest
     from mistral_common.tokens.tokenizers.audio import Audio
@@ -44,7 +44,7 @@ def voxtral(ctx: LoaderContext) -> ModelRequest:
             f"voxtral tokenizes its audio itself: it needs the {ctx.num_items} decoded "
             f"clip(s) of the prompt, got {len(ctx.media)}"
         )
-    chunks: list[AudioChunk | TextChunk] = []
+    chunks: list[ContentChunk] = []
     for waveform, sample_rate in ctx.media:
         samples = np.asarray(waveform, dtype=np.float32)
         if samples.ndim > 1:

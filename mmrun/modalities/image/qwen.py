@@ -38,6 +38,7 @@ def _qwen2_vl_request(ctx: LoaderContext) -> ModelRequest:
     repo_id="Qwen/Qwen-VL-Chat",
     architecture="QwenVLForConditionalGeneration",
     trust_remote_code=True,
+    note="supported in vLLM only until v0.23.0; needs an older vLLM",
 )
 def qwen_vl_chat(ctx: LoaderContext) -> ModelRequest:
     placeholders = numbered("Picture {i}: <img></img>\n", ctx.num_items)

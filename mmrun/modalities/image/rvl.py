@@ -7,14 +7,15 @@ from mmrun.registry import loader
 from mmrun.request import LoaderContext, ModelRequest
 
 
-# The seed passes trust_remote_code to AutoProcessor only, not to the engine, so the spec
-# does not set it and the engine arguments equal the seed's. The engine does need it to
-# load R-4B's config (upstream vLLM fixed its example in PR #29299).
+# Deliberate deviation from the seed: it passes trust_remote_code to AutoProcessor only,
+# but the engine needs it too to load R-4B's config (upstream vLLM fixed its example in
+# PR #29299), so the spec sets it and the engine gets it as for every remote-code model.
 @loader(
     "rvl",
     "image",
     repo_id="YannQi/R-4B",
     architecture="RForConditionalGeneration",
+    trust_remote_code=True,
 )
 def rvl(ctx: LoaderContext) -> ModelRequest:
     messages = media_first_messages("image", ctx.num_items, ctx.question)

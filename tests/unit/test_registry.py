@@ -1,0 +1,76 @@
+from __future__ import annotations
+
+import pytest
+
+from mmrun.errors import PluginError, UnknownModelError
+from mmrun.plugins import builtin_registry
+from mmrun.registry import Registry, loader
+from mmrun.request import LoaderContext, ModelRequest
+
+
+@loader("toy", "image", repo_id="acme/toy", architecture="ToyForCausalLM")
+def toy(ctx: LoaderContext) -> ModelRequest:
+    return ModelRequest(prompt=f"<image>{ctx.question}")
+
+
+def test_builtin_registry_has_every_seed_key_once() -> None:
+    registry = builtin_registry()
+    assert len(list(registry.specs("image"))) == 35
+    assert len(list(registry.specs("audio"))) == 17
+
+
+def test_duplicate_key_is_an_error() -> None:
+    registry = builtin_registry()
+    with pytest.raises(PluginError, match="registered twice"):
+        registry.add(registry.get("image", "llava"))
+
+
+def test_unknown_modality_is_an_error() -> None:
+    with pytest.raises(PluginError, match="unknown modality"):
+        Registry().add(toy)
+
+
+def test_unknown_key_suggests_close_match() -> None:
+    registry = builtin_registry()
+    with pytest.raises(UnknownModelError) as info:
+        registry.get("image", "qwen25_vl")
+    assert "did you mean 'qwen2_5_vl'" in str(info.value)
+
+
+def test_key_of_other_modality_names_the_right_command() -> None:
+    registry = builtin_registry()
+    with pytest.raises(UnknownModelError) as info:
+        registry.get("image", "whisper")
+    assert "mmrun audio -m whisper" in str(info.value)
+
+
+def test_unrelated_key_points_to_models_list() -> None:
+    with pytest.raises(UnknownModelError) as info:
+        builtin_registry().get("audio", "zzzzzz")
+    assert "mmrun models audio" in str(info.value)
+
+
+def test_loader_decorator_records_spec() -> None:
+    assert toy.key == "toy" and toy.family == "test_registry"
+    assert toy.methods == ("generate", "chat") and toy.max_items is None
+    assert toy(LoaderContext("Q", 1, "m", templates=None)).prompt == "<image>Q"  # type: ignore[arg-type]
+
+
+def test_modality_question_by_count() -> None:
+    audio = builtin_registry().modalities["audio"]
+    assert audio.question(0) == "What is 1+1?"
+    assert audio.question(1) == "What is recited in the audio?"
+    assert audio.question(5) == "What sport and what nursery rhyme are referenced?"
+
+
+def test_importing_registry_and_listing_is_light() -> None:
+    import subprocess
+    import sys
+
+    code = (
+        "import sys; from mmrun.plugins import get_registry; r = get_registry();"
+        "list(r.specs()); heavy = [m for m in ('vllm','torch','transformers','numpy','PIL') if m in sys.modules];"
+        "print(heavy)"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert out.stdout.strip() == "[]"
