@@ -137,7 +137,7 @@ def shutdown(llm: Any) -> None:
 
 def configure_environment(verbose: bool) -> None:
     """Send vLLM's logs to stderr and keep them quiet unless asked for."""
-    os.environ.setdefault("VLLM_LOGGING_LEVEL", "INFO" if verbose else "WARNING")
+    os.environ.setdefault("VLLM_LOGGING_LEVEL", "INFO" if verbose else "ERROR")
     os.environ.setdefault("VLLM_LOGGING_STREAM", "ext://sys.stderr")
     os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
     if not verbose:

@@ -85,3 +85,7 @@ def media_server(media_dir: Path) -> Iterator[MediaServer]:
     finally:
         server.shutdown()
         server.server_close()
+
+
+def pytest_addoption(parser: pytest.Parser) -> None:
+    parser.addoption("--update-golden", action="store_true", help="rewrite tests/golden/requests")

@@ -7,6 +7,7 @@ import typer
 from mmrun import __version__
 from mmrun.cli.models import models
 from mmrun.cli.run import EPILOGS, make_command
+from mmrun.cli.selftest import selftest
 
 app = typer.Typer(
     name="mmrun",
@@ -35,6 +36,7 @@ def root(
 for _modality in ("image", "audio"):
     app.command(_modality, epilog=EPILOGS[_modality])(make_command(_modality))
 app.command("models")(models)
+app.command("selftest")(selftest)
 
 
 def main() -> None:

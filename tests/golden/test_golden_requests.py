@@ -1,0 +1,63 @@
+"""A golden file per loader: the exact request it builds for a fixed question and media count.
+
+The seed-parity test proves each request equals the seed's; these files pin the requests
+themselves, so any change to one shows up as a reviewable diff. Regenerate after an
+intended change with ``pytest tests/golden --update-golden`` and read the diff.
+voxtral's request depends on the audio itself and is pinned in test_audio_deviations.py.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+import seed_oracle as oracle
+
+from mmrun.plan import compose_engine_args
+from mmrun.plugins import builtin_registry
+from mmrun.request import LoaderContext
+
+REGISTRY = builtin_registry()
+GOLDEN = Path(__file__).parent / "requests"
+MEDIA_DEPENDENT = {("audio", "voxtral")}
+CASES = [(s.modality, s.key) for s in REGISTRY.specs() if (s.modality, s.key) not in MEDIA_DEPENDENT]
+
+
+def build(modality: str, key: str) -> dict[str, Any]:
+    spec = REGISTRY.get(modality, key)
+    count = 2 if spec.max_items is None else spec.max_items
+    question = REGISTRY.modalities[modality].question(count)
+    renderer = oracle.RecordingRenderer()
+    ctx = LoaderContext(question=question, num_items=count, model=spec.repo_id, templates=renderer)
+    request = spec(ctx)
+    return {
+        "question": question,
+        "num_items": count,
+        "engine_args": compose_engine_args(spec, request, model=spec.repo_id, num_items=count, seed=None),
+        "prompt": request.prompt,
+        "prompt_token_ids": request.prompt_token_ids,
+        "stop_tokens_looked_up": renderer.lookups,
+        "stop_token_ids": list(request.stop_token_ids),
+        "chat_template": request.chat_template,
+        "lora": dataclasses.asdict(request.lora) if request.lora else None,
+        "image_resize": dataclasses.asdict(request.image_resize) if request.image_resize else None,
+    }
+
+
+def test_golden_files_cover_every_loader() -> None:
+    files = {(p.parent.name, p.stem) for p in GOLDEN.glob("*/*.json")}
+    assert files == set(CASES)
+
+
+@pytest.mark.parametrize(("modality", "key"), CASES, ids=[f"{m}-{k}" for m, k in CASES])
+def test_request_matches_golden(modality: str, key: str, request: pytest.FixtureRequest) -> None:
+    path = GOLDEN / modality / f"{key}.json"
+    got = json.loads(json.dumps(build(modality, key)))
+    if request.config.getoption("--update-golden"):
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(json.dumps(got, indent=2, ensure_ascii=False) + "\n")
+    assert path.exists(), f"no golden file {path}; run pytest --update-golden and review it"
+    assert got == json.loads(path.read_text())
