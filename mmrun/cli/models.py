@@ -1,14 +1,11 @@
 """`mmrun models`: list every model key, from the same registry the commands use."""
 
-from __future__ import annotations
-
 from typing import Annotated, Any
 
 import typer
 
 from mmrun.cli import _options as o
 from mmrun.cli._errors import error_boundary
-from mmrun.cli._output import print_json, stdout_console
 from mmrun.errors import UsageError
 from mmrun.plugins import get_registry
 from mmrun.registry import LoaderSpec
@@ -52,6 +49,8 @@ def models(
     json_out: o.JsonOpt = False,
 ) -> None:
     """List the model keys, their checkpoints, media limits and vLLM support."""
+    from mmrun.cli._output import print_json, stdout_console
+
     rows = model_rows(modality)
     if json_out:
         print_json({"vllm": vllm_info().version, "models": rows})

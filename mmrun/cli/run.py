@@ -9,17 +9,7 @@ import typer
 
 from mmrun.cli import _options as o
 from mmrun.cli._errors import error_boundary
-from mmrun.cli._output import (
-    print_json,
-    print_result,
-    stderr_console,
-    stdout_console,
-    stdout_to_stderr,
-)
 from mmrun.errors import UsageError
-from mmrun.plugins import get_registry
-from mmrun.runner import RunOptions, parse_engine_args, run
-from mmrun.templates import HFTemplateRenderer
 
 EPILOGS = {
     "image": "Examples:\n\n  mmrun image -m qwen2_5_vl -n 4\n\n"
@@ -30,7 +20,18 @@ EPILOGS = {
 
 
 def _execute(modality: str, sources: list[str] | None, count: int | None, **kw: Any) -> None:
+    # Imported here, not at the top: `mmrun --help` must stay fast.
+    from mmrun.cli._output import (
+        print_json,
+        print_result,
+        stderr_console,
+        stdout_console,
+        stdout_to_stderr,
+    )
     from mmrun.engine import configure_environment
+    from mmrun.plugins import get_registry
+    from mmrun.runner import RunOptions, parse_engine_args, run
+    from mmrun.templates import HFTemplateRenderer
 
     json_out, quiet, verbose = kw.pop("json_out"), kw.pop("quiet"), kw.pop("verbose")
     if kw["method"] not in ("generate", "chat"):

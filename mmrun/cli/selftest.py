@@ -5,20 +5,17 @@ folder (no download), writes small media files, and runs both through the same c
 `mmrun image` / `mmrun audio`.
 """
 
-from __future__ import annotations
-
 import os
 import tempfile
 import time
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any
+from typing import Annotated, Any
 
 import typer
 
 from mmrun.cli import _options as o
 from mmrun.cli._errors import error_boundary
-from mmrun.cli._output import print_json, stderr_console, stdout_console, stdout_to_stderr
 from mmrun.errors import EngineError
 
 CASES = (("image", "qwen2_5_vl"), ("audio", "whisper"))
@@ -44,9 +41,11 @@ def _write_media(folder: Path) -> dict[str, list[str]]:
 def selftest(
     json_out: o.JsonOpt = False,
     verbose: o.VerboseOpt = False,
-    keep: Path = typer.Option(None, "--keep", help="Build into this folder and keep it."),
+    keep: Annotated[Path | None, typer.Option(
+        "--keep", help="Build into this folder and keep it.", show_default=False)] = None,
 ) -> None:
     """Check the installed vLLM offline: tiny image and audio models, end to end."""
+    from mmrun.cli._output import print_json, stderr_console, stdout_console, stdout_to_stderr
     from mmrun.engine import configure_environment
     from mmrun.plugins import get_registry
     from mmrun.runner import RunOptions, check_supported, run
@@ -76,7 +75,7 @@ def selftest(
     folder.mkdir(parents=True, exist_ok=True)
     registry = get_registry()
     version = step("vLLM is installed and supports the selftest models",
-                   lambda: [check_supported(registry.get(m, k)) for m, k in CASES][0])
+                   lambda: {check_supported(registry.get(m, k)) for m, k in CASES}.pop())
     media = step("write test media", lambda: _write_media(folder))
     for modality, key in CASES:
         checkpoint = step(f"build tiny {key} checkpoint",
