@@ -53,6 +53,7 @@ class RunOptions:
     sampling_args: Mapping[str, Any] = field(default_factory=dict)
     trust_remote_code: bool = False
     dry_run: bool = False
+    per_prompt: int | None = None
 
 
 @dataclass
@@ -156,7 +157,7 @@ def choose_sources(opts: RunOptions, spec: LoaderSpec, modality: Modality) -> tu
     """The number of items per prompt and each prompt's sources."""
     noun = modality.name
     if opts.sources:
-        count = len(opts.sources)
+        count = len(opts.sources) if opts.per_prompt is None else opts.per_prompt
         if opts.count is not None and opts.count != count:
             raise UsageError(f"-n {opts.count} does not match the {count} {noun} sources given",
                              hint="drop -n when you name the media")
@@ -167,7 +168,9 @@ def choose_sources(opts: RunOptions, spec: LoaderSpec, modality: Modality) -> tu
         if count < low:
             raise UsageError(f"{spec.key} needs at least {_plural(low, noun)} per prompt, got {count}",
                              hint=f"give at least {low}")
-        return count, [list(opts.sources)] * opts.num_prompts
+        if opts.per_prompt is None:
+            return count, [list(opts.sources)] * opts.num_prompts
+        return count, _groups(opts, count, noun)
     low, high = _count_bounds(spec, modality, from_assets=True)
     assert high is not None
     if opts.count is None:
@@ -184,6 +187,19 @@ def choose_sources(opts: RunOptions, spec: LoaderSpec, modality: Modality) -> tu
         # is not the same request repeated.
         return count, [[names[i % len(names)]] for i in range(opts.num_prompts)]
     return count, [names[:count]] * opts.num_prompts
+
+
+def _groups(opts: RunOptions, count: int, noun: str) -> list[list[str]]:
+    """Split the named sources into consecutive groups of ``count``, one group per prompt."""
+    total = len(opts.sources)
+    if count < 1 or total % count:
+        raise UsageError(f"--per-prompt {count} does not divide the {total} {noun} sources given",
+                         hint=f"give a multiple of {count} sources")
+    groups = [list(opts.sources[i:i + count]) for i in range(0, total, count)]
+    if opts.num_prompts not in (1, len(groups)):
+        raise UsageError(f"--num-prompts {opts.num_prompts} does not match the {len(groups)} "
+                         f"groups of {count}", hint="drop --num-prompts with --per-prompt")
+    return groups
 
 
 def check_allowed(opts: RunOptions, spec: LoaderSpec) -> None:
@@ -276,6 +292,8 @@ def run(
     check_allowed(opts, spec)
     if opts.num_prompts < 1:
         raise UsageError(f"--num-prompts must be at least 1, got {opts.num_prompts}")
+    if opts.per_prompt is not None and not opts.sources:
+        raise UsageError("--per-prompt needs named media", hint=f"add --{modality.name} files")
     vllm_version = vllm_info().version if opts.dry_run else check_supported(spec)
     count, per_prompt = choose_sources(opts, spec, modality)
     model = opts.model or spec.repo_id
@@ -304,13 +322,13 @@ def run(
             **opts.sampling_args,
         }
         if request.multi_modal_data is not None:  # media re-encoded with the prompt: one set
-            per_prompt = [per_prompt[0]] * opts.num_prompts
+            per_prompt = [per_prompt[0]] * len(per_prompt)
         result = RunResult(
             spec=spec, model=model, method=opts.method, question=question, request=request,
             engine_args=engine_args, sampling=sampling,
             lora_path=lora_path(request, model, resolve=not opts.dry_run),
             media=[], media_per_prompt=[[unique.index(s) for s in p] for p in per_prompt],
-            num_prompts=opts.num_prompts, dry_run=opts.dry_run, vllm_version=vllm_version,
+            num_prompts=len(per_prompt), dry_run=opts.dry_run, vllm_version=vllm_version,
         )
         t_plan = time.perf_counter()
         llm = None

@@ -53,6 +53,7 @@ def _execute(modality: str, sources: list[str] | None, count: int | None, **kw: 
         sampling_args=parse_engine_args(kw["sampling_arg"] or []),
         trust_remote_code=kw["trust_remote_code"],
         dry_run=kw["dry_run"],
+        per_prompt=kw["per_prompt"],
     )
     configure_environment(verbose)
     err = stderr_console()
@@ -81,6 +82,10 @@ def make_command(modality: str) -> Callable[..., None]:
         count: Annotated[int | None, typer.Option(
             count_flag, "-n", help=f"Number of default {noun}s per prompt (the seed's assets).",
             show_default=False)] = None,
+        per_prompt: Annotated[int | None, typer.Option(
+            "--per-prompt", help=f"Split the named {noun}s into prompts of this many each "
+            f"(e.g. 256 files, --per-prompt 4: 64 prompts in one batch).", min=1,
+            show_default=False)] = None,
         question: o.QuestionOpt = None,
         method: o.MethodOpt = "generate",
         num_prompts: o.NumPromptsOpt = 1,
@@ -98,7 +103,7 @@ def make_command(modality: str) -> Callable[..., None]:
         quiet: o.QuietOpt = False,
     ) -> None:
         _execute(
-            modality, sources, count, key=key, question=question, method=method,
+            modality, sources, count, per_prompt=per_prompt, key=key, question=question, method=method,
             num_prompts=num_prompts, seed=seed, max_tokens=max_tokens, temperature=temperature,
             model=model, tensor_parallel_size=tensor_parallel_size, engine_arg=engine_arg,
             sampling_arg=sampling_arg, trust_remote_code=trust_remote_code, dry_run=dry_run,

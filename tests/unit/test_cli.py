@@ -191,3 +191,16 @@ def test_version_and_no_args() -> None:
     assert code == 0 and out.startswith("mmrun ")
     proc = mmrun()
     assert proc.returncode == 2 and "Usage" in proc.stdout + proc.stderr
+
+
+def test_per_prompt_splits_named_media_into_prompts(media_dir: Path) -> None:
+    files = [str(media_dir / name) for name in ("duck.jpg", "lion.jpg", "snail.jpg", "blue.png")]
+    args = [a for f in files for a in ("-i", f)]
+    code, out, err = invoke("image", "-m", "mistral3", *args, "--per-prompt", "2", "--dry-run", "--json")
+    assert code == 0, err
+    doc = json.loads(out)
+    assert doc["media_per_prompt"] == [[0, 1], [2, 3]]
+    assert doc["request"]["num_prompts"] == 2
+    assert doc["request"]["engine_args"]["limit_mm_per_prompt"]["image"] == 2
+    code, _, err = invoke("image", "-m", "mistral3", *args[:6], "--per-prompt", "2", "--dry-run")
+    assert code == 2 and "does not divide the 3 image sources" in err
