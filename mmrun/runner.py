@@ -54,6 +54,7 @@ class RunOptions:
     trust_remote_code: bool = False
     dry_run: bool = False
     per_prompt: int | None = None
+    warmup: int = 0
 
 
 @dataclass
@@ -345,9 +346,7 @@ def run(
             from mmrun import engine
 
             try:
-                t_gen = time.perf_counter()
                 result.outputs = _execute(llm, opts, result, items, per_prompt)
-                result.timings["generate_s"] = time.perf_counter() - t_gen
             finally:
                 engine.shutdown(llm)
     finally:
@@ -375,23 +374,37 @@ def _execute(llm: Any, opts: RunOptions, result: RunResult, items: Mapping[str, 
         data = [items[s].data for s in sources]
         return [_resized(d, request) for d in data] if modality == "image" else data
 
+    batch: list[Any] = []
     if opts.method == "chat":
-        conversations = [
+        batch = [
             [{"role": "user", "content": [
                 {"type": "text", "text": result.question},
                 *({"type": "image_pil", "image_pil": image} for image in media_of(sources)),
             ]}]
             for sources in per_prompt
         ]
-        return engine.chat(llm, conversations, params, lora, request.chat_template)
-    inputs = []
-    for sources in per_prompt:
-        prompt: dict[str, Any] = (
-            {"prompt": request.prompt} if request.prompt is not None
-            else {"prompt_token_ids": list(request.prompt_token_ids or ())}
-        )
-        media = list(request.multi_modal_data) if request.multi_modal_data is not None else media_of(sources)
-        if media:
-            prompt["multi_modal_data"] = {modality: media}
-        inputs.append(prompt)
-    return engine.generate(llm, inputs, params, lora)
+    else:
+        for sources in per_prompt:
+            prompt: dict[str, Any] = (
+                {"prompt": request.prompt} if request.prompt is not None
+                else {"prompt_token_ids": list(request.prompt_token_ids or ())}
+            )
+            media = (list(request.multi_modal_data) if request.multi_modal_data is not None
+                     else media_of(sources))
+            if media:
+                prompt["multi_modal_data"] = {modality: media}
+            batch.append(prompt)
+
+    def call(prompts: list[Any]) -> list[Any]:
+        if opts.method == "chat":
+            return engine.chat(llm, prompts, params, lora, request.chat_template)
+        return engine.generate(llm, prompts, params, lora)
+
+    if opts.warmup:
+        start = time.perf_counter()
+        call(batch[:opts.warmup])
+        result.timings["warmup_s"] = time.perf_counter() - start
+    start = time.perf_counter()
+    completions = call(batch)
+    result.timings["generate_s"] = time.perf_counter() - start
+    return completions

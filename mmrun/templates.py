@@ -17,7 +17,7 @@ from mmrun.request import Message, TemplateSource
 class HFTemplateRenderer:
     """A TemplateRenderer backed by transformers' AutoProcessor / AutoTokenizer."""
 
-    def __init__(self, model: str, *, trust_remote_code: bool = False) -> None:
+    def __init__(self, model: str, trust_remote_code: bool = False) -> None:
         self.model = model
         self.trust_remote_code = trust_remote_code
 

@@ -54,13 +54,14 @@ def _execute(modality: str, sources: list[str] | None, count: int | None, **kw: 
         trust_remote_code=kw["trust_remote_code"],
         dry_run=kw["dry_run"],
         per_prompt=kw["per_prompt"],
+        warmup=kw["warmup"],
     )
     configure_environment(verbose)
     err = stderr_console()
     with stdout_to_stderr():
         if not opts.dry_run and not quiet:
             err.print("[dim]mmrun: starting vLLM (this takes a while the first time)...[/]")
-        result = run(opts, get_registry(), lambda model, trust: HFTemplateRenderer(model, trust_remote_code=trust))
+        result = run(opts, get_registry(), HFTemplateRenderer)
     if json_out:
         print_json(result.to_json())
     else:
@@ -96,6 +97,9 @@ def make_command(modality: str) -> Callable[..., None]:
         tensor_parallel_size: o.TensorParallelOpt = None,
         engine_arg: o.EngineArgOpt = None,
         sampling_arg: o.SamplingArgOpt = None,
+        warmup: Annotated[int, typer.Option(
+            "--warmup", help="Run the first N prompts once before the timed batch (benchmarks).",
+            min=0)] = 0,
         trust_remote_code: o.TrustRemoteCodeOpt = False,
         dry_run: o.DryRunOpt = False,
         json_out: o.JsonOpt = False,
@@ -106,7 +110,7 @@ def make_command(modality: str) -> Callable[..., None]:
             modality, sources, count, per_prompt=per_prompt, key=key, question=question, method=method,
             num_prompts=num_prompts, seed=seed, max_tokens=max_tokens, temperature=temperature,
             model=model, tensor_parallel_size=tensor_parallel_size, engine_arg=engine_arg,
-            sampling_arg=sampling_arg, trust_remote_code=trust_remote_code, dry_run=dry_run,
+            sampling_arg=sampling_arg, warmup=warmup, trust_remote_code=trust_remote_code, dry_run=dry_run,
             json_out=json_out, verbose=verbose, quiet=quiet,
         )
 

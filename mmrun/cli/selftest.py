@@ -9,6 +9,7 @@ import os
 import tempfile
 import time
 from collections.abc import Callable
+from functools import partial
 from pathlib import Path
 from typing import Annotated, Any
 
@@ -78,14 +79,14 @@ def selftest(
                    lambda: {check_supported(registry.get(m, k)) for m, k in CASES}.pop())
     media = step("write test media", lambda: _write_media(folder))
     for modality, key in CASES:
-        checkpoint = step(f"build tiny {key} checkpoint",
-                          lambda m=modality, k=key: builders()[(m, k)](folder / k))
+        build = builders()[(modality, key)]
+        checkpoint = step(f"build tiny {key} checkpoint", partial(build, folder / key))
         opts = RunOptions(
             modality=modality, key=key, model=str(checkpoint.path), sources=tuple(media[modality]),
             max_tokens=8, engine_args=dict(checkpoint.engine_args), num_prompts=2,
         )
-        result = step(f"run {key} through vLLM (generate, 2 prompts)", lambda opts=opts: run(
-            opts, registry, lambda model, trust: HFTemplateRenderer(model, trust_remote_code=trust)))
+        result = step(f"run {key} through vLLM (generate, 2 prompts)",
+                      partial(run, opts, registry, HFTemplateRenderer))
         outputs = result.outputs
         if len(outputs) != 2 or not all(out.completion_tokens > 0 for out in outputs):
             raise EngineError(f"{key}: expected 2 outputs with tokens, got {outputs}")
