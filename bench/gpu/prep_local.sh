@@ -37,7 +37,7 @@ cp $W/whl/*.whl $REPO/.gpu/b/whl/
 # optional tiny checkpoint, and the scripts
 TINY=${2:-}
 if [ -n "$TINY" ]; then rm -rf $REPO/.gpu/a/qwen25vl; cp -r "$TINY" $REPO/.gpu/a/qwen25vl; fi
-cp -r $HERE/{setup.sh,callA.sh,proofs.sh,bench.sh,common.sh,summarize.py,bench3b.py,make_media.py} $REPO/.gpu/s/
+cp -r $HERE/{setup.sh,callA.sh,proofs.sh,bench.sh,tp2.sh,llava.sh,common.sh,summarize.py,bench3b.py,make_media.py} $REPO/.gpu/s/
 cp -r $HERE/qwen2_5_vl_3b_shape $REPO/.gpu/s/qwen3b
 # mmrun's own dependencies that the device image lacks (mmrun itself travels as tracked files)
 for spec in soundfile==0.13.1 cffi==2.0.0 pycparser==2.23 platformdirs==4.5.0; do
