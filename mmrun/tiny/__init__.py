@@ -25,10 +25,13 @@ class TinyCheckpoint:
     path: the folder to pass as ``--model``.
     engine_args: extra engine arguments for the tiny model on a CPU (``--engine-arg``),
         e.g. a smaller ``max_model_len``.
+    sampling_args: sampling overrides the tiny model needs (``--sampling-arg``), e.g. aria's
+        literal stop token ids, which lie outside a tiny vocabulary.
     """
 
     path: Path
     engine_args: Mapping[str, Any] = field(default_factory=dict)
+    sampling_args: Mapping[str, Any] = field(default_factory=dict)
 
 
 Builder = Callable[[Path], TinyCheckpoint]

@@ -11,7 +11,8 @@ Everything here is offline and model-agnostic:
 - :func:`padded_vocab_size` gives a model vocab size that covers the tokenizer;
 - :data:`TINY_TEXT` holds small language-model sizes that the CPU attention backend accepts;
 - :func:`save_random_weights` initialises a transformers model class from a config and saves
-  safetensors.
+  safetensors (optionally renaming tensors to the published checkpoints' names);
+- :func:`folder_bytes` measures a built checkpoint.
 
 Heavy libraries (torch, transformers, tokenizers) are imported inside the functions: this
 module is imported by ``mmrun.tiny.builders()`` which must stay cheap.
@@ -22,12 +23,12 @@ arguments with defaults.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
 # Small language-model sizes, as keyword arguments of most decoder configs (Llama, Qwen2,
-# Mistral, Gemma, ...). Trap: vLLM's CPU attention kernels reject head_dim 16/32
+# Mistral, Gemma, ...). Trap: vLLM's CPU attention kernels reject small head sizes such as 16
 # ("Unsupported CPU attention configuration"); head_dim 64 works, so heads * 64 must equal
 # hidden_size unless the config has its own ``head_dim`` field (then pass it explicitly).
 TINY_TEXT: Mapping[str, Any] = {
@@ -59,6 +60,7 @@ def train_bpe(
     vocab_size: int = 512,
     corpus: Iterable[str] | None = None,
     added_tokens: Sequence[str] = (),
+    prepend: str | None = None,
 ) -> Any:
     """Train a small byte-level BPE ``tokenizers.Tokenizer``.
 
@@ -70,6 +72,8 @@ def train_bpe(
     corpus: training text (default :data:`DEFAULT_CORPUS`).
     added_tokens: extra tokens that are never split but are *not* special (decoded as text),
         appended after the trained vocabulary, in this order.
+    prepend: a special token that encoding puts before every text (``add_special_tokens``),
+        as Llama/Mistral/Gemma tokenizers do with their BOS; it must be in special_tokens.
 
     Byte-level means every string round-trips, whatever its characters.
     """
@@ -97,6 +101,15 @@ def train_bpe(
     plain = [t for t in dict.fromkeys(added_tokens) if t not in specials]
     if plain:
         tokenizer.add_tokens([AddedToken(t, special=False, normalized=False) for t in plain])
+    if prepend is not None:
+        from tokenizers import processors
+
+        prepend_id = tokenizer.token_to_id(prepend)
+        tokenizer.post_processor = processors.TemplateProcessing(
+            single=f"{prepend} $A",
+            pair=f"{prepend} $A {prepend} $B",
+            special_tokens=[(prepend, prepend_id)],
+        )
     return tokenizer
 
 
@@ -135,12 +148,14 @@ def build_tokenizer(
     added_tokens: Sequence[str] = (),
     corpus: Iterable[str] | None = None,
     tokenizer_class: Any = None,
+    prepend: str | None = None,
     **named_tokens: Any,
 ) -> Any:
     """Train (:func:`train_bpe`), wrap (:func:`wrap_tokenizer`) and save a tokenizer to dest.
 
-    Every value of ``named_tokens`` that is a string ending in ``_token`` keyword is added to
-    the special tokens automatically, so ``bos_token="<s>"`` alone is enough.
+    Every ``named_tokens`` keyword ending in ``_token`` with a string value is added to the
+    special tokens automatically, so ``bos_token="<s>"`` alone is enough. ``prepend``: see
+    :func:`train_bpe` (e.g. ``prepend="<s>"`` for a Llama-style BOS).
     Returns the transformers tokenizer (reload it with ``AutoTokenizer.from_pretrained(dest)``).
     """
     named = [v for k, v in named_tokens.items() if k.endswith("_token") and isinstance(v, str)]
@@ -149,6 +164,7 @@ def build_tokenizer(
         vocab_size=vocab_size,
         corpus=corpus,
         added_tokens=added_tokens,
+        prepend=prepend,
     )
     hf = wrap_tokenizer(
         raw, chat_template=chat_template, tokenizer_class=tokenizer_class, **named_tokens
@@ -186,11 +202,16 @@ def save_random_weights(
     *,
     dtype: str = "float32",
     seed: int = 0,
+    rename: Callable[[str], str] | None = None,
 ) -> None:
     """Initialise ``model_class`` (a transformers ``PreTrainedModel``) from ``config`` with
     random weights and save ``model.safetensors`` (plus config.json) into dest.
 
     Deterministic for a given seed. dtype: a torch dtype name ("float32", "bfloat16").
+    rename: maps each saved tensor name to the name the real checkpoint uses. Trap:
+    transformers 5 saves some nested towers under names that differ from the published
+    checkpoints (e.g. LLaVA's CLIP tower as ``vision_tower.embeddings.*`` where the Hub files,
+    and vLLM's loader, have ``vision_tower.vision_model.embeddings.*``).
     """
     import torch
 
@@ -199,6 +220,14 @@ def save_random_weights(
     model = model_class._from_config(config, dtype=torch_dtype)
     dest.mkdir(parents=True, exist_ok=True)
     model.save_pretrained(str(dest), safe_serialization=True)
+    if rename is not None:
+        from safetensors.torch import load_file, save_file
+
+        weights = dest / "model.safetensors"
+        tensors = load_file(str(weights))
+        save_file(
+            {rename(k): v for k, v in tensors.items()}, str(weights), metadata={"format": "pt"}
+        )
 
 
 def folder_bytes(path: Path) -> int:

@@ -24,6 +24,7 @@ DEVIATIONS = {
     ("audio", "gemma3n"): "seed drops the end of its prompt and emits one audio token",
     ("audio", "voxtral"): "seed tokenizes with mistral_common from the Hub; tested offline",
     ("image", "rvl"): "seed omits trust_remote_code from the engine args; the engine needs it",
+    ("image", "aria"): "seed sets tokenizer_mode='slow', which current vLLM rejects",
 }
 
 CASES = [("image", key) for key in oracle.seed_keys(oracle.IMAGE_SEED)] + [
@@ -80,15 +81,27 @@ def test_request_matches_seed(modality: str, key: str) -> None:
             assert spec.repo_id == model, key
 
 
-def test_rvl_differs_from_seed_only_by_trust_remote_code() -> None:
-    spec = REGISTRY.get("image", "rvl")
+def _image_request_and_seed(key: str) -> tuple[dict[str, object], dict[str, object], object, object]:
+    spec = REGISTRY.get("image", key)
     question = REGISTRY.modalities["image"].question(2)
-    seed = oracle.image_request("rvl", question, 2)
+    seed = oracle.image_request(key, question, 2)
     model = seed.engine_args["model"]
     ctx = LoaderContext(question=question, num_items=2, model=model, templates=oracle.RecordingRenderer())
     request = spec(ctx)
     engine_args = compose_engine_args(spec, request, model=model, num_items=2, seed=None)
-    expected = dict(seed.engine_args, trust_remote_code=True)
-    expected["limit_mm_per_prompt"] = {"image": 2, "video": 0, "audio": 0}
+    expected = dict(seed.engine_args, limit_mm_per_prompt={"image": 2, "video": 0, "audio": 0})
+    return engine_args, expected, request, seed
+
+
+def test_rvl_differs_from_seed_only_by_trust_remote_code() -> None:
+    engine_args, expected, request, seed = _image_request_and_seed("rvl")
+    assert engine_args == dict(expected, trust_remote_code=True)
+    assert request.prompt == seed.prompt  # type: ignore[attr-defined]
+
+
+def test_aria_differs_from_seed_only_by_dropping_slow_tokenizer_mode() -> None:
+    engine_args, expected, request, seed = _image_request_and_seed("aria")
+    assert expected.pop("tokenizer_mode") == "slow"
     assert engine_args == expected
-    assert request.prompt == seed.prompt
+    assert request.prompt == seed.prompt  # type: ignore[attr-defined]
+    assert list(request.stop_token_ids) == seed.stop_token_ids  # type: ignore[attr-defined]

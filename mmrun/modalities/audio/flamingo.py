@@ -31,6 +31,8 @@ def _flamingo_request(ctx: LoaderContext, system: str) -> ModelRequest:
     repo_id="nvidia/audio-flamingo-3-hf",
     architecture="AudioFlamingo3ForConditionalGeneration",
     methods=("generate",),
+    max_items=1,
+    note="vLLM 0.32's processor takes one audio per prompt",
 )
 def audioflamingo3(ctx: LoaderContext) -> ModelRequest:
     return _flamingo_request(ctx, "You are a helpful assistant.")

@@ -14,6 +14,8 @@ from mmrun.request import LoaderContext, ModelRequest
     architecture="GlmAsrForConditionalGeneration",
     trust_remote_code=True,
     methods=("generate",),
+    max_items=1,
+    note="its processor takes one audio per prompt (two fail in transformers)",
 )
 def glmasr(ctx: LoaderContext) -> ModelRequest:
     messages = text_messages("<|pad|>" * ctx.num_items + ctx.question)

@@ -14,6 +14,7 @@ from mmrun.request import LoaderContext, ModelRequest
     min_items=1,
     max_items=1,
     methods=("generate",),
+    max_audio_seconds=30.0,  # the encoder's fixed 30 s window; longer clips need long-form models
 )
 def whisper(ctx: LoaderContext) -> ModelRequest:
     # An encoder-decoder transcriber: the decoder prompt only starts the transcript and

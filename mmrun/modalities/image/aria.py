@@ -10,6 +10,10 @@ from mmrun.request import LoaderContext, ModelRequest
 # their ids. 93653 appears twice there; it is kept so the request equals the seed's.
 ARIA_STOP_TOKEN_IDS = (93532, 93653, 944, 93421, 1019, 93653, 93519)
 
+# Deliberate deviation from the seed: it sets tokenizer_mode="slow", a mode current vLLM no
+# longer has (0.32 rejects it: only auto, hf, mistral, ... remain), so mmrun leaves the
+# default ("auto", the model's Hugging Face tokenizer).
+
 
 @loader(
     "aria",
@@ -21,7 +25,7 @@ ARIA_STOP_TOKEN_IDS = (93532, 93653, 944, 93421, 1019, 93653, 93519)
 def aria(ctx: LoaderContext) -> ModelRequest:
     placeholders = "<fim_prefix><|img|><fim_suffix>\n" * ctx.num_items
     return ModelRequest(
-        engine_args={"tokenizer_mode": "slow", "dtype": "bfloat16"},
+        engine_args={"dtype": "bfloat16"},
         prompt=chatml(f"{placeholders}{ctx.question}"),
         stop_token_ids=ARIA_STOP_TOKEN_IDS,
     )

@@ -41,6 +41,7 @@ def idefics3(ctx: LoaderContext) -> ModelRequest:
     "image",
     repo_id="HuggingFaceTB/SmolVLM2-2.2B-Instruct",
     architecture="SmolVLMForConditionalGeneration",
+    requires=("num2words",),  # transformers' SmolVLM processor refuses to start without it
 )
 def smolvlm(ctx: LoaderContext) -> ModelRequest:
     return _idefics_request(ctx, "<|im_start|>", {"max_image_size": {"longest_edge": 384}})
