@@ -13,8 +13,10 @@ PIP_PYPI := PIP_FIND_LINKS= PIP_CONFIG_FILE=/dev/null $(PIP)
 
 .PHONY: install install-vllm test test-fast test-e2e docs docs-check quality style bench clean vllm-requirements
 
+# mmrun, then the example third-party plugin (docs/writing-plugins.md), which the tests load.
 install: $(BIN)/python install-vllm
 	$(PIP) install -q -e '.[test]'
+	$(PIP) install -q -e examples/mmrun-example-plugin
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)

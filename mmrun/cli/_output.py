@@ -1,4 +1,10 @@
-"""What mmrun prints: results on stdout, everything else on stderr."""
+"""What mmrun prints: results on stdout, everything else on stderr.
+
+Conventions users bring from other tools hold here: ``NO_COLOR`` (https://no-color.org)
+turns off every ANSI style, even on a terminal or with ``FORCE_COLOR``; ``--json`` puts one
+document on stdout and nothing else; ``--quiet`` leaves the results alone on stdout and
+nothing on stderr but an error.
+"""
 
 from __future__ import annotations
 
@@ -7,22 +13,38 @@ import os
 import sys
 from collections.abc import Iterator
 from contextlib import contextmanager
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from rich.console import Console
 from rich.markup import escape
 from rich.panel import Panel
 from rich.table import Table
 
-from mmrun.runner import RunResult
+if TYPE_CHECKING:
+    from mmrun.runner import RunResult
+
+NO_COLOR_ENV = "NO_COLOR"
+
+
+def color_disabled() -> bool:
+    """True when the user set NO_COLOR to anything but the empty string (no-color.org)."""
+    return os.environ.get(NO_COLOR_ENV, "") != ""
+
+
+def _console(*, stderr: bool) -> Console:
+    # Rich's own NO_COLOR support drops colours but keeps bold and dim; no colour system at
+    # all drops every escape sequence.
+    if color_disabled():
+        return Console(stderr=stderr, soft_wrap=True, color_system=None)
+    return Console(stderr=stderr, soft_wrap=True)
 
 
 def stdout_console() -> Console:
-    return Console(soft_wrap=True)
+    return _console(stderr=False)
 
 
 def stderr_console() -> Console:
-    return Console(stderr=True, soft_wrap=True)
+    return _console(stderr=True)
 
 
 def print_json(document: Any) -> None:
@@ -31,18 +53,57 @@ def print_json(document: Any) -> None:
 
 
 @contextmanager
+def _redirect(fd: int, target: int) -> Iterator[None]:
+    """Point file descriptor ``fd`` at ``target`` (another descriptor) until the block ends."""
+    for stream in (sys.stdout, sys.stderr):
+        stream.flush()
+    saved = os.dup(fd)
+    try:
+        os.dup2(target, fd)
+        yield
+    finally:
+        for stream in (sys.stdout, sys.stderr):
+            stream.flush()
+        os.dup2(saved, fd)
+        os.close(saved)
+
+
+@contextmanager
 def stdout_to_stderr() -> Iterator[None]:
     """Point file descriptor 1 at stderr while vLLM runs, so that nothing it or its worker
     processes print can mix into the results that mmrun prints on stdout afterwards."""
-    sys.stdout.flush()
-    saved = os.dup(1)
-    try:
-        os.dup2(2, 1)
+    with _redirect(1, 2):
         yield
+
+
+@contextmanager
+def engine_output(quiet: bool) -> Iterator[None]:
+    """Where what vLLM, torch and transformers print goes while a run is planned and executed:
+    to stderr, or with ``--quiet`` nowhere. A failure still ends as mmrun's one-line error,
+    printed by the error boundary once the descriptors are restored."""
+    if not quiet:
+        with stdout_to_stderr():
+            yield
+        return
+    devnull = os.open(os.devnull, os.O_WRONLY)
+    try:
+        with _redirect(1, devnull), _redirect(2, devnull):
+            yield
     finally:
-        sys.stdout.flush()
-        os.dup2(saved, 1)
-        os.close(saved)
+        os.close(devnull)
+
+
+def print_texts(result: RunResult) -> None:
+    """``--quiet`` without ``--json``: the generated text of each prompt, blocks separated by
+    a blank line; for a dry run, the request's prompt (or its token ids) once."""
+    if result.dry_run:
+        request = result.request
+        blocks = [request.prompt if request.prompt is not None
+                  else json.dumps(list(request.prompt_token_ids or ()))]
+    else:
+        blocks = [output.text.strip() for output in result.outputs]
+    sys.stdout.write("\n\n".join(blocks) + "\n")
+    sys.stdout.flush()
 
 
 def print_result(result: RunResult, console: Console) -> None:

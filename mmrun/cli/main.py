@@ -5,6 +5,7 @@ from __future__ import annotations
 import typer
 
 from mmrun import __version__
+from mmrun.cli._output import color_disabled
 from mmrun.cli.models import models
 from mmrun.cli.run import EPILOGS, make_command
 from mmrun.cli.selftest import selftest
@@ -15,6 +16,9 @@ app = typer.Typer(
          "with the right prompt format for each model.",
     no_args_is_help=True,
     pretty_exceptions_enable=False,
+    # Typer's Rich help and error panels keep bold and dim under NO_COLOR; its plain
+    # formatter prints no escape sequence at all.
+    rich_markup_mode=None if color_disabled() else "rich",
     context_settings={"help_option_names": ["-h", "--help"]},
 )
 
@@ -40,4 +44,6 @@ app.command("selftest")(selftest)
 
 
 def main() -> None:
-    app()
+    # A fixed program name, so that `python -m mmrun` and the `mmrun` script share one
+    # completion variable (_MMRUN_COMPLETE) and one usage line.
+    app(prog_name="mmrun")

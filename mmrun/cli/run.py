@@ -22,11 +22,12 @@ EPILOGS = {
 def _execute(modality: str, sources: list[str] | None, count: int | None, **kw: Any) -> None:
     # Imported here, not at the top: `mmrun --help` must stay fast.
     from mmrun.cli._output import (
+        engine_output,
         print_json,
         print_result,
+        print_texts,
         stderr_console,
         stdout_console,
-        stdout_to_stderr,
     )
     from mmrun.engine import configure_environment
     from mmrun.plugins import get_registry
@@ -34,6 +35,8 @@ def _execute(modality: str, sources: list[str] | None, count: int | None, **kw: 
     from mmrun.templates import HFTemplateRenderer
 
     json_out, quiet, verbose = kw.pop("json_out"), kw.pop("quiet"), kw.pop("verbose")
+    if quiet and verbose:
+        raise UsageError("--quiet and --verbose contradict each other", hint="pass one of them")
     if kw["method"] not in ("generate", "chat"):
         raise UsageError(f"unknown --method {kw['method']!r}", hint="use generate or chat")
     opts = RunOptions(
@@ -57,15 +60,31 @@ def _execute(modality: str, sources: list[str] | None, count: int | None, **kw: 
         warmup=kw["warmup"],
     )
     configure_environment(verbose)
-    err = stderr_console()
-    with stdout_to_stderr():
-        if not opts.dry_run and not quiet:
-            err.print("[dim]mmrun: starting vLLM (this takes a while the first time)...[/]")
+    if not opts.dry_run and not quiet:
+        stderr_console().print("[dim]mmrun: starting vLLM (this takes a while the first time)...[/]")
+    with engine_output(quiet):
         result = run(opts, get_registry(), HFTemplateRenderer)
     if json_out:
         print_json(result.to_json())
+    elif quiet:
+        print_texts(result)
     else:
         print_result(result, stdout_console())
+
+
+def _model_key_completion(modality: str) -> Callable[[str], list[tuple[str, str]]]:
+    """Shell completion for ``-m``: the registry's keys for this modality, with their checkpoint.
+
+    It runs on every <TAB>, so it reads the registry only (no vllm, torch or transformers).
+    """
+
+    def complete(incomplete: str) -> list[tuple[str, str]]:
+        from mmrun.plugins import get_registry
+
+        return [(spec.key, spec.repo_id) for spec in get_registry().specs(modality)
+                if spec.key.startswith(incomplete)]
+
+    return complete
 
 
 def make_command(modality: str) -> Callable[..., None]:
@@ -76,7 +95,9 @@ def make_command(modality: str) -> Callable[..., None]:
 
     @error_boundary
     def command(
-        key: o.ModelKeyOpt = None,
+        key: Annotated[str | None, typer.Option(
+            "--model-type", "-m", help="Model key (see `mmrun models`). Default: the modality's seed default.",
+            show_default=False, autocompletion=_model_key_completion(modality))] = None,
         sources: Annotated[list[str] | None, typer.Option(
             source_flag, short, help=f"An {noun} file: local path, http(s) URL or data: URI. Repeatable.",
             show_default=False)] = None,

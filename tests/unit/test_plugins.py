@@ -34,10 +34,13 @@ def register(registry):
 '''
 
 
+FIXTURE_PLUGINS = {"toyplugin": PLUGIN, "brokenplugin": BROKEN, "dupplugin": DUPLICATE}
+
+
 @pytest.fixture
 def plugin_path(tmp_path: Path) -> Path:
     """A folder with three installed-looking distributions, each with an mmrun.plugins entry point."""
-    for name, source in (("toyplugin", PLUGIN), ("brokenplugin", BROKEN), ("dupplugin", DUPLICATE)):
+    for name, source in FIXTURE_PLUGINS.items():
         (tmp_path / f"{name}.py").write_text(textwrap.dedent(source))
         info = tmp_path / f"{name}-1.0.dist-info"
         info.mkdir()
@@ -47,7 +50,9 @@ def plugin_path(tmp_path: Path) -> Path:
 
 
 def _mmrun(args: list[str], plugin_path: Path, **env: str) -> subprocess.CompletedProcess[str]:
-    environ = {**os.environ, "PYTHONPATH": str(plugin_path), **env}
+    # Only the plugins under test: others installed here (the example plugin) change the counts.
+    allow = ",".join(FIXTURE_PLUGINS)
+    environ = {**os.environ, "PYTHONPATH": str(plugin_path), "MMRUN_PLUGINS": allow, **env}
     return subprocess.run([sys.executable, "-m", "mmrun", *args], capture_output=True, text=True,
                           env=environ, timeout=60)
 
