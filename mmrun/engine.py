@@ -3,20 +3,32 @@
 from __future__ import annotations
 
 import contextlib
+import multiprocessing
 import os
 import re
-from collections.abc import Mapping, Sequence
+import signal
+import threading
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
+from types import FrameType
 from typing import Any
 
 from mmrun.errors import EngineError, MissingDependencyError, UsageError
 
+# vLLM's and torch's own wording for "the model, its KV cache or a batch does not fit"
+# (vllm/v1/core/kv_cache_utils.py, vllm/v1/worker/utils.py and cpu_worker.py, torch's
+# OutOfMemoryError). Specific phrases: a bare "KV cache" also matches configuration errors.
 _OOM_PATTERNS = re.compile(
-    r"out of memory|OutOfMemory|No available memory for the cache blocks|"
+    r"out of memory|OutOfMemory|\bMemoryError\b|No available memory for the cache blocks|"
+    r"larger than the available KV cache memory|"
     r"larger than the maximum number of tokens that can be stored in KV cache|"
-    r"Insufficient memory|KV cache",
+    r"less than desired GPU memory utilization|less than requested memory for kv|"
+    r"Insufficient memory",
     re.IGNORECASE,
 )
+
+
+_QUIET_RESOURCE_TRACKER = "ignore::UserWarning:multiprocessing.resource_tracker"
 
 
 @dataclass(frozen=True)
@@ -46,14 +58,97 @@ def _engine_failure(exc: BaseException) -> EngineError:
     if _OOM_PATTERNS.search(text):
         return EngineError(
             f"the engine ran out of memory: {first[:300]}",
-            hint="lower --engine-arg max_model_len=... or max_num_seqs=..., or raise -tp",
+            hint="lower --engine-arg max_model_len=... or max_num_seqs=..., raise -tp, "
+            "or free the memory other processes hold",
         )
     return EngineError(f"vLLM failed: {first[:300]}", hint="rerun with -v to see vLLM's log")
+
+
+@contextlib.contextmanager
+def interruptible() -> Iterator[threading.Event]:
+    """Make Ctrl-C stop vLLM for sure while it starts or generates; yields the "interrupted"
+    flag.
+
+    vLLM swallows KeyboardInterrupt in part of its start-up (its ``zmq_socket_ctx`` catches it)
+    and then waits up to 10 minutes for an engine that was told to stop, or finishes starting
+    as if nothing had happened. So once interrupted, a watchdog interrupts the main thread
+    again every second until the block is left; from the second time on, the handler also
+    kills the engine processes (see _kill_engine_processes). Whatever vLLM raises after an
+    interrupt ends as the interrupt.
+    """
+    interrupted = threading.Event()
+    if threading.current_thread() is not threading.main_thread():  # handlers: main thread only
+        yield interrupted
+        return
+    left = threading.Event()
+    lock = threading.Lock()
+    main = threading.main_thread().ident
+
+    def keep_interrupting() -> None:
+        while not left.wait(1.0):
+            with lock:
+                if not left.is_set() and main is not None:
+                    signal.pthread_kill(main, signal.SIGINT)
+
+    def on_interrupt(signum: int, frame: FrameType | None) -> None:
+        if interrupted.is_set():  # the interrupt did not get through: stop the engine itself
+            _kill_engine_processes()
+        else:
+            interrupted.set()
+            threading.Thread(target=keep_interrupting, name="mmrun-interrupt", daemon=True).start()
+        raise KeyboardInterrupt
+
+    previous = signal.signal(signal.SIGINT, on_interrupt)
+    try:
+        yield interrupted
+    except Exception as exc:
+        if interrupted.is_set():
+            raise KeyboardInterrupt from exc
+        raise
+    finally:
+        try:
+            with lock:
+                left.set()
+        finally:
+            signal.signal(signal.SIGINT,
+                          previous if previous is not None else signal.default_int_handler)
+
+
+def _kill_engine_processes() -> None:
+    """SIGKILL the processes this process started (vLLM's engine core) and their children (its
+    workers). SIGTERM is not enough: an engine core that is still starting defers it until it
+    has loaded the model, and workers whose engine core is gone run on until they notice."""
+    for child in multiprocessing.active_children():
+        descendants = _descendants(child.pid)
+        child.kill()
+        for process in descendants:
+            with contextlib.suppress(Exception):  # already gone
+                process.kill()
+
+
+def _descendants(pid: int | None) -> list[Any]:
+    try:
+        import psutil  # a dependency of vLLM, not of mmrun
+    except ImportError:
+        return []
+    try:
+        return list(psutil.Process(pid).children(recursive=True))
+    except psutil.Error:
+        return []
 
 
 def start(engine_args: Mapping[str, Any]) -> Any:
     """Create ``vllm.LLM`` from the composed engine arguments."""
     vllm = import_vllm()
+    with interruptible() as interrupted:
+        llm = _construct(vllm, engine_args)
+        if interrupted.is_set():  # vLLM swallowed the interrupt and finished starting anyway
+            shutdown(llm)
+            raise KeyboardInterrupt
+    return llm
+
+
+def _construct(vllm: Any, engine_args: Mapping[str, Any]) -> Any:
     try:
         return vllm.LLM(**engine_args)
     except Exception as exc:
@@ -106,7 +201,9 @@ def _completions(outputs: Sequence[Any]) -> list[Completion]:
 def generate(llm: Any, inputs: Sequence[Mapping[str, Any]], params: Any, lora: Any | None) -> list[Completion]:
     """All prompts in one ``LLM.generate`` call."""
     try:
-        outputs = llm.generate(list(inputs), sampling_params=params, lora_request=lora, use_tqdm=False)
+        with interruptible():
+            outputs = llm.generate(list(inputs), sampling_params=params, lora_request=lora,
+                                   use_tqdm=False)
     except Exception as exc:
         raise _engine_failure(exc) from exc
     return _completions(outputs)
@@ -116,8 +213,9 @@ def chat(llm: Any, conversations: Sequence[Sequence[Mapping[str, Any]]], params:
          lora: Any | None, chat_template: str | None) -> list[Completion]:
     """All conversations in one ``LLM.chat`` call."""
     try:
-        outputs = llm.chat([list(c) for c in conversations], sampling_params=params,
-                           lora_request=lora, chat_template=chat_template, use_tqdm=False)
+        with interruptible():
+            outputs = llm.chat([list(c) for c in conversations], sampling_params=params,
+                               lora_request=lora, chat_template=chat_template, use_tqdm=False)
     except Exception as exc:
         raise _engine_failure(exc) from exc
     return _completions(outputs)
@@ -142,3 +240,9 @@ def configure_environment(verbose: bool) -> None:
     os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
     if not verbose:
         os.environ.setdefault("TRANSFORMERS_VERBOSITY", "error")
+        # Python's resource tracker process removes the shared memory and semaphores that
+        # engine processes leave behind (always after an interrupt, often after a normal run)
+        # and warns about each kind: housekeeping that works, not something the user can act on.
+        current = os.environ.get("PYTHONWARNINGS", "")
+        if _QUIET_RESOURCE_TRACKER not in current:
+            os.environ["PYTHONWARNINGS"] = ",".join(filter(None, [current, _QUIET_RESOURCE_TRACKER]))

@@ -2,24 +2,28 @@
 
 Downloads are bounded (timeouts, a size cap, a redirect limit, a few retries on transient
 failures only), written to a temporary file and moved into the cache only when complete, and
-guarded by a file lock so two processes fetching the same URL download it once.
+guarded by a file lock so two processes fetching the same URL download it once. A downloaded
+file that does not decode is dropped from the cache, so no later run trusts it.
 """
 
 from __future__ import annotations
 
 import base64
 import binascii
+import functools
 import hashlib
 import os
-import time
+import stat
+import threading
 import urllib.parse
+import warnings
 from collections.abc import Callable, Sequence
-from concurrent.futures import Future, ThreadPoolExecutor
+from concurrent.futures import Future
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from mmrun.cache import media_cache_dir
+from mmrun.cache import CACHE_ENV, media_cache_dir
 from mmrun.errors import DownloadError, MediaError
 from mmrun.registry import Modality
 
@@ -33,6 +37,7 @@ DEFAULT_MAX_MB = 200
 DEFAULT_TIMEOUT_S = 30.0
 MAX_REDIRECTS = 5
 RETRIES = 3
+RETRY_BACKOFF_S = 0.5  # the wait before the second try; it doubles for each further try
 MAX_IMAGE_PIXELS = 178_956_970  # Pillow's own decompression-bomb threshold (2x its warning)
 DOWNLOAD_WORKERS = 8
 
@@ -86,8 +91,14 @@ def parse_source(text: str, modality: Modality) -> Source:
         base = os.environ.get(BASE_URL_ENV)
         url = f"{base.rstrip('/')}/{asset.mirror_name}" if base else asset.url
         return Source(text, "asset", url)
-    scheme = urllib.parse.urlsplit(text).scheme.lower()
+    if not text.strip():
+        raise MediaError("an empty media source was given", hint="name a file, URL or data: URI")
+    try:
+        scheme = urllib.parse.urlsplit(text).scheme.lower()
+    except ValueError as exc:  # e.g. an unclosed IPv6 bracket: "http://[::1"
+        raise MediaError(f"malformed URL {text!r}: {exc}", hint="check the URL") from exc
     if scheme in ("http", "https"):
+        _check_url(text)
         return Source(text, "url", text)
     if scheme == "data":
         return Source(text, "data", text)
@@ -99,16 +110,41 @@ def parse_source(text: str, modality: Modality) -> Source:
     return Source(text, "path", text)
 
 
+def _check_url(text: str) -> None:
+    """Refuse a URL that cannot be fetched at all (no host, bad characters) before any try:
+    that is the user's typo, not a network failure worth retrying."""
+    import httpx
+
+    try:
+        host = httpx.URL(text).host
+    except httpx.InvalidURL as exc:
+        raise MediaError(f"malformed URL {text!r}: {exc}", hint="check the URL") from exc
+    if not host:
+        raise MediaError(f"malformed URL {text!r}: it names no host", hint="check the URL")
+
+
 def _read_path(source: Source) -> bytes:
     path = Path(source.location).expanduser()
-    if not path.exists():
-        raise MediaError(f"no such file: {source.text}", hint="check the path")
-    if path.is_dir():
-        raise MediaError(f"{source.text} is a directory, not a file", hint="name a media file")
     try:
+        # stat first: a FIFO would block the read forever and /dev/zero would never end it.
+        mode = path.stat().st_mode
+        if stat.S_ISDIR(mode):
+            raise MediaError(f"{source.text} is a directory, not a file", hint="name a media file")
+        if not stat.S_ISREG(mode):
+            raise MediaError(f"{source.text} is not a regular file (a device, pipe or socket)",
+                             hint="name a media file")
         data = path.read_bytes()
+    except (FileNotFoundError, NotADirectoryError) as exc:
+        raise MediaError(f"no such file: {source.text}", hint="check the path") from exc
+    except PermissionError as exc:
+        raise MediaError(f"cannot read {source.text}: permission denied",
+                         hint="check its permissions and those of its folders") from exc
     except OSError as exc:
-        raise MediaError(f"cannot read {source.text}: {exc.strerror}", hint="check its permissions") from exc
+        raise MediaError(f"cannot read {source.text}: {exc.strerror or exc}",
+                         hint="check the file") from exc
+    except ValueError as exc:  # e.g. a NUL byte, which no file name can hold
+        raise MediaError(f"{source.text!r} is not a valid path ({exc})",
+                         hint="name a media file") from exc
     if not data:
         raise MediaError(f"{source.text} is empty (0 bytes)", hint="name a non-empty media file")
     return data
@@ -143,6 +179,7 @@ class Downloader:
     def __init__(self, on_request: Callable[[str], None] | None = None) -> None:
         self._client: httpx.Client | None = None
         self._on_request = on_request
+        self._cancelled = threading.Event()
 
     def _http(self) -> httpx.Client:
         if self._client is None:
@@ -159,6 +196,8 @@ class Downloader:
         return self._client
 
     def close(self) -> None:
+        """Stop: downloads still running give up at their next chunk or retry."""
+        self._cancelled.set()
         if self._client is not None:
             self._client.close()
 
@@ -169,97 +208,170 @@ class Downloader:
             return target
         from filelock import FileLock
 
-        target.parent.mkdir(parents=True, exist_ok=True)
-        with FileLock(str(target.parent / ".lock")):
+        try:
+            target.parent.mkdir(parents=True, exist_ok=True)
+            lock = FileLock(str(target.parent / ".lock"))
+            lock.acquire()
+        except OSError as exc:
+            raise _unwritable(target.parent, exc) from exc
+        try:
             if target.is_file():  # another process finished it while we waited
                 return target
             self._download(url, target)
+        finally:
+            lock.release()
         return target
 
     def _download(self, url: str, target: Path) -> None:
         import httpx
 
         limit = _max_bytes()
-        delay = 0.5
+        # Whoever holds the lock is the only writer, so any partial file here was left by a
+        # run that was killed mid-download: remove it rather than let it pile up.
+        for stale in target.parent.glob(f".{target.name}.*.part"):
+            stale.unlink(missing_ok=True)
+        partial = target.with_name(f".{target.name}.{os.getpid()}.{threading.get_ident()}.part")
+        delay = RETRY_BACKOFF_S
         for attempt in range(1, RETRIES + 1):
-            partial = target.with_name(f".{target.name}.{os.getpid()}.part")
             try:
-                if self._on_request:
-                    self._on_request(url)
-                with self._http().stream("GET", url) as response:
-                    if response.status_code >= 400:
-                        transient = response.status_code >= 500 or response.status_code == 429
-                        if transient and attempt < RETRIES:
-                            raise _Retry()
-                        raise DownloadError(
-                            f"download failed: HTTP {response.status_code} for {url}",
-                            hint="check the URL" if not transient else "the server failed; try again later",
-                        )
-                    declared = response.headers.get("content-length")
-                    if declared and declared.isdigit() and int(declared) > limit:
-                        raise _too_big(url, limit)
-                    size = 0
-                    with open(partial, "wb") as out:
-                        for chunk in response.iter_bytes(1 << 16):
-                            size += len(chunk)
-                            if size > limit:
-                                raise _too_big(url, limit)
-                            out.write(chunk)
-                        out.flush()
-                        os.fsync(out.fileno())
-                    if declared and declared.isdigit() and size != int(declared):
-                        raise DownloadError(
-                            f"download of {url} was cut short ({size} of {declared} bytes)",
-                            hint="try again",
-                        )
+                self._attempt(url, partial, limit)
                 os.replace(partial, target)
                 return
-            except _Retry:
-                pass
+            except _Transient as exc:
+                failure = exc.error
             except httpx.TooManyRedirects as exc:
                 raise DownloadError(f"too many redirects for {url} (more than {MAX_REDIRECTS})",
                                     hint="check the URL") from exc
-            except (httpx.TimeoutException, httpx.TransportError) as exc:
-                if attempt == RETRIES:
-                    what = "timed out" if isinstance(exc, httpx.TimeoutException) else "failed"
-                    raise DownloadError(
-                        f"download {what} for {url}: {exc or type(exc).__name__}",
-                        hint=f"check the network; the timeout is {_timeout():g} s ({TIMEOUT_ENV})",
-                    ) from exc
+            except (httpx.UnsupportedProtocol, httpx.InvalidURL) as exc:  # e.g. a redirect to ftp://
+                raise DownloadError(f"cannot fetch {url}: {exc}", hint="check the URL") from exc
+            except httpx.TimeoutException as exc:
+                what = "connecting" if isinstance(exc, httpx.ConnectTimeout) else "waiting for data"
+                failure = DownloadError(
+                    f"download of {url} timed out ({what})",
+                    hint=f"check the network or the server; the timeout is {_timeout():g} s "
+                    f"({TIMEOUT_ENV})",
+                )
+                failure.__cause__ = exc
+            except httpx.TransportError as exc:  # refused, reset, closed mid-body: worth a retry
+                failure = DownloadError(f"download of {url} failed: {exc or type(exc).__name__}",
+                                        hint="check the network and the URL")
+                failure.__cause__ = exc
+            except httpx.HTTPError as exc:  # e.g. a body that does not decode: not transient
+                raise DownloadError(f"download of {url} failed: {exc or type(exc).__name__}",
+                                    hint="check the URL") from exc
+            except OSError as exc:  # writing the partial file: no space, not writable
+                raise _unwritable(partial.parent, exc) from exc
             finally:
                 partial.unlink(missing_ok=True)
-            time.sleep(delay)
+            if attempt == RETRIES:
+                raise failure
+            if self._cancelled.wait(delay):  # backoff, cut short when the run is stopping
+                raise _cancelled(url)
             delay *= 2
 
+    def _attempt(self, url: str, partial: Path, limit: int) -> None:
+        """One try: the whole body into ``partial``, or an error (``_Transient`` if retryable)."""
+        if self._cancelled.is_set():
+            raise _cancelled(url)
+        if self._on_request:
+            self._on_request(url)
+        with self._http().stream("GET", url) as response:
+            status = response.status_code
+            if not 200 <= status < 300:
+                transient = status >= 500 or status == 429
+                error = DownloadError(
+                    f"download failed: HTTP {status} for {url}",
+                    hint="the server failed; try again later" if transient else "check the URL",
+                )
+                if transient:
+                    raise _Transient(error)
+                raise error
+            declared = response.headers.get("content-length")
+            if declared and declared.isdigit() and int(declared) > limit:
+                raise _too_big(url, limit)
+            size = 0
+            with open(partial, "wb") as out:
+                for chunk in response.iter_bytes():  # as they arrive: cap and stop act at once
+                    if self._cancelled.is_set():
+                        raise _cancelled(url)
+                    size += len(chunk)
+                    if size > limit:  # also without a Content-Length, or when it lies
+                        raise _too_big(url, limit)
+                    out.write(chunk)
+                out.flush()
+                os.fsync(out.fileno())
+            if declared and declared.isdigit() and size != int(declared):
+                raise _Transient(DownloadError(
+                    f"download of {url} was cut short ({size} of {declared} bytes)",
+                    hint="try again",
+                ))
 
-class _Retry(Exception):
-    pass
+
+class _Transient(Exception):
+    """A failed try worth repeating (HTTP 5xx or 429, a body cut short)."""
+
+    def __init__(self, error: DownloadError) -> None:
+        super().__init__(str(error))
+        self.error = error
 
 
 def _too_big(url: str, limit: int) -> DownloadError:
     return DownloadError(
-        f"download of {url} is larger than the {limit // (1024 * 1024)} MB cap",
+        f"download of {url} is larger than the {limit / (1024 * 1024):g} MB cap",
         hint=f"raise it with {MAX_BYTES_ENV}=<megabytes>",
     )
+
+
+def _cancelled(url: str) -> DownloadError:
+    return DownloadError(f"download of {url} was stopped", hint="the run is ending")
+
+
+def _unwritable(folder: Path, exc: OSError) -> DownloadError:
+    return DownloadError(
+        f"cannot write to the cache folder {folder}: {exc.strerror or exc}",
+        hint=f"free some space, or set {CACHE_ENV} to a writable folder",
+    )
+
+
+@functools.cache
+def _quiet_pillow_bomb_warning() -> None:
+    """decode_image checks the pixel count itself; Pillow's own warning, printed between
+    half the limit and the limit, would only add lines to a run that succeeds."""
+    from PIL import Image
+
+    warnings.filterwarnings("ignore", category=Image.DecompressionBombWarning)
 
 
 def decode_image(data: bytes, label: str) -> tuple[Any, dict[str, Any]]:
     import io
 
-    from PIL import Image
+    from PIL import Image, UnidentifiedImageError
 
-    Image.MAX_IMAGE_PIXELS = MAX_IMAGE_PIXELS
+    _quiet_pillow_bomb_warning()
     try:
         with Image.open(io.BytesIO(data)) as image:
+            # Checked before decoding, and here rather than through Pillow's global
+            # MAX_IMAGE_PIXELS, which only errors at twice its value and warns below that.
+            if image.width * image.height > MAX_IMAGE_PIXELS:
+                raise _too_many_pixels(label, f"{image.width}x{image.height} pixels")
             image.load()
             rgb = image.convert("RGB")
-    except Image.DecompressionBombError as exc:
-        raise MediaError(f"{label} is too large to decode safely ({exc})",
-                         hint="downscale the image first") from exc
-    except (OSError, SyntaxError, ValueError) as exc:
-        raise MediaError(f"{label} is not a readable image ({exc})",
+    except MediaError:
+        raise
+    except Image.DecompressionBombError as exc:  # Pillow's own check, in Image.open
+        raise _too_many_pixels(label, "too large") from exc
+    except UnidentifiedImageError as exc:
+        raise MediaError(f"{label} is not an image (Pillow cannot identify its format)",
+                         hint="give a PNG, JPEG, WebP or other Pillow-readable file") from exc
+    except Exception as exc:  # on bad bytes Pillow raises OSError, SyntaxError, struct.error...
+        raise MediaError(f"{label} is not a readable image ({exc or type(exc).__name__})",
                          hint="give a PNG, JPEG, WebP or other Pillow-readable file") from exc
     return rgb, {"width": rgb.width, "height": rgb.height}
+
+
+def _too_many_pixels(label: str, size: str) -> MediaError:
+    return MediaError(f"{label} is {size}: more than the {MAX_IMAGE_PIXELS:,} pixels that mmrun "
+                      "decodes (a decompression bomb?)", hint="downscale the image first")
 
 
 def decode_audio(data: bytes, label: str) -> tuple[Any, dict[str, Any]]:
@@ -270,7 +382,9 @@ def decode_audio(data: bytes, label: str) -> tuple[Any, dict[str, Any]]:
     try:
         waveform, sample_rate = soundfile.read(io.BytesIO(data), dtype="float32", always_2d=False)
     except (soundfile.LibsndfileError, RuntimeError, TypeError, ValueError) as exc:
-        raise MediaError(f"{label} is not readable audio ({exc})",
+        # libsndfile's own words, without the "Error opening <_io.BytesIO object at 0x...>" prefix
+        reason = getattr(exc, "error_string", None) or str(exc)
+        raise MediaError(f"{label} is not readable audio ({reason})",
                          hint="give a WAV, FLAC or Ogg file") from exc
     if waveform.ndim == 2:  # mixed down to mono, as the seed's loader (librosa) does
         waveform = waveform.mean(axis=1)
@@ -285,13 +399,49 @@ def decode_audio(data: bytes, label: str) -> tuple[Any, dict[str, Any]]:
 DECODERS = {"image": decode_image, "audio": decode_audio}
 
 
+class _DaemonPool:
+    """Runs jobs on daemon threads, at most ``workers`` at a time.
+
+    Not a ThreadPoolExecutor: the interpreter joins those threads at exit, so after Ctrl-C
+    during a stalled download the process would hang until the download's timeout.
+    """
+
+    def __init__(self, workers: int, name: str) -> None:
+        self._slots = threading.BoundedSemaphore(workers)
+        self._name = name
+        self._futures: list[Future[Any]] = []
+
+    def submit(self, fn: Callable[..., Any], *args: Any) -> Future[Any]:
+        future: Future[Any] = Future()
+
+        def work() -> None:
+            with self._slots:
+                if not future.set_running_or_notify_cancel():  # cancelled while queued
+                    return
+                try:
+                    result = fn(*args)
+                except BaseException as exc:
+                    future.set_exception(exc)
+                else:
+                    future.set_result(result)
+
+        self._futures.append(future)
+        threading.Thread(target=work, name=f"{self._name}-{len(self._futures)}", daemon=True).start()
+        return future
+
+    def shutdown(self) -> None:
+        """Cancel the jobs not started; running ones are left to end (or die with the process)."""
+        for future in self._futures:
+            future.cancel()
+
+
 class MediaResolver:
     """Resolves sources concurrently: downloads share a pool, decoding runs in the workers."""
 
     def __init__(self, modality: Modality, on_request: Callable[[str], None] | None = None) -> None:
         self.modality = modality
         self.downloader = Downloader(on_request)
-        self._pool = ThreadPoolExecutor(DOWNLOAD_WORKERS, thread_name_prefix="mmrun-media")
+        self._pool = _DaemonPool(DOWNLOAD_WORKERS, "mmrun-media")
 
     def submit(self, texts: Sequence[str]) -> list[Future[MediaItem]]:
         sources = [parse_source(text, self.modality) for text in texts]  # bad schemes fail now
@@ -312,7 +462,14 @@ class MediaResolver:
             path = Path(source.location).expanduser()
             data = _read_path(source)
         label = source.text if source.kind != "data" else "the data: URI"
-        decoded, info = DECODERS[self.modality.name](data, label)
+        try:
+            decoded, info = DECODERS[self.modality.name](data, label)
+        except MediaError:
+            if source.kind in ("asset", "url") and path is not None:
+                # Complete but not media (an error page served with 200, the wrong file):
+                # drop it, so that a later run fetches it again instead of trusting it.
+                path.unlink(missing_ok=True)
+            raise
         return MediaItem(
             source=source.text if source.kind != "data" else source.text[:40] + "...",
             path=str(path) if path else None,
@@ -323,7 +480,7 @@ class MediaResolver:
         )
 
     def close(self) -> None:
-        self._pool.shutdown(wait=False, cancel_futures=True)
+        self._pool.shutdown()
         self.downloader.close()
 
 

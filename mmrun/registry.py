@@ -77,6 +77,8 @@ class LoaderSpec:
     methods: the ``vllm.LLM`` methods this model can be run with.
     requires: extra Python modules the loader imports (checked before running).
     needs_model: the model has no public default repository; ``--model`` is required.
+    max_audio_seconds: the longest audio clip the model takes (None: no model limit);
+        mmrun refuses longer clips instead of letting the model cut them silently.
     note: a short remark shown in ``mmrun models`` and the docs.
     """
 
@@ -92,6 +94,7 @@ class LoaderSpec:
     methods: tuple[Method, ...] = ALL_METHODS
     requires: tuple[str, ...] = ()
     needs_model: bool = False
+    max_audio_seconds: float | None = None
     note: str = ""
 
     def __call__(self, ctx: LoaderContext) -> ModelRequest:
@@ -110,6 +113,7 @@ def loader(
     methods: tuple[Method, ...] = ALL_METHODS,
     requires: tuple[str, ...] = (),
     needs_model: bool = False,
+    max_audio_seconds: float | None = None,
     note: str = "",
 ) -> Callable[[LoadFn], LoaderSpec]:
     """Declare a loader: ``@loader("qwen2_vl", "image", repo_id=..., architecture=...)``."""
@@ -128,6 +132,7 @@ def loader(
             methods=methods,
             requires=requires,
             needs_model=needs_model,
+            max_audio_seconds=max_audio_seconds,
             note=note,
         )
 

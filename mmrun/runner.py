@@ -8,16 +8,19 @@ from __future__ import annotations
 
 import importlib.util
 import json
+import math
 import os
 import time
 from collections.abc import Callable, Iterator, Mapping, Sequence
-from concurrent.futures import Future
+from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from mmrun import __version__
 from mmrun.errors import (
+    EngineError,
+    MediaError,
     MissingDependencyError,
     RemoteCodeError,
     UnsupportedModelError,
@@ -26,11 +29,14 @@ from mmrun.errors import (
 from mmrun.media import MediaItem, MediaResolver, smart_resize_size
 from mmrun.plan import compose_engine_args
 from mmrun.registry import LoaderSpec, Method, Modality, Registry
-from mmrun.request import LoaderContext, ModelRequest, TemplateRenderer
+from mmrun.request import LoaderContext, Message, ModelRequest, TemplateRenderer, TemplateSource
 from mmrun.support import vllm_info
 
 TRUST_REMOTE_CODE_ENV = "MMRUN_TRUST_REMOTE_CODE"
 SCHEMA = "mmrun.result/1"
+# More prompts than this in one batched call is a typo (an extra zero or three), not a plan:
+# refused before mmrun builds per-prompt lists that would exhaust memory.
+MAX_NUM_PROMPTS = 100_000
 
 
 @dataclass(frozen=True)
@@ -126,15 +132,19 @@ def _media_json(item: MediaItem) -> dict[str, Any]:
             "size_bytes": item.size_bytes, **item.info}
 
 
-def parse_engine_args(pairs: Sequence[str]) -> dict[str, Any]:
-    """``KEY=VALUE`` pairs; VALUE is read as JSON when it parses (numbers, booleans, objects)."""
+def parse_engine_args(pairs: Sequence[str], option: str = "--engine-arg") -> dict[str, Any]:
+    """``KEY=VALUE`` pairs; VALUE is read as JSON when it parses (numbers, booleans, objects).
+
+    option: the flag the pairs came from, named in the error message.
+    """
+    example = "max_model_len=4096" if option == "--engine-arg" else "ignore_eos=true"
     parsed: dict[str, Any] = {}
     for pair in pairs:
         key, sep, raw = pair.partition("=")
         key = key.strip().replace("-", "_")
         if not sep or not key.isidentifier():
-            raise UsageError(f"invalid --engine-arg {pair!r}",
-                             hint="write KEY=VALUE, e.g. --engine-arg max_model_len=4096")
+            raise UsageError(f"invalid {option} {pair!r}",
+                             hint=f"write KEY=VALUE, e.g. {option} {example}")
         try:
             parsed[key] = json.loads(raw)
         except json.JSONDecodeError:
@@ -238,6 +248,35 @@ def check_supported(spec: LoaderSpec) -> str:
     return info.version
 
 
+def check_durations(spec: LoaderSpec, items: Sequence[MediaItem]) -> None:
+    """Refuse audio longer than the model takes (``spec.max_audio_seconds``)."""
+    limit = spec.max_audio_seconds
+    if limit is None:
+        return
+    for item in items:
+        duration = item.info.get("duration_s")
+        if duration is not None and duration > limit:
+            raise MediaError(
+                f"{item.source} is {duration:.1f} s long; {spec.key} takes at most {limit:g} s "
+                "of audio per clip",
+                hint=f"trim it to {limit:g} s or use a long-form model",
+            )
+
+
+class _PlanningRenderer:
+    """Stands in for the real renderer while only a loader's engine arguments are needed."""
+
+    def render(self, messages: Sequence[Message], *, source: TemplateSource,
+               chat_template: str | None = None) -> str:
+        return ""
+
+    def token_id(self, token: str) -> int:
+        return 0
+
+    def eos_token_id(self) -> int:
+        return 0
+
+
 class _LazyMedia(Sequence[Any]):
     """The decoded media of one prompt, waited for only when a loader reads it."""
 
@@ -285,14 +324,22 @@ def run(
     registry: Registry,
     templates: Callable[[str, bool], TemplateRenderer],
     on_request: Callable[[str], None] | None = None,
+    on_engine_start: Callable[[], None] | None = None,
 ) -> RunResult:
-    """Plan and, unless dry-run, execute one run. ``templates(model, trust)`` makes the renderer."""
+    """Plan and, unless dry-run, execute one run. ``templates(model, trust)`` makes the renderer;
+    ``on_request(url)`` is told of each download, ``on_engine_start()`` just before vLLM starts."""
     t0 = time.perf_counter()
     modality = registry.modalities[opts.modality]
     spec = registry.get(opts.modality, opts.key or modality.default_model)
     check_allowed(opts, spec)
     if opts.num_prompts < 1:
         raise UsageError(f"--num-prompts must be at least 1, got {opts.num_prompts}")
+    if opts.num_prompts > MAX_NUM_PROMPTS:
+        raise UsageError(f"--num-prompts {opts.num_prompts} is more than mmrun sends in one call "
+                         f"({MAX_NUM_PROMPTS:,})", hint="run mmrun several times")
+    if opts.temperature is not None and not math.isfinite(opts.temperature):
+        raise UsageError(f"--temperature must be a finite number, got {opts.temperature}",
+                         hint="e.g. --temperature 0.7")
     if opts.per_prompt is not None and not opts.sources:
         raise UsageError("--per-prompt needs named media", hint=f"add --{modality.name} files")
     vllm_version = vllm_info().version if opts.dry_run else check_supported(spec)
@@ -300,6 +347,7 @@ def run(
     model = opts.model or spec.repo_id
 
     resolver = MediaResolver(modality, on_request)
+    render_pool = ThreadPoolExecutor(1, thread_name_prefix="mmrun-render")
     try:
         unique = list(dict.fromkeys(s for sources in per_prompt for s in sources))
         t_media_start = time.perf_counter()
@@ -308,14 +356,22 @@ def run(
         for future in futures.values():
             future.add_done_callback(lambda _: media_done.append(time.perf_counter()))
         question = opts.question if opts.question is not None else modality.question(count)
-        ctx = LoaderContext(
-            question=question,
-            num_items=count,
-            model=model,
-            templates=templates(model, spec.trust_remote_code),
-            media=_LazyMedia([futures[s] for s in per_prompt[0]]),
-        )
-        request = spec(ctx)
+        media_view = _LazyMedia([futures[s] for s in per_prompt[0]])
+
+        def load(renderer: TemplateRenderer) -> ModelRequest:
+            return spec(LoaderContext(question=question, num_items=count, model=model,
+                                      templates=renderer, media=media_view))
+
+        renderer = templates(model, spec.trust_remote_code)
+        if opts.dry_run:
+            request = load(renderer)
+        else:
+            # Rendering a chat template loads the model's processor (seconds: transformers,
+            # the processor files). The engine's arguments never depend on the prompt, so a
+            # stand-in renderer gives them at once, the engine starts, and the real prompt
+            # is rendered meanwhile in a worker thread.
+            request = load(_PlanningRenderer())
+            rendering = render_pool.submit(load, renderer)
         engine_args = compose_engine_args(
             spec, request, model=model, num_items=count,
             seed=opts.seed if opts.seed is not None else modality.seed,
@@ -338,26 +394,41 @@ def run(
         t_plan = time.perf_counter()
         result.timings["prepare_s"] = t_plan - t0
         llm = None
-        if not opts.dry_run:
-            from mmrun import engine
+        try:
+            if spec.max_audio_seconds is not None:
+                # Waited for before the engine starts: a clip too long fails in a second,
+                # not after the engine start.
+                check_durations(spec, [future.result() for future in futures.values()])
+            if not opts.dry_run:
+                from mmrun import engine
 
-            llm = engine.start(engine_args)
-            result.timings["engine_start_s"] = time.perf_counter() - t_plan
-        t_media = time.perf_counter()
-        items = {s: futures[s].result() for s in unique}
-        result.media = [items[s] for s in unique]
-        result.timings["media_wait_s"] = time.perf_counter() - t_media
-        # Wall time from the first request to the last decoded item (overlaps engine start).
-        result.timings["media_s"] = max(media_done, default=t_media_start) - t_media_start
-        if llm is not None:
-            from mmrun import engine
-
-            try:
+                if on_engine_start is not None:
+                    on_engine_start()
+                t_start = time.perf_counter()
+                llm = engine.start(engine_args)
+                result.timings["engine_start_s"] = time.perf_counter() - t_start
+                result.request = rendering.result()
+                result.timings["render_wait_s"] = time.perf_counter() - t_start - result.timings[
+                    "engine_start_s"]
+                if result.request.engine_args != request.engine_args:
+                    raise EngineError(f"loader {spec.key!r} returned engine arguments that depend "
+                                      "on the rendered prompt", hint="report this mmrun bug")
+            t_media = time.perf_counter()
+            items = {s: futures[s].result() for s in unique}
+            result.media = [items[s] for s in unique]
+            result.timings["media_wait_s"] = time.perf_counter() - t_media
+            # Wall time from the first request to the last decoded item (overlaps engine start).
+            result.timings["media_s"] = max(media_done, default=t_media_start) - t_media_start
+            if llm is not None:
                 result.outputs = _execute(llm, opts, result, items, per_prompt)
-            finally:
+        finally:
+            if llm is not None:  # also when a media item failed after the engine had started
+                from mmrun import engine
+
                 engine.shutdown(llm)
     finally:
         resolver.close()
+        render_pool.shutdown(wait=False, cancel_futures=True)
     result.timings["total_s"] = time.perf_counter() - t0
     return result
 

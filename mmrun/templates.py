@@ -27,9 +27,10 @@ class HFTemplateRenderer:
         auto = transformers.AutoProcessor if source == "processor" else transformers.AutoTokenizer
         try:
             return auto.from_pretrained(self.model, trust_remote_code=self.trust_remote_code)
-        except OSError as exc:
+        except (OSError, ValueError) as exc:  # missing files, or a folder with no such class
+            first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
             raise MmrunError(
-                f"cannot load the {source} of {self.model}: {str(exc).splitlines()[0]}",
+                f"cannot load the {source} of {self.model}: {first}",
                 hint="check the model id or path; offline, set HF_HUB_OFFLINE=1 with a "
                 "populated Hugging Face cache",
             ) from exc

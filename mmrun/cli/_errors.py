@@ -2,14 +2,16 @@
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import os
 import sys
 import traceback
-from collections.abc import Callable
-from typing import ParamSpec, TypeVar
+from collections.abc import Callable, Iterator
+from typing import Any, ParamSpec, TypeVar
 
 import typer
+from typer.core import TyperGroup
 
 from mmrun.errors import EXIT_FAILURE, EXIT_INTERRUPTED, MmrunError
 
@@ -23,7 +25,10 @@ def _debug() -> bool:
 
 
 def report(message: str) -> None:
-    print(f"mmrun: error: {message}", file=sys.stderr, flush=True)
+    # Messages quote what the user typed (paths, URLs): a newline or an escape sequence in it
+    # must not break the one line, or reach the terminal raw.
+    line = "".join(c if c.isprintable() else repr(c)[1:-1] for c in message)
+    print(f"mmrun: error: {line}", file=sys.stderr, flush=True)
 
 
 def error_boundary(command: Callable[P, R]) -> Callable[P, R]:
@@ -50,3 +55,44 @@ def error_boundary(command: Callable[P, R]) -> Callable[P, R]:
             raise typer.Exit(EXIT_FAILURE) from None
 
     return wrapper
+
+
+def _is_usage_error(exc: Exception) -> bool:
+    """Typer's parser (click) raises its own exception types; mmrun recognises them by their
+    public interface rather than importing click, which Typer keeps private."""
+    if type(exc).__name__ == "NoArgsIsHelpError":  # bare `mmrun`: the help text is the answer
+        return False
+    return callable(getattr(exc, "format_message", None)) and isinstance(
+        getattr(exc, "exit_code", None), int)
+
+
+@contextlib.contextmanager
+def _one_line_click_errors() -> Iterator[None]:
+    try:
+        yield
+    except Exception as exc:
+        if not _is_usage_error(exc):
+            raise
+        text = exc.format_message()  # type: ignore[attr-defined]  # checked by _is_usage_error
+        message = " ".join(str(text).split()).rstrip(".")
+        if message[:1].isupper() and message[1:2].islower():  # "No such ..." -> "no such ..."
+            message = message[0].lower() + message[1:]
+        ctx = getattr(exc, "ctx", None)
+        hint = f" (see `{ctx.command_path if ctx is not None else 'mmrun'} --help`)"
+        report(message + hint)
+        raise typer.Exit(getattr(exc, "exit_code", 2)) from None
+
+
+class OneLineErrorsGroup(TyperGroup):
+    """The root command group, with click's own usage errors (an unknown command or option,
+    a value that is not a number) reported as mmrun reports its own: one line on stderr and
+    exit code 2, instead of a usage block and a panel. Use it as ``typer.Typer(cls=...)``."""
+
+    def make_context(self, info_name: str | None, args: list[str],
+                     parent: Any = None, **extra: Any) -> Any:
+        with _one_line_click_errors():
+            return super().make_context(info_name, args, parent, **extra)
+
+    def invoke(self, ctx: Any) -> Any:
+        with _one_line_click_errors():  # the subcommand's own parsing happens in here
+            return super().invoke(ctx)

@@ -5,6 +5,7 @@ from __future__ import annotations
 import typer
 
 from mmrun import __version__
+from mmrun.cli._errors import OneLineErrorsGroup
 from mmrun.cli._output import color_disabled
 from mmrun.cli.models import models
 from mmrun.cli.run import EPILOGS, make_command
@@ -12,6 +13,7 @@ from mmrun.cli.selftest import selftest
 
 app = typer.Typer(
     name="mmrun",
+    cls=OneLineErrorsGroup,
     help="Run vision-language and audio-language models on images and audio through vLLM, "
          "with the right prompt format for each model.",
     no_args_is_help=True,

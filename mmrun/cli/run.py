@@ -53,17 +53,21 @@ def _execute(modality: str, sources: list[str] | None, count: int | None, **kw: 
         model=kw["model"],
         tensor_parallel_size=kw["tensor_parallel_size"],
         engine_args=parse_engine_args(kw["engine_arg"] or []),
-        sampling_args=parse_engine_args(kw["sampling_arg"] or []),
+        sampling_args=parse_engine_args(kw["sampling_arg"] or [], option="--sampling-arg"),
         trust_remote_code=kw["trust_remote_code"],
         dry_run=kw["dry_run"],
         per_prompt=kw["per_prompt"],
         warmup=kw["warmup"],
     )
     configure_environment(verbose)
-    if not opts.dry_run and not quiet:
-        stderr_console().print("[dim]mmrun: starting vLLM (this takes a while the first time)...[/]")
+    err = stderr_console()
+
+    def announce() -> None:
+        if not quiet:
+            err.print("[dim]mmrun: starting vLLM (this takes a while the first time)...[/]")
+
     with engine_output(quiet):
-        result = run(opts, get_registry(), HFTemplateRenderer)
+        result = run(opts, get_registry(), HFTemplateRenderer, on_engine_start=announce)
     if json_out:
         print_json(result.to_json())
     elif quiet:

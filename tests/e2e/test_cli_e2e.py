@@ -40,10 +40,11 @@ def run_cli(modality: str, key: str, checkpoint: TinyCheckpoint, server_url: str
             *extra: str) -> dict[str, Any]:
     engine_args = [f"--engine-arg={k}={json.dumps(v)}" for k, v in checkpoint.engine_args.items()]
     engine_args += [f"--sampling-arg={k}={json.dumps(v)}" for k, v in checkpoint.sampling_args.items()]
-    # Eager mode: torch.compile adds about 40 s to each engine start on these CPUs.
+    # Eager mode: torch.compile adds about 40 s to each engine start on these CPUs. One
+    # worker: the seeds shard the big models (-tp 2 to 8); a tiny one runs on one CPU node.
     args = [sys.executable, "-m", "mmrun", modality, "-m", key, "--model", str(checkpoint.path),
             "-n", str(items_per_prompt(modality, key)), "--max-tokens", "6", "--json",
-            "--trust-remote-code", "--engine-arg", "enforce_eager=true", *engine_args, *extra]
+            "--trust-remote-code", "--engine-arg", "enforce_eager=true", "-tp", "1", *engine_args, *extra]
     env = {**os.environ, "MMRUN_ASSETS_BASE_URL": server_url, "HF_HUB_OFFLINE": "1"}
     proc = subprocess.run(args, capture_output=True, text=True, env=env, timeout=900)
     assert proc.returncode == 0, proc.stderr[-3000:]

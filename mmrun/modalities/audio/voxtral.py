@@ -5,7 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from mmrun.errors import MediaError
+from mmrun.errors import MediaError, MmrunError
 from mmrun.registry import loader
 from mmrun.request import LoaderContext, ModelRequest
 
@@ -14,9 +14,13 @@ def _mistral_tokenizer(model: str) -> Any:
     from mistral_common.tokens.tokenizers.mistral import MistralTokenizer
 
     local = Path(model)
-    if local.is_dir():
-        return MistralTokenizer.from_file(local / "tekken.json")
-    return MistralTokenizer.from_hf_hub(model)
+    try:
+        if local.is_dir():
+            return MistralTokenizer.from_file(local / "tekken.json")
+        return MistralTokenizer.from_hf_hub(model)
+    except (OSError, ValueError) as exc:  # no tekken.json, or the Hub unreachable
+        raise MmrunError(f"cannot load the mistral tokenizer of {model}: {exc}",
+                         hint="check the model id or path (a local model needs tekken.json)") from exc
 
 
 @loader(

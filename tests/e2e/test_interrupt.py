@@ -1,0 +1,235 @@
+"""Ctrl-C, for real: SIGINT to a real ``python -m mmrun`` process ends it with exit code 130,
+one line on stderr, and no process of vLLM's left behind; and an engine argument that the
+real vLLM rejects ends as a usage error.
+
+The download case needs no engine and runs with the unit tests' speed; the others start the
+real vLLM engine on a tiny offline Qwen2.5-VL checkpoint (marked e2e).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import signal
+import subprocess
+import sys
+import threading
+import time
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import Any
+
+import psutil
+import pytest
+
+from mmrun.tiny import TinyCheckpoint, builders
+
+KEY = ("image", "qwen2_5_vl")
+HAS_TINY = KEY in builders()
+
+# Runs mmrun's own entry point; the engine's generate first drops a marker file, so that the
+# test knows generation has begun. Guarded: vLLM's spawned processes import the main module.
+WRAPPER = """
+import os
+import sys
+
+from mmrun import engine
+
+real_generate = engine.generate
+
+
+def generate(*args, **kwargs):
+    with open(os.environ["MMRUN_TEST_GENERATING"], "w") as marker:
+        marker.write("generating")
+    return real_generate(*args, **kwargs)
+
+
+engine.generate = generate
+
+if __name__ == "__main__":
+    from mmrun.cli.main import main
+
+    main()
+"""
+
+
+class Tree:
+    """Every process that descends from one process while it runs, by (pid, start time), so
+    that a process reparented to init when its parent dies is still counted; with every
+    title it was seen under (vLLM retitles its processes: VLLM::EngineCore, VLLM::Worker)."""
+
+    def __init__(self, root: int) -> None:
+        self.root = psutil.Process(root)
+        self.seen: dict[tuple[int, float], set[str]] = {}
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._watch, daemon=True)
+        self._thread.start()
+
+    def _watch(self) -> None:
+        while not self._stop.is_set() and self.root.is_running():
+            with contextlib.suppress(psutil.Error):  # a process ended while being listed
+                for child in self.root.children(recursive=True):
+                    with contextlib.suppress(psutil.Error):
+                        # name() is cut to 15 characters; the command line carries the title.
+                        title = " ".join(child.cmdline()) or child.name()
+                        key = (child.pid, child.create_time())
+                        self.seen.setdefault(key, set()).add(title[:80])
+            time.sleep(0.1)
+
+    def stop(self) -> None:
+        self._stop.set()
+        self._thread.join()
+
+    def has(self, fragment: str) -> bool:
+        return any(fragment in title for titles in self.seen.values() for title in titles)
+
+    def alive(self) -> list[str]:
+        left = []
+        for (pid, started), titles in self.seen.items():
+            with contextlib.suppress(psutil.Error):
+                process = psutil.Process(pid)
+                if process.create_time() == started and process.status() != psutil.STATUS_ZOMBIE:
+                    left.append(f"{pid} {sorted(titles)}")
+        return left
+
+
+def wait_for(condition: Callable[[], bool], timeout: float, what: str) -> None:
+    deadline = time.monotonic() + timeout
+    while not condition():
+        assert time.monotonic() < deadline, f"timed out waiting for {what}"
+        time.sleep(0.1)
+
+
+def interrupt(proc: subprocess.Popen[str], tree: Tree | None, timeout: float) -> tuple[str, str]:
+    """SIGINT, then the process's output; it must end within ``timeout`` seconds."""
+    sent = time.monotonic()
+    proc.send_signal(signal.SIGINT)
+    try:
+        out, err = proc.communicate(timeout=timeout)
+    except subprocess.TimeoutExpired:
+        proc.kill()
+        out, err = proc.communicate()
+        pytest.fail(f"mmrun did not end within {timeout} s of SIGINT; stderr: {err[-2000:]}")
+    finally:
+        if tree is not None:
+            tree.stop()
+    assert time.monotonic() - sent < timeout
+    return out, err
+
+
+def test_ctrl_c_during_a_slow_download(media_server: Any, isolated_cache: Path) -> None:
+    media_server.latency_s = 30  # the server answers after 30 s
+    env = {**os.environ, "MMRUN_DOWNLOAD_TIMEOUT": "60"}
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "mmrun", "image", "-m", "mistral3", "-i",
+         f"{media_server.url}/blue.png", "--dry-run"],
+        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env)
+    try:
+        wait_for(lambda: bool(media_server.requests), 30, "the download to start")
+        time.sleep(0.3)
+        out, err = interrupt(proc, None, timeout=5)  # not the 30 s the download would take
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+    assert proc.returncode == 130
+    assert err == "mmrun: interrupted\n"
+    assert out == ""
+    media = isolated_cache / "media"
+    trusted = [p for p in media.rglob("*") if p.is_file() and not p.name.startswith(".")]
+    assert trusted == []
+
+
+# --- the real engine -----------------------------------------------------------------------------
+
+@pytest.fixture(scope="module")
+def checkpoint(tiny_checkpoint: Callable[[str, str], TinyCheckpoint]) -> TinyCheckpoint:
+    if not HAS_TINY:
+        pytest.skip("mmrun.tiny has no qwen2_5_vl builder")
+    return tiny_checkpoint(*KEY)
+
+
+@pytest.fixture
+def image(tmp_path: Path) -> Path:
+    from PIL import Image
+
+    path = tmp_path / "green.png"
+    Image.new("RGB", (64, 48), (10, 200, 30)).save(path)
+    return path
+
+
+@pytest.fixture
+def run_mmrun(tmp_path: Path, checkpoint: TinyCheckpoint,
+              image: Path) -> Iterator[Callable[..., subprocess.Popen[str]]]:
+    """Starts ``mmrun image -m qwen2_5_vl`` on the tiny checkpoint; kills what is left at the
+    end (a test that fails must not leave an engine running)."""
+    script = tmp_path / "mmrun_with_marker.py"
+    script.write_text(WRAPPER)
+    started: list[subprocess.Popen[str]] = []
+
+    def start(*extra: str) -> subprocess.Popen[str]:
+        engine_args = [f"--engine-arg={k}={v}" for k, v in checkpoint.engine_args.items()]
+        env = {**os.environ, "HF_HUB_OFFLINE": "1",
+               "MMRUN_TEST_GENERATING": str(tmp_path / "generating")}
+        proc = subprocess.Popen(
+            [sys.executable, str(script), "image", "-m", KEY[1], "--model", str(checkpoint.path),
+             "-i", str(image), *engine_args, *extra],
+            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env)
+        started.append(proc)
+        return proc
+
+    yield start
+    for proc in started:
+        if proc.poll() is None:
+            for child in psutil.Process(proc.pid).children(recursive=True):
+                child.kill()
+            proc.kill()
+            proc.communicate()
+
+
+def check_interrupted(proc: subprocess.Popen[str], out: str, err: str, tree: Tree) -> None:
+    assert proc.returncode == 130, err[-3000:]
+    assert err == "mmrun: interrupted\n"  # --quiet: nothing of vLLM's, and mmrun's one line
+    assert out == ""
+    assert tree.has("EngineCore"), tree.seen  # the engine had really started
+    # vLLM's processes (engine core, its workers) end with mmrun, not minutes later.
+    deadline = time.monotonic() + 10
+    while tree.alive() and time.monotonic() < deadline:
+        time.sleep(0.2)
+    assert tree.alive() == []
+
+
+@pytest.mark.e2e
+def test_ctrl_c_while_the_engine_starts(run_mmrun: Callable[..., subprocess.Popen[str]]) -> None:
+    """vLLM swallows a KeyboardInterrupt during its start-up handshake and would go on (or
+    wait up to 10 minutes): mmrun must end anyway, and take the engine down with it."""
+    proc = run_mmrun("--quiet")
+    tree = Tree(proc.pid)
+    wait_for(lambda: tree.has("EngineCore") or proc.poll() is not None, 300, "the engine core")
+    assert proc.poll() is None, proc.communicate()[1][-3000:]
+    out, err = interrupt(proc, tree, timeout=60)
+    check_interrupted(proc, out, err, tree)
+
+
+@pytest.mark.e2e
+def test_ctrl_c_during_generation(run_mmrun: Callable[..., subprocess.Popen[str]],
+                                  tmp_path: Path) -> None:
+    proc = run_mmrun("--quiet", "--num-prompts", "4", "--max-tokens", "1500",
+                     "--sampling-arg", "ignore_eos=true")
+    tree = Tree(proc.pid)
+    marker = tmp_path / "generating"
+    wait_for(lambda: marker.exists() or proc.poll() is not None, 300, "generation")
+    assert proc.poll() is None, proc.communicate()[1][-3000:]
+    time.sleep(1.0)
+    assert proc.poll() is None, "generation ended before the interrupt; make it longer"
+    out, err = interrupt(proc, tree, timeout=60)
+    check_interrupted(proc, out, err, tree)
+
+
+@pytest.mark.e2e
+def test_engine_argument_that_vllm_rejects(run_mmrun: Callable[..., subprocess.Popen[str]]) -> None:
+    proc = run_mmrun("--quiet", "--engine-arg", "not_a_field=1")
+    out, err = proc.communicate(timeout=300)
+    assert proc.returncode == 2, err[-3000:]
+    assert out == "" and "Traceback" not in err
+    assert err.count("\n") == 1 and err.startswith("mmrun: error: vLLM rejected an engine argument")
+    assert "not_a_field" in err and "--engine-arg" in err

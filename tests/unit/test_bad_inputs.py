@@ -1,0 +1,621 @@
+"""Every way a user can hand mmrun something wrong, and what they get back.
+
+Each case checks the whole contract: exactly one line on stderr, ``mmrun: error: <what is
+wrong> (<what to do>)``; the documented exit code (2 usage or input, 1 run failure); no
+traceback; nothing on stdout; and a cache folder with no partial download and no file that a
+later run would trust. Most cases run in-process through Typer's CliRunner; the ones where
+the process boundary matters (permissions, a missing vLLM, the real entry point) run
+``python -m mmrun``.
+"""
+
+from __future__ import annotations
+
+import base64
+import ctypes
+import http.server
+import io
+import os
+import struct
+import subprocess
+import sys
+import types
+import zlib
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pytest
+import soundfile
+from test_downloads import PNG, ScriptedServer, partial_files, reply, trusted_files
+from typer.testing import CliRunner
+
+from mmrun import media
+from mmrun.cli._errors import OneLineErrorsGroup
+from mmrun.cli.main import app
+from mmrun.errors import EXIT_FAILURE, EXIT_USAGE
+
+runner = CliRunner()
+
+
+@dataclass(frozen=True)
+class Outcome:
+    code: int
+    stdout: str
+    stderr: str
+
+
+def cli(*args: str, env: dict[str, str] | None = None) -> Outcome:
+    result = runner.invoke(app, list(args), env=env)
+    return Outcome(result.exit_code, result.stdout, result.stderr)
+
+
+def mmrun(*args: str, env: dict[str, str] | None = None, **popen: Any) -> Outcome:
+    proc = subprocess.run([sys.executable, "-m", "mmrun", *args], capture_output=True,
+                          text=True, env={**os.environ, **(env or {})}, timeout=120, **popen)
+    return Outcome(proc.returncode, proc.stdout, proc.stderr)
+
+
+def check(outcome: Outcome, code: int, *fragments: str, cache: Path | None) -> str:
+    """The contract of a failed run; returns the error line."""
+    assert "Traceback" not in outcome.stderr, outcome.stderr
+    assert outcome.code == code, outcome.stderr
+    assert outcome.stdout == ""
+    lines = outcome.stderr.splitlines()
+    assert len(lines) == 1, outcome.stderr
+    line = lines[0]
+    assert line.startswith("mmrun: error: "), line
+    assert line.endswith(")"), f"no hint on what to do: {line}"  # "what is wrong (what to do)"
+    for fragment in fragments:
+        assert fragment in line, line
+    if cache is not None:
+        assert partial_files(cache) == []
+        assert trusted_files(cache) == []
+    return line
+
+
+# --- media files, built once -------------------------------------------------------------------
+
+
+def _png_chunk(kind: bytes, data: bytes) -> bytes:
+    return struct.pack(">I", len(data)) + kind + data + struct.pack(">I", zlib.crc32(kind + data))
+
+
+def bomb_png(width: int, height: int) -> bytes:
+    """A valid 1-bit PNG of width x height pixels that is only a few kB: all rows are zero."""
+    row = b"\0" * (1 + (width + 7) // 8)
+    packer = zlib.compressobj(9)
+    pixels = b"".join(packer.compress(row) for _ in range(height)) + packer.flush()
+    header = struct.pack(">IIBBBBB", width, height, 1, 0, 0, 0, 0)
+    return (b"\x89PNG\r\n\x1a\n" + _png_chunk(b"IHDR", header) + _png_chunk(b"IDAT", pixels)
+            + _png_chunk(b"IEND", b""))
+
+
+@pytest.fixture(scope="session")
+def bad(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    from PIL import Image
+
+    folder = tmp_path_factory.mktemp("bad-media")
+    (folder / "empty.png").write_bytes(b"")
+    (folder / "text.png").write_bytes(b"<html>this is a web page, not a picture</html>\n")
+    buffer = io.BytesIO()
+    Image.new("RGB", (64, 64), (200, 10, 10)).save(buffer, format="JPEG")
+    jpeg = buffer.getvalue()
+    (folder / "truncated.jpg").write_bytes(jpeg[: len(jpeg) // 2])
+    # 20000 x 10000 = 200 M pixels in a 25 kB file: over mmrun's limit (178,956,970); before
+    # mmrun checked it itself, Pillow only warned up to twice that, and mmrun decoded it.
+    (folder / "bomb.png").write_bytes(bomb_png(20_000, 10_000))
+    (folder / "blue.png").write_bytes(PNG)
+    (folder / "not-audio.wav").write_bytes(b"RIFF? no: just some text pretending to be a wav\n")
+    t = np.linspace(0, 31, 16000 * 31, dtype=np.float32)
+    soundfile.write(folder / "long.ogg", 0.3 * np.sin(2 * np.pi * 440 * t), 16000,
+                    format="OGG", subtype="VORBIS")
+    ogg = (folder / "long.ogg").read_bytes()
+    (folder / "corrupt.ogg").write_bytes(ogg[:200] + b"\0" * 500 + ogg[700:4000])
+    soundfile.write(folder / "short.wav", 0.3 * np.sin(2 * np.pi * 440 * t[:16000]), 16000)
+    (folder / "a-folder.png").mkdir()
+    os.mkfifo(folder / "fifo.png")
+    return folder
+
+
+@pytest.fixture
+def server() -> Iterator[ScriptedServer]:
+    scripted = ScriptedServer()
+    scripted.routes["/blue.png"] = lambda h: reply(h, 200, PNG)
+    try:
+        yield scripted
+    finally:
+        scripted.close()
+
+
+@pytest.fixture
+def fast_retries(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(media, "RETRY_BACKOFF_S", 0.01)
+
+
+@pytest.fixture
+def engine_env() -> Iterator[None]:
+    """A real (not dry) run sets vLLM's logging variables; keep them out of the session."""
+    names = ("VLLM_LOGGING_LEVEL", "VLLM_LOGGING_STREAM", "TOKENIZERS_PARALLELISM",
+             "TRANSFORMERS_VERBOSITY", "PYTHONWARNINGS")
+    saved = {name: os.environ.get(name) for name in names}
+    yield
+    for name, value in saved.items():
+        if value is None:
+            os.environ.pop(name, None)
+        else:
+            os.environ[name] = value
+
+
+IMAGE = ("image", "-m", "mistral3")  # a model whose dry run needs no template from the Hub
+DRY = ("--dry-run",)
+
+
+# --- the command line itself ----------------------------------------------------------------
+
+
+@pytest.mark.parametrize(("args", "fragments"), [
+    (["image", "-m", "qwen25_vl"], ["unknown image model 'qwen25_vl'", "did you mean 'qwen2_5_vl'"]),
+    (["image", "-m", "whisper"], ["'whisper' is an audio model", "mmrun audio -m whisper"]),
+    (["audio", "-m", "zzzzzz"], ["unknown audio model", "mmrun models audio"]),
+])
+def test_unknown_model_key(args: list[str], fragments: list[str], isolated_cache: Path) -> None:
+    check(cli(*args, *DRY), EXIT_USAGE, *fragments, cache=isolated_cache)
+
+
+CLICK_ERRORS = [
+    (["imag"], ["no such command 'imag'", "mmrun --help"]),
+    (["image", "--bogus"], ["no such option: --bogus", "mmrun image --help"]),
+    (["image", "-n", "four"], ["invalid value for '--num-images' / '-n'"]),
+    (["image", "--num-prompts", "0"], ["invalid value for '--num-prompts'"]),
+    (["audio", "-m"], ["option '-m' requires an argument"]),
+]
+ONE_LINE_GROUP_WIRED = app.info.cls is OneLineErrorsGroup
+
+
+@pytest.mark.xfail(not ONE_LINE_GROUP_WIRED, strict=True,
+                   reason="mmrun/cli/main.py must build the app with "
+                          "typer.Typer(cls=OneLineErrorsGroup, ...)")
+@pytest.mark.parametrize(("args", "fragments"), CLICK_ERRORS)
+def test_click_usage_errors_are_one_line(args: list[str], fragments: list[str],
+                                         isolated_cache: Path) -> None:
+    check(cli(*args), EXIT_USAGE, *fragments, cache=isolated_cache)
+
+
+@pytest.mark.parametrize(("args", "fragments"), CLICK_ERRORS)
+def test_one_line_group_formats_click_usage_errors(args: list[str], fragments: list[str],
+                                                   isolated_cache: Path,
+                                                   monkeypatch: pytest.MonkeyPatch) -> None:
+    """The group class the app should use, proven on the real commands."""
+    monkeypatch.setattr(app.info, "cls", OneLineErrorsGroup)
+    check(cli(*args), EXIT_USAGE, *fragments, cache=isolated_cache)
+    # What it must leave alone: help, the version, and bare `mmrun` (which shows the help).
+    assert cli("--help").code == 0 and cli("--version").code == 0
+    bare = cli()
+    assert bare.code == 2 and "Usage" in bare.stdout + bare.stderr
+
+
+def test_unknown_command_through_the_real_entry_point(isolated_cache: Path) -> None:
+    outcome = mmrun("imag")
+    assert outcome.code == EXIT_USAGE and "Traceback" not in outcome.stderr
+    assert "imag" in outcome.stderr and outcome.stdout == ""
+    if ONE_LINE_GROUP_WIRED:
+        check(outcome, EXIT_USAGE, "no such command 'imag'", cache=isolated_cache)
+
+
+@pytest.mark.parametrize(("args", "fragments"), [
+    ([*IMAGE, "-n", "13"], ["-n 13 is out of range for mistral3", "use -n between"]),
+    ([*IMAGE, "-n", "0"], ["-n 0 is out of range"]),
+    ([*IMAGE, "-n", "-3"], ["-n -3 is out of range"]),
+    (["audio", "-m", "whisper", "-n", "2"], ["-n 2 is out of range for whisper"]),
+])
+def test_count_out_of_range(args: list[str], fragments: list[str], isolated_cache: Path) -> None:
+    check(cli(*args, *DRY), EXIT_USAGE, *fragments, cache=isolated_cache)
+
+
+def test_num_prompts_beyond_any_batch(isolated_cache: Path) -> None:
+    """A typo of a few zeros must fail at once, not build a billion-entry plan in memory."""
+    check(cli(*IMAGE, "--num-prompts", "1000000000", *DRY), EXIT_USAGE,
+          "--num-prompts 1000000000 is more than", cache=isolated_cache)
+
+
+@pytest.mark.parametrize("value", ["inf", "1e999"])  # nan is refused by the option parser
+def test_temperature_not_a_finite_number(value: str, isolated_cache: Path) -> None:
+    check(cli(*IMAGE, "--temperature", value, *DRY), EXIT_USAGE,
+          "--temperature must be a finite number", cache=isolated_cache)
+
+
+def test_more_media_than_the_model_takes(bad: Path, isolated_cache: Path) -> None:
+    wav = str(bad / "short.wav")
+    check(cli("audio", "-m", "whisper", "-a", wav, "-a", wav, *DRY), EXIT_USAGE,
+          "whisper takes at most 1 audio per prompt, got 2", "give at most 1",
+          cache=isolated_cache)
+
+
+@pytest.mark.parametrize(("option", "value"), [
+    ("--engine-arg", "oops"), ("--engine-arg", "=3"), ("--engine-arg", "1x=2"),
+    ("--sampling-arg", "ignore_eos"),
+])
+def test_invalid_key_value_argument(option: str, value: str, isolated_cache: Path) -> None:
+    line = check(cli(*IMAGE, option, value, *DRY), EXIT_USAGE, f"{value!r}", "KEY=VALUE",
+                 cache=isolated_cache)
+    assert "invalid --" in line
+
+
+# --- local files -------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(("name", "fragments"), [
+    ("missing.png", ["no such file", "check the path"]),
+    ("blue.png/inside", ["no such file"]),  # a path through a file
+    ("a-folder.png", ["is a directory, not a file"]),
+    ("fifo.png", ["is not a regular file"]),  # would block a plain read forever
+    ("empty.png", ["is empty (0 bytes)"]),
+    ("text.png", ["is not an image"]),
+    ("truncated.jpg", ["is not a readable image", "truncated"]),
+    ("bomb.png", ["more than the 178,956,970 pixels", "downscale"]),
+])
+def test_bad_image_file(bad: Path, name: str, fragments: list[str],
+                        isolated_cache: Path) -> None:
+    check(cli(*IMAGE, "-i", str(bad / name), *DRY), EXIT_USAGE, *fragments,
+          cache=isolated_cache)
+
+
+def test_pixel_limit_holds_whatever_pillow_is_told(bad: Path, isolated_cache: Path,
+                                                  monkeypatch: pytest.MonkeyPatch) -> None:
+    """Code that shares the process may lift Pillow's global limit (to read big scans, say);
+    mmrun's own check still refuses the bomb, before decoding it."""
+    from PIL import Image
+
+    monkeypatch.setattr(Image, "MAX_IMAGE_PIXELS", None)
+    check(cli(*IMAGE, "-i", str(bad / "bomb.png"), *DRY), EXIT_USAGE,
+          "bomb.png is 20000x10000 pixels: more than the 178,956,970", cache=isolated_cache)
+
+
+def test_a_device_is_not_read_forever(isolated_cache: Path) -> None:
+    check(cli(*IMAGE, "-i", "/dev/zero", *DRY), EXIT_USAGE, "/dev/zero is not a regular file",
+          cache=isolated_cache)
+
+
+def test_control_characters_in_a_source_stay_escaped_on_one_line(isolated_cache: Path) -> None:
+    """A newline would split the one line; an escape sequence would reach the terminal raw."""
+    check(cli(*IMAGE, "-i", "two\nlines\x1b[2J.png", *DRY), EXIT_USAGE,
+          "no such file: two\\nlines\\x1b[2J.png", cache=isolated_cache)
+
+
+@pytest.mark.parametrize("source", ["", "   ", "nul\x00byte.png"])
+def test_empty_or_impossible_source(source: str, isolated_cache: Path) -> None:
+    fragment = "is not a valid path" if "\x00" in source else "empty media source"
+    check(cli(*IMAGE, "-i", source, *DRY), EXIT_USAGE, fragment, cache=isolated_cache)
+
+
+def _without_read_permission() -> None:  # runs in the child, between fork and exec
+    """Drop the capabilities that let root read any file (DAC override and read-search) from
+    the bounding set: the child, still root, then meets file permissions like anyone."""
+    libc = ctypes.CDLL(None, use_errno=True)
+    pr_capbset_drop, cap_dac_override, cap_dac_read_search = 24, 1, 2
+    for cap in (cap_dac_override, cap_dac_read_search):
+        if libc.prctl(pr_capbset_drop, cap, 0, 0, 0) != 0:
+            raise OSError(ctypes.get_errno(), "prctl(PR_CAPBSET_DROP)")
+
+
+@pytest.mark.parametrize("where", ["file", "folder"])
+def test_unreadable_file(tmp_path: Path, where: str, isolated_cache: Path) -> None:
+    """chmod 000 on the file, or on its folder. Root reads through permissions, so as root the
+    process runs without CAP_DAC_OVERRIDE / CAP_DAC_READ_SEARCH (a real EACCES, no mock)."""
+    folder = tmp_path / "private"
+    folder.mkdir()
+    image = folder / "secret.png"
+    image.write_bytes(PNG)
+    locked = image if where == "file" else folder
+    locked.chmod(0)
+    popen: dict[str, Any] = {}
+    try:
+        if os.geteuid() == 0:
+            popen["preexec_fn"] = _without_read_permission
+        outcome = mmrun(*IMAGE, "-i", str(image), *DRY, **popen)
+    except subprocess.SubprocessError as exc:
+        pytest.skip(f"cannot drop root's read-any-file capabilities here: {exc}")
+    finally:
+        locked.chmod(0o700)
+    check(outcome, EXIT_USAGE, f"cannot read {image}: permission denied", "check its permissions",
+          cache=isolated_cache)
+
+
+# --- data: URIs and URLs ----------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(("uri", "fragments"), [
+    ("data:image/png;base64", ["malformed data: URI (no comma)"]),
+    ("data:image/png;base64,!!!not-base64!!!", ["malformed data: URI (bad base64)"]),
+    ("data:image/png;base64,", ["data: URI is empty"]),
+    ("data:text/plain,hello", ["the data: URI is not an image"]),
+    ("data:image/png;base64," + base64.b64encode(b"GIF89a garbage").decode(),
+     ["the data: URI is not"]),
+])
+def test_malformed_data_uri(uri: str, fragments: list[str], isolated_cache: Path) -> None:
+    check(cli(*IMAGE, "-i", uri, *DRY), EXIT_USAGE, *fragments, cache=isolated_cache)
+
+
+@pytest.mark.parametrize(("url", "fragments"), [
+    ("ftp://example.com/a.png", ["unsupported URL scheme 'ftp'"]),
+    ("file:///etc/hostname", ["unsupported URL scheme 'file'"]),
+    ("http://[::1/a.png", ["malformed URL", "check the URL"]),
+    ("http://", ["malformed URL", "names no host"]),
+    ("http://a:port/a.png", ["malformed URL"]),
+])
+def test_unusable_url(url: str, fragments: list[str], isolated_cache: Path) -> None:
+    check(cli(*IMAGE, "-i", url, *DRY), EXIT_USAGE, *fragments, cache=isolated_cache)
+
+
+def test_http_404_is_one_request(server: ScriptedServer, isolated_cache: Path) -> None:
+    check(cli(*IMAGE, "-i", server.url("/missing.png"), *DRY), EXIT_FAILURE,
+          "HTTP 404", "check the URL", cache=isolated_cache)
+    assert server.count("/missing.png") == 1
+
+
+def test_http_500_is_retried_then_fails(server: ScriptedServer, fast_retries: None,
+                                        isolated_cache: Path) -> None:
+    server.routes["/x.png"] = lambda h: reply(h, 500, b"oops")
+    check(cli(*IMAGE, "-i", server.url("/x.png"), *DRY), EXIT_FAILURE, "HTTP 500",
+          "try again later", cache=isolated_cache)
+    assert server.count("/x.png") == media.RETRIES
+
+
+def test_connection_refused(fast_retries: None, isolated_cache: Path) -> None:
+    import socket
+
+    probe = socket.socket()
+    probe.bind(("127.0.0.1", 0))
+    port = probe.getsockname()[1]
+    probe.close()
+    check(cli(*IMAGE, "-i", f"http://127.0.0.1:{port}/x.png", *DRY), EXIT_FAILURE,
+          "Connection refused", "check the network", cache=isolated_cache)
+
+
+def test_server_stalls_past_the_timeout(server: ScriptedServer, fast_retries: None,
+                                        isolated_cache: Path) -> None:
+    def stalls(h: http.server.BaseHTTPRequestHandler) -> None:
+        server.stall(30)
+        reply(h, 200, PNG)
+
+    server.routes["/slow.png"] = stalls
+    check(cli(*IMAGE, "-i", server.url("/slow.png"), *DRY,
+              env={"MMRUN_DOWNLOAD_TIMEOUT": "1"}), EXIT_FAILURE,
+          "timed out", "the timeout is 1 s (MMRUN_DOWNLOAD_TIMEOUT)", cache=isolated_cache)
+
+
+def test_redirect_loop(server: ScriptedServer, isolated_cache: Path) -> None:
+    server.routes["/loop.png"] = lambda h: reply(h, 302, headers={"Location": "/loop.png"})
+    check(cli(*IMAGE, "-i", server.url("/loop.png"), *DRY), EXIT_FAILURE,
+          "too many redirects", cache=isolated_cache)
+
+
+@pytest.mark.parametrize("chunked", [False, True], ids=["content-length", "no-content-length"])
+def test_download_over_the_size_cap(server: ScriptedServer, chunked: bool,
+                                    isolated_cache: Path) -> None:
+    server.routes["/big.png"] = lambda h: reply(h, 200, b"\0" * (2 << 20), chunked=chunked)
+    check(cli(*IMAGE, "-i", server.url("/big.png"), *DRY, env={"MMRUN_MAX_DOWNLOAD_MB": "1"}),
+          EXIT_FAILURE, "larger than the 1 MB cap", "MMRUN_MAX_DOWNLOAD_MB",
+          cache=isolated_cache)
+
+
+def test_downloaded_bytes_that_are_not_an_image_are_not_kept(server: ScriptedServer,
+                                                             isolated_cache: Path) -> None:
+    server.routes["/page.png"] = lambda h: reply(h, 200, b"<html>sign in first</html>")
+    for attempt in (1, 2):
+        check(cli(*IMAGE, "-i", server.url("/page.png"), *DRY), EXIT_USAGE, "is not an image",
+              cache=isolated_cache)
+        assert server.count("/page.png") == attempt  # fetched again: nothing cached to trust
+
+
+def test_cache_folder_not_writable(tmp_path: Path, server: ScriptedServer) -> None:
+    not_a_folder = tmp_path / "cache-is-a-file"
+    not_a_folder.write_text("")
+    line = check(cli(*IMAGE, "-i", server.url("/blue.png"), *DRY,
+                     env={"MMRUN_CACHE_DIR": str(not_a_folder)}), EXIT_FAILURE,
+                 "cannot write to the cache folder", "MMRUN_CACHE_DIR", cache=None)
+    assert str(not_a_folder) in line
+
+
+# --- audio ----------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(("name", "fragments"), [
+    ("not-audio.wav", ["is not readable audio", "Format not recognised"]),
+    ("corrupt.ogg", ["is not readable audio"]),
+    ("blue.png", ["is not readable audio"]),
+])
+def test_bad_audio_file(bad: Path, name: str, fragments: list[str],
+                        isolated_cache: Path) -> None:
+    line = check(cli("audio", "-m", "qwen2_audio", "-a", str(bad / name), *DRY), EXIT_USAGE,
+                 *fragments, cache=isolated_cache)
+    assert "BytesIO" not in line  # libsndfile's words, not Python's object repr
+
+
+def test_audio_longer_than_the_model_takes(bad: Path, isolated_cache: Path) -> None:
+    check(cli("audio", "-m", "whisper", "-a", str(bad / "long.ogg"), *DRY), EXIT_USAGE,
+          "long.ogg is 31.0 s long; whisper takes at most 30 s", "trim it to 30 s",
+          "long-form model", cache=isolated_cache)
+
+
+def test_audio_too_long_fails_before_the_engine_starts(bad: Path, isolated_cache: Path,
+                                                       engine_env: None,
+                                                       monkeypatch: pytest.MonkeyPatch) -> None:
+    from mmrun import engine
+
+    def must_not_start(engine_args: Any) -> Any:
+        raise AssertionError("the engine was started for a clip the model cannot take")
+
+    monkeypatch.setattr(engine, "start", must_not_start)
+    check(cli("audio", "-m", "whisper", "-a", str(bad / "long.ogg"), "--quiet"), EXIT_USAGE,
+          "whisper takes at most 30 s", cache=isolated_cache)
+
+
+# --- the model and vLLM --------------------------------------------------------------------------
+
+
+def test_remote_code_not_allowed(isolated_cache: Path) -> None:
+    check(cli("image", "-m", "phi3_v", *DRY), EXIT_USAGE,
+          "phi3_v runs Python code from the model repository microsoft/Phi-3.5-vision-instruct",
+          "pass --trust-remote-code", cache=isolated_cache)
+
+
+def test_model_not_supported_by_the_installed_vllm(bad: Path, isolated_cache: Path,
+                                                   engine_env: None) -> None:
+    from mmrun.support import vllm_info
+
+    line = check(cli("image", "-m", "aya_vision", "-i", str(bad / "blue.png"), "--quiet"),
+                 EXIT_USAGE, f"the installed vLLM {vllm_info().version} does not support "
+                 "aya_vision", cache=isolated_cache)
+    last = vllm_info().removed["AyaVisionForConditionalGeneration"]
+    assert f"vLLM {last} and earlier support it" in line and f"vllm<={last}" in line
+
+
+SHIM_NO_VLLM = """\
+# Makes vLLM look absent to this interpreter without uninstalling it: `import vllm` fails
+# and importlib.util.find_spec("vllm") answers None.
+import sys
+sys.modules["vllm"] = None
+"""
+
+
+def test_vllm_not_installed(tmp_path: Path, bad: Path, isolated_cache: Path) -> None:
+    (tmp_path / "sitecustomize.py").write_text(SHIM_NO_VLLM)
+    pythonpath = os.pathsep.join(filter(None, [str(tmp_path), os.environ.get("PYTHONPATH")]))
+    outcome = mmrun(*IMAGE, "-i", str(bad / "blue.png"), "--quiet",
+                    env={"PYTHONPATH": pythonpath})
+    check(outcome, EXIT_USAGE, "vLLM is not installed", "make install", "pip install vllm",
+          cache=isolated_cache)
+    # A dry run does not need vLLM at all.
+    dry = mmrun(*IMAGE, "-i", str(bad / "blue.png"), *DRY, env={"PYTHONPATH": pythonpath})
+    assert dry.code == 0, dry.stderr
+
+
+def test_vllm_that_cannot_be_imported(monkeypatch: pytest.MonkeyPatch) -> None:
+    from mmrun import engine
+    from mmrun.errors import MissingDependencyError
+
+    monkeypatch.setitem(sys.modules, "vllm", None)
+    with pytest.raises(MissingDependencyError, match="vLLM is not installed or cannot be imported"):
+        engine.start({"model": "x"})
+
+
+# --- engine failures, with vLLM's and torch's own words ---------------------------------------
+
+
+class OutOfMemoryError(RuntimeError):
+    """Stands in for torch.OutOfMemoryError (same name, same base)."""
+
+
+# Messages copied from vLLM 0.32 (v1/core/kv_cache_utils.py, v1/worker/utils.py,
+# v1/worker/cpu_worker.py, v1/worker/gpu_model_runner.py) and from torch's CUDA allocator.
+OOM_FAILURES: list[BaseException] = [
+    ValueError(
+        "No available memory for the cache blocks. Try increasing `gpu_memory_utilization` "
+        "when initializing the engine (this flag also controls CPU memory reservation on the "
+        "CPU backend, despite its name). See "
+        "https://docs.vllm.ai/en/latest/configuration/conserving_memory/ for more details."),
+    ValueError(
+        "To serve at least one request with the model's max seq len (128000), (15.62 GiB KV "
+        "cache is needed, which is larger than the available KV cache memory (4.10 GiB). Based "
+        "on the available memory, the estimated maximum model length is 33584. Try increasing "
+        "`gpu_memory_utilization` (which also controls CPU memory on the CPU backend) or "
+        "decreasing `max_model_len` when initializing the engine. See "
+        "https://docs.vllm.ai/en/latest/configuration/conserving_memory/ for more details."),
+    ValueError(
+        "Free memory on device cuda:0 (10.53/79.19 GiB) on startup is less than desired GPU "
+        "memory utilization (0.9, 71.27 GiB). Decrease GPU memory utilization or reduce GPU "
+        "memory used by other processes."),
+    ValueError(
+        "Available memory on node 0 (1.20/23.47 GiB) on kv cache allocation is less than "
+        "requested memory for kv (4.00 GiB). Decrease --kv-cache-memory-bytes, "
+        "VLLM_CPU_KVCACHE_SPACE, or reduce CPU memory used by other processes."),
+    OutOfMemoryError(
+        "CUDA out of memory. Tried to allocate 2.00 GiB. GPU 0 has a total capacity of 79.19 "
+        "GiB of which 1.06 GiB is free. Including non-PyTorch memory, this process has 78.12 "
+        "GiB memory in use."),
+    RuntimeError(
+        "CUDA out of memory occurred when warming up sampler with 256 dummy requests. Please "
+        "try lowering `max_num_seqs` or `gpu_memory_utilization` when initializing the "
+        "engine."),
+    MemoryError(),
+]
+OOM_IDS = ["no-cache-blocks", "kv-cache-too-small", "gpu-memory-in-use", "cpu-kv-memory",
+           "torch-oom", "sampler-warmup", "memoryerror"]
+
+
+class FakeLLM:
+    """vllm.LLM as far as mmrun uses it; ``fail_start`` / ``fail_generate`` are raised."""
+
+    fail_start: BaseException | None = None
+    fail_generate: BaseException | None = None
+    shutdowns = 0
+
+    def __init__(self, **engine_args: Any) -> None:
+        if FakeLLM.fail_start is not None:
+            raise FakeLLM.fail_start
+        self.llm_engine = types.SimpleNamespace(
+            engine_core=types.SimpleNamespace(shutdown=self._shutdown))
+
+    def _shutdown(self) -> None:
+        FakeLLM.shutdowns += 1
+
+    def generate(self, *args: Any, **kwargs: Any) -> Any:
+        assert FakeLLM.fail_generate is not None
+        raise FakeLLM.fail_generate
+
+
+@pytest.fixture
+def fake_vllm(monkeypatch: pytest.MonkeyPatch, engine_env: None) -> type[FakeLLM]:
+    module = types.ModuleType("vllm")
+    module.LLM = FakeLLM  # type: ignore[attr-defined]
+    module.SamplingParams = lambda **kwargs: kwargs  # type: ignore[attr-defined]
+    monkeypatch.setitem(sys.modules, "vllm", module)
+    monkeypatch.setattr(FakeLLM, "fail_start", None)
+    monkeypatch.setattr(FakeLLM, "fail_generate", None)
+    monkeypatch.setattr(FakeLLM, "shutdowns", 0)
+    return FakeLLM
+
+
+def run_with_fake_engine(bad: Path) -> Outcome:
+    return cli(*IMAGE, "-i", str(bad / "blue.png"), "--quiet")
+
+
+@pytest.mark.parametrize("failure", OOM_FAILURES, ids=OOM_IDS)
+@pytest.mark.parametrize("when", ["start", "generate"])
+def test_out_of_memory_names_the_knobs(fake_vllm: type[FakeLLM], bad: Path, when: str,
+                                       failure: BaseException, isolated_cache: Path) -> None:
+    setattr(fake_vllm, f"fail_{when}", failure)
+    line = check(run_with_fake_engine(bad), EXIT_FAILURE, "the engine ran out of memory",
+                 "max_model_len", "max_num_seqs", "-tp", cache=isolated_cache)
+    assert len(line) < 600
+    assert fake_vllm.shutdowns == (1 if when == "generate" else 0)
+
+
+@pytest.mark.parametrize(("failure", "code", "fragments"), [
+    (TypeError("EngineArgs.__init__() got an unexpected keyword argument 'not_a_field'"),
+     EXIT_USAGE, ["vLLM rejected an engine argument", "not_a_field", "--engine-arg"]),
+    (ValueError("max_model_len (99999999) is greater than the derived max_model_len"),
+     EXIT_USAGE, ["vLLM rejected the engine arguments"]),
+    (RuntimeError("Engine core initialization failed. See root cause above. "
+                  "Failed core proc(s): {'EngineCore_DP0': 1}"),
+     EXIT_FAILURE, ["vLLM failed: RuntimeError: Engine core initialization failed", "-v"]),
+])
+def test_other_engine_start_failures(fake_vllm: type[FakeLLM], bad: Path,
+                                     failure: BaseException, code: int,
+                                     fragments: Sequence[str], isolated_cache: Path) -> None:
+    fake_vllm.fail_start = failure
+    check(run_with_fake_engine(bad), code, *fragments, cache=isolated_cache)
+
+
+def test_engine_is_shut_down_when_a_media_item_fails_after_it_started(
+        fake_vllm: type[FakeLLM], server: ScriptedServer, fast_retries: None,
+        isolated_cache: Path) -> None:
+    """Media download overlaps engine start: a download that fails then must not leave the
+    engine's processes to the interpreter's exit."""
+    server.routes["/x.png"] = lambda h: reply(h, 503, b"busy")
+    check(cli(*IMAGE, "-i", server.url("/x.png"), "--quiet"), EXIT_FAILURE, "HTTP 503",
+          cache=isolated_cache)
+    assert fake_vllm.shutdowns == 1

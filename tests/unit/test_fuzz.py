@@ -1,0 +1,170 @@
+"""Random command lines against the CLI in dry-run mode: whatever is thrown at it, mmrun ends
+with 0, 1 or 2, never a traceback, and a failure of its own is one line on stderr.
+
+Each example is a valid command line (a model key planned offline, media it takes) with zero
+to three mutations: random keys (real and not), -n values, bogus engine and sampling
+arguments, paths that exist or not, data: URIs, URLs to a real HTTP server on 127.0.0.1,
+odd option values. So the runs that succeed go all the way through media and planning, and
+the ones that fail, fail anywhere. In-process (Typer's CliRunner) for speed.
+``MMRUN_FUZZ_EXAMPLES`` raises the number of examples for a longer hunt;
+``--hypothesis-show-statistics`` shows which outcomes were reached.
+"""
+
+from __future__ import annotations
+
+import base64
+import os
+from pathlib import Path
+from typing import Any
+
+import pytest
+from hypothesis import HealthCheck, event, given, settings
+from hypothesis import strategies as st
+from typer.testing import CliRunner
+
+from mmrun import media
+from mmrun.cli.main import app
+from mmrun.plugins import builtin_registry
+
+runner = CliRunner()
+REGISTRY = builtin_registry()
+KEYS = {m: sorted(spec.key for spec in REGISTRY.specs(m)) for m in ("image", "audio")}
+EXAMPLES = int(os.environ.get("MMRUN_FUZZ_EXAMPLES", "300"))
+# Keys whose request is planned without the Hub (a written prompt, no template to fetch), so a
+# dry run gets all the way through; the other keys fail early, offline.
+OFFLINE = {"image": ["idefics3", "smolvlm", "mistral3", "pixtral_hf", "deepseek_vl_v2"],
+           "audio": ["qwen2_audio", "whisper", "gemma3n", "qwen2_5_omni", "granite_speech"]}
+
+# Text that tends to break parsers: separators, quotes, unicode, control characters.
+NASTY = st.text(alphabet=st.sampled_from("ab=_-.:/\\,;[]{}\"' \t\n\x00é🙂%0123456789"),
+                max_size=12)
+
+
+def sources(media_dir: Path, server: str) -> dict[str, list[str]]:
+    png = base64.b64encode((media_dir / "blue.png").read_bytes()).decode()
+    wav = base64.b64encode((media_dir / "tone.wav").read_bytes()).decode()
+    return {
+        "image": [str(media_dir / "blue.png"), str(media_dir / "duck.jpg"), "lion",
+                  f"data:image/png;base64,{png}", f"{server}/blue.png"],
+        "audio": [str(media_dir / "tone.wav"), str(media_dir / "mary_had_lamb.ogg"),
+                  "winning_call", f"data:audio/wav;base64,{wav}", f"{server}/tone.wav"],
+        "bad": [
+            str(media_dir), str(media_dir / "missing.png"), "/dev/null", "/dev/zero", "", " ",
+            "data:,", "data:image/png;base64,@@@", "data:", f"data:image/png;base64,{png[:40]}",
+            f"{server}/missing.png", f"{server}/", "http://", "http://[::1",
+            "https://127.0.0.1:1/x.png", "ftp://x/y.png", "file:///etc/passwd",
+            "~/nothing-here.png", "-", "C:\\a.png", "duck", "mary_had_lamb",
+        ],
+    }
+
+
+@st.composite
+def command_lines(draw: st.DrawFn, media_dir: Path, server: str) -> list[str]:
+    modality = draw(st.sampled_from(["image", "audio"]))
+    other = "audio" if modality == "image" else "image"
+    spec = REGISTRY.get(modality, draw(st.sampled_from(OFFLINE[modality])))
+    known = sources(media_dir, server)
+    flag = "-i" if modality == "image" else "-a"
+
+    # A valid command line...
+    key: str | None = spec.key
+    items: list[str] = []
+    count: int | None = None
+    most = spec.max_items or 3
+    if draw(st.booleans()):
+        items = draw(st.lists(st.sampled_from(known[modality]), min_size=max(spec.min_items, 1),
+                              max_size=min(most, 3)))
+    elif draw(st.booleans()):
+        count = draw(st.integers(max(spec.min_items, 1), min(most, 2)))
+    options: list[str] = []
+    if draw(st.booleans()):
+        options += ["--num-prompts", str(draw(st.integers(1, 6)))]
+    if draw(st.booleans()):
+        options += ["--engine-arg", draw(st.sampled_from(
+            ["max_model_len=4096", "seed=3", 'mm_processor_kwargs={"a": [1, {"b": null}]}',
+             "enforce_eager=true", "limit_mm_per_prompt=null", "x={", "a=b=c"]))]
+    if draw(st.booleans()):
+        options += ["--sampling-arg", draw(st.sampled_from(["ignore_eos=true", "top_p=0.5"]))]
+    switches = draw(st.sampled_from([[], ["--json"], ["--quiet"], ["--json", "-v"]]))
+
+    # ...with a few mutations.
+    mutations = draw(st.lists(st.sampled_from([
+        "key", "other-key", "any-key", "bad-source", "random-source", "count", "prompts",
+        "engine-arg", "sampling-arg", "option", "switches"]), max_size=3))
+    for mutation in mutations:
+        if mutation == "key":
+            key = draw(st.one_of(st.none(), NASTY))
+        elif mutation == "other-key":
+            key = draw(st.sampled_from(KEYS[other]))
+        elif mutation == "any-key":
+            key = draw(st.sampled_from(KEYS[modality]))
+        elif mutation == "bad-source":
+            items.insert(draw(st.integers(0, len(items))), draw(st.sampled_from(known["bad"] +
+                                                                                known[other])))
+        elif mutation == "random-source":
+            items.append(draw(st.one_of(NASTY, NASTY.map(lambda s: f"{server}/{s}"),
+                                        NASTY.map(lambda s: f"data:{s}"))))
+        elif mutation == "count":
+            count = draw(st.integers(-3, 14))
+        elif mutation == "prompts":
+            options += ["--num-prompts", str(draw(st.integers(-1, 10**10)))]
+        elif mutation in ("engine-arg", "sampling-arg"):
+            options += [f"--{mutation}", draw(st.one_of(
+                NASTY, st.tuples(NASTY, NASTY).map("=".join),
+                st.sampled_from(["not_a_field=1", "=", "-x=1", "a.b=1"])))]
+        elif mutation == "option":
+            option, value = draw(st.sampled_from([
+                ("--method", st.sampled_from(["chat", "beam", ""])),
+                ("--max-tokens", st.integers(-2, 10**12)),
+                ("--temperature", st.sampled_from(["-1", "inf", "nan", "1e999", "x", "2"])),
+                ("--seed", st.integers(-(2**70), 2**70)),
+                ("-q", NASTY),
+                ("-tp", st.integers(-1, 9)),
+                ("--model", st.sampled_from(["", str(media_dir), "/dev/null", "x/y"])),
+            ]))
+            options += [option, str(draw(value))]
+        elif mutation == "switches":
+            switches = draw(st.sampled_from([["--quiet", "--verbose"], ["--trust-remote-code"]]))
+
+    args = [modality, "--dry-run"]
+    if key is not None:
+        args += ["-m", key]
+    for item in items:
+        args += [flag, item]
+    if count is not None:
+        args += ["-n", str(count)]
+    if spec.trust_remote_code or draw(st.booleans()):
+        args.append("--trust-remote-code")
+    return args + options + switches
+
+
+@pytest.fixture
+def fuzz_env(monkeypatch: pytest.MonkeyPatch, media_server: Any) -> None:
+    monkeypatch.setattr(media, "RETRY_BACKOFF_S", 0.0)
+    monkeypatch.setenv("MMRUN_DOWNLOAD_TIMEOUT", "2")
+    monkeypatch.setenv("MMRUN_ASSETS_BASE_URL", media_server.url)  # default media, locally
+
+
+@settings(max_examples=EXAMPLES, deadline=None,
+          suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow])
+@given(data=st.data())
+def test_cli_never_crashes(data: st.DataObject, media_dir: Path, media_server: Any,
+                           fuzz_env: None) -> None:
+    args = data.draw(command_lines(media_dir, media_server.url), label="args")
+    result = runner.invoke(app, args)
+    output = result.stdout + result.stderr
+    # What was reached, for --hypothesis-show-statistics: the exit code and the error's kind.
+    words = result.stderr.removeprefix("mmrun: error: ").split()[:3] if result.stderr else []
+    event(f"exit {result.exit_code}: {' '.join(w for w in words if '/' not in w)[:40]}")
+
+    assert result.exception is None or isinstance(result.exception, SystemExit), (
+        args, repr(result.exception))
+    assert "Traceback" not in output, (args, output)
+    assert result.exit_code in (0, 1, 2), (args, result.exit_code, output)
+    if result.exit_code == 0:
+        assert result.stdout, args
+    if "mmrun: error:" in result.stderr:
+        assert result.stderr.count("\n") == 1, (args, result.stderr)
+        assert result.stdout == "", (args, result.stdout)
+        # The catch-all's words: an exception mmrun did not expect is a bug to fix.
+        assert "mmrun: error: unexpected" not in result.stderr, (args, result.stderr)
