@@ -173,12 +173,18 @@ def _cache_path(url: str) -> Path:
     return media_cache_dir() / digest[:2] / digest / safe
 
 
+# Told of each chunk a download receives: (url, bytes so far, total bytes if the server said).
+ProgressFn = Callable[[str, int, "int | None"], None]
+
+
 class Downloader:
     """Fetches URLs into the cache, sharing one HTTP connection pool between threads."""
 
-    def __init__(self, on_request: Callable[[str], None] | None = None) -> None:
+    def __init__(self, on_request: Callable[[str], None] | None = None,
+                 on_progress: ProgressFn | None = None) -> None:
         self._client: httpx.Client | None = None
         self._on_request = on_request
+        self._on_progress = on_progress
         self._cancelled = threading.Event()
 
     def _http(self) -> httpx.Client:
@@ -298,6 +304,8 @@ class Downloader:
                     if size > limit:  # also without a Content-Length, or when it lies
                         raise _too_big(url, limit)
                     out.write(chunk)
+                    if self._on_progress is not None:
+                        self._on_progress(url, size, int(declared) if declared and declared.isdigit() else None)
                 out.flush()
                 os.fsync(out.fileno())
             if declared and declared.isdigit() and size != int(declared):
@@ -438,9 +446,10 @@ class _DaemonPool:
 class MediaResolver:
     """Resolves sources concurrently: downloads share a pool, decoding runs in the workers."""
 
-    def __init__(self, modality: Modality, on_request: Callable[[str], None] | None = None) -> None:
+    def __init__(self, modality: Modality, on_request: Callable[[str], None] | None = None,
+                 on_progress: ProgressFn | None = None) -> None:
         self.modality = modality
-        self.downloader = Downloader(on_request)
+        self.downloader = Downloader(on_request, on_progress)
         self._pool = _DaemonPool(DOWNLOAD_WORKERS, "mmrun-media")
 
     def submit(self, texts: Sequence[str]) -> list[Future[MediaItem]]:

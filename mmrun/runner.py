@@ -26,7 +26,7 @@ from mmrun.errors import (
     UnsupportedModelError,
     UsageError,
 )
-from mmrun.media import MediaItem, MediaResolver, smart_resize_size
+from mmrun.media import MediaItem, MediaResolver, ProgressFn, smart_resize_size
 from mmrun.plan import compose_engine_args
 from mmrun.registry import LoaderSpec, Method, Modality, Registry
 from mmrun.request import LoaderContext, Message, ModelRequest, TemplateRenderer, TemplateSource
@@ -325,6 +325,7 @@ def run(
     templates: Callable[[str, bool], TemplateRenderer],
     on_request: Callable[[str], None] | None = None,
     on_engine_start: Callable[[], None] | None = None,
+    on_progress: ProgressFn | None = None,
 ) -> RunResult:
     """Plan and, unless dry-run, execute one run. ``templates(model, trust)`` makes the renderer;
     ``on_request(url)`` is told of each download, ``on_engine_start()`` just before vLLM starts."""
@@ -346,7 +347,7 @@ def run(
     count, per_prompt = choose_sources(opts, spec, modality)
     model = opts.model or spec.repo_id
 
-    resolver = MediaResolver(modality, on_request)
+    resolver = MediaResolver(modality, on_request, on_progress)
     render_pool = ThreadPoolExecutor(1, thread_name_prefix="mmrun-render")
     try:
         unique = list(dict.fromkeys(s for sources in per_prompt for s in sources))

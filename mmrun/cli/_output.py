@@ -152,3 +152,43 @@ def _print_plan(result: RunResult, console: Console) -> None:
     else:
         console.print(Panel(str(list(result.request.prompt_token_ids or ())), title="prompt token ids",
                             title_align="left"))
+
+
+class DownloadProgress:
+    """A progress bar on stderr for downloads that take more than a moment.
+
+    Thread-safe (downloads run in worker threads); shows nothing for downloads that finish
+    within ``delay_s``, and nothing at all when stderr is not a terminal."""
+
+    def __init__(self, console: Console, delay_s: float = 0.5) -> None:
+        import threading
+        import time
+
+        self._console = console
+        self._delay_s = delay_s
+        self._clock = time.monotonic
+        self._started = self._clock()
+        self._lock = threading.Lock()
+        self._progress: Any = None
+        self._tasks: dict[str, Any] = {}
+
+    def __call__(self, url: str, done: int, total: int | None) -> None:
+        if not self._console.is_terminal or self._clock() - self._started < self._delay_s:
+            return
+        with self._lock:
+            if self._progress is None:
+                from rich.progress import DownloadColumn, Progress, TextColumn, TransferSpeedColumn
+
+                self._progress = Progress(TextColumn("{task.description}"), DownloadColumn(),
+                                          TransferSpeedColumn(), console=self._console,
+                                          transient=True)
+                self._progress.start()
+            if url not in self._tasks:
+                name = url.rsplit("/", 1)[-1][:40] or url[:40]
+                self._tasks[url] = self._progress.add_task(name, total=total)
+            self._progress.update(self._tasks[url], completed=done, total=total)
+
+    def close(self) -> None:
+        with self._lock:
+            if self._progress is not None:
+                self._progress.stop()

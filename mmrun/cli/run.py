@@ -22,6 +22,7 @@ EPILOGS = {
 def _execute(modality: str, sources: list[str] | None, count: int | None, **kw: Any) -> None:
     # Imported here, not at the top: `mmrun --help` must stay fast.
     from mmrun.cli._output import (
+        DownloadProgress,
         engine_output,
         print_json,
         print_result,
@@ -66,8 +67,14 @@ def _execute(modality: str, sources: list[str] | None, count: int | None, **kw: 
         if not quiet:
             err.print("[dim]mmrun: starting vLLM (this takes a while the first time)...[/]")
 
-    with engine_output(quiet):
-        result = run(opts, get_registry(), HFTemplateRenderer, on_engine_start=announce)
+    progress = DownloadProgress(err) if not quiet else None
+    try:
+        with engine_output(quiet):
+            result = run(opts, get_registry(), HFTemplateRenderer, on_engine_start=announce,
+                         on_progress=progress)
+    finally:
+        if progress is not None:
+            progress.close()
     if json_out:
         print_json(result.to_json())
     elif quiet:

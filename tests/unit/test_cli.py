@@ -207,3 +207,28 @@ def test_per_prompt_splits_named_media_into_prompts(media_dir: Path) -> None:
     assert doc["request"]["engine_args"]["limit_mm_per_prompt"]["image"] == 2
     code, _, err = invoke("image", "-m", "mistral3", *args[:6], "--per-prompt", "2", "--dry-run")
     assert code == 2 and "does not divide the 3 image sources" in err
+
+
+def test_download_progress_reports_chunks_and_draws_only_on_a_terminal(media_server) -> None:  # type: ignore[no-untyped-def]
+    import io
+
+    from rich.console import Console
+
+    from mmrun.cli._output import DownloadProgress
+    from mmrun.media import Downloader
+
+    seen: list[tuple[str, int, int | None]] = []
+    Downloader(on_progress=lambda url, done, total: seen.append((url, done, total))).fetch(
+        f"{media_server.url}/duck.jpg")
+    assert seen and seen[-1][1] == seen[-1][2] and seen[-1][1] > 0
+
+    drawn = io.StringIO()
+    bar = DownloadProgress(Console(file=drawn, force_terminal=True, width=80), delay_s=0)
+    bar("http://x/duck.jpg", 50, 100)
+    bar.close()
+    assert "duck.jpg" in drawn.getvalue()
+    silent = io.StringIO()
+    quiet_bar = DownloadProgress(Console(file=silent, force_terminal=False), delay_s=0)
+    quiet_bar("http://x/duck.jpg", 50, 100)
+    quiet_bar.close()
+    assert silent.getvalue() == ""
