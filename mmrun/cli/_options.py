@@ -6,9 +6,6 @@ from typing import Annotated
 
 import typer
 
-ModelKeyOpt = Annotated[str | None, typer.Option(
-    "--model-type", "-m", help="Model key (see `mmrun models`). Default: the modality's seed default.",
-    show_default=False)]
 QuestionOpt = Annotated[str | None, typer.Option(
     "--question", "-q", help="The question to ask. Default: the seed's question.", show_default=False)]
 MethodOpt = Annotated[str, typer.Option(
