@@ -65,7 +65,7 @@ def has_chat_template(checkpoint: TinyCheckpoint) -> bool:
     if (path / "chat_template.jinja").exists() or (path / "chat_template.json").exists():
         return True
     config = path / "tokenizer_config.json"
-    return config.exists() and "chat_template" in json.loads(config.read_text())
+    return config.exists() and bool(json.loads(config.read_text()).get("chat_template"))
 
 
 def check_outputs(doc: dict[str, Any], text_tokens: int, encoder_decoder: bool) -> None:
