@@ -39,7 +39,8 @@ MAX_REDIRECTS = 5
 RETRIES = 3
 RETRY_BACKOFF_S = 0.5  # the wait before the second try; it doubles for each further try
 MAX_IMAGE_PIXELS = 178_956_970  # Pillow's own decompression-bomb threshold (2x its warning)
-DOWNLOAD_WORKERS = 8
+# Concurrent downloads: the seed's 12 default images all in flight at once.
+DOWNLOAD_WORKERS = 12
 
 
 @dataclass(frozen=True)
@@ -186,20 +187,24 @@ class Downloader:
         self._on_request = on_request
         self._on_progress = on_progress
         self._cancelled = threading.Event()
+        self._client_lock = threading.Lock()
 
     def _http(self) -> httpx.Client:
-        if self._client is None:
-            import httpx
+        # One client for all workers (its connection pool is the point): the lock stops
+        # workers that start together from each building their own.
+        with self._client_lock:
+            if self._client is None:
+                import httpx
 
-            timeout = _timeout()
-            self._client = httpx.Client(
-                follow_redirects=True,
-                max_redirects=MAX_REDIRECTS,
-                timeout=httpx.Timeout(timeout, connect=min(timeout, 10.0)),
-                headers={"User-Agent": "mmrun (https://github.com/mmrun)"},
-                limits=httpx.Limits(max_connections=DOWNLOAD_WORKERS),
-            )
-        return self._client
+                timeout = _timeout()
+                self._client = httpx.Client(
+                    follow_redirects=True,
+                    max_redirects=MAX_REDIRECTS,
+                    timeout=httpx.Timeout(timeout, connect=min(timeout, 10.0)),
+                    headers={"User-Agent": "mmrun (https://github.com/mmrun)"},
+                    limits=httpx.Limits(max_connections=DOWNLOAD_WORKERS),
+                )
+            return self._client
 
     def close(self) -> None:
         """Stop: downloads still running give up at their next chunk or retry."""

@@ -82,6 +82,15 @@ class RunResult:
     outputs: list[Any] = field(default_factory=list)
     timings: dict[str, float] = field(default_factory=dict)
     vllm_version: str | None = None
+    engine: Any = field(default=None, repr=False)
+
+    def close(self) -> None:
+        """Stop the engine (seconds: its worker processes exit). Results stay readable."""
+        if self.engine is not None:
+            from mmrun import engine
+
+            engine.shutdown(self.engine)
+            self.engine = None
 
     def to_json(self) -> dict[str, Any]:
         lora = self.request.lora
@@ -422,8 +431,9 @@ def run(
             result.timings["media_s"] = max(media_done, default=t_media_start) - t_media_start
             if llm is not None:
                 result.outputs = _execute(llm, opts, result, items, per_prompt)
+                result.engine, llm = llm, None  # the caller stops it, after showing the results
         finally:
-            if llm is not None:  # also when a media item failed after the engine had started
+            if llm is not None:  # a failure after the engine had started
                 from mmrun import engine
 
                 engine.shutdown(llm)

@@ -75,12 +75,17 @@ def _execute(modality: str, sources: list[str] | None, count: int | None, **kw: 
     finally:
         if progress is not None:
             progress.close()
-    if json_out:
-        print_json(result.to_json())
-    elif quiet:
-        print_texts(result)
-    else:
-        print_result(result, stdout_console())
+    try:
+        if json_out:
+            print_json(result.to_json())
+        elif quiet:
+            print_texts(result)
+        else:
+            print_result(result, stdout_console())
+    finally:
+        # The engine stops after the results are out: its shutdown takes seconds.
+        with engine_output(quiet):
+            result.close()
 
 
 def _model_key_completion(modality: str) -> Callable[[str], list[tuple[str, str]]]:

@@ -87,6 +87,7 @@ def selftest(
         )
         result = step(f"run {key} through vLLM (generate, 2 prompts)",
                       partial(run, opts, registry, HFTemplateRenderer))
+        result.close()
         outputs = result.outputs
         if len(outputs) != 2 or not all(out.completion_tokens > 0 for out in outputs):
             raise EngineError(f"{key}: expected 2 outputs with tokens, got {outputs}")

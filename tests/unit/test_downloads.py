@@ -501,3 +501,31 @@ def test_two_processes_fetching_one_url_make_one_request(server: ScriptedServer,
     assert digests == {hashlib.sha256(PNG).hexdigest()}
     assert server.count("/shared.png") == 1
     assert partial_files(isolated_cache) == []
+
+
+def test_concurrent_downloads_share_one_http_client(media_server) -> None:  # type: ignore[no-untyped-def]
+    """The twelve default images start together; they must share one connection pool."""
+    import httpx
+
+    from mmrun.media import MediaResolver
+    from mmrun.modalities.image import IMAGE
+
+    built: list[object] = []
+    original = httpx.Client.__init__
+
+    def counting(self: object, *args: object, **kwargs: object) -> None:
+        built.append(self)
+        original(self, *args, **kwargs)  # type: ignore[arg-type]
+
+    os.environ["MMRUN_ASSETS_BASE_URL"] = media_server.url
+    try:
+        httpx.Client.__init__ = counting  # type: ignore[method-assign]
+        resolver = MediaResolver(IMAGE)
+        futures = resolver.submit([asset.name for asset in IMAGE.assets])
+        assert all(f.result().size_bytes > 0 for f in futures)
+        resolver.close()
+    finally:
+        httpx.Client.__init__ = original  # type: ignore[method-assign]
+        del os.environ["MMRUN_ASSETS_BASE_URL"]
+    assert len(built) == 1
+    assert len(media_server.requests) == 12
