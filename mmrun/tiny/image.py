@@ -145,22 +145,27 @@ _LLAVA_ONEVISION_TEMPLATE = (
 _PINPOINTS = [[56, 112], [112, 56], [112, 112], [56, 168], [168, 56]]
 
 
-def build_llava(dest: Path) -> TinyCheckpoint:
-    """LLaVA 1.5 (``LlavaForConditionalGeneration``: CLIP tower, Llama text, 'USER:' template)."""
-    tf = _transformers()
-
-    # Llama-2's tokenizer puts <s> before every text; the template does not write it.
+def _sentencepiece_style_tokenizer(dest: Path, template: str) -> tuple[Any, dict[str, int]]:
+    """The Llama-2 / Mistral-style tokenizer of the LLaVA 1.5 and 1.6 checkpoints, and the ids
+    of <s>, </s> and <image>. It puts <s> before every text; the templates do not write it."""
     tokenizer = build_tokenizer(
         dest,
         ["<unk>", "<s>", "</s>", "<image>", "<pad>"],
-        chat_template=_LLAVA_TEMPLATE,
+        chat_template=template,
         prepend="<s>",
         unk_token="<unk>",
         bos_token="<s>",
         eos_token="</s>",
         pad_token="<pad>",
     )
-    ids = token_ids(tokenizer, ["<s>", "</s>", "<image>"])
+    return tokenizer, token_ids(tokenizer, ["<s>", "</s>", "<image>"])
+
+
+def build_llava(dest: Path) -> TinyCheckpoint:
+    """LLaVA 1.5 (``LlavaForConditionalGeneration``: CLIP tower, Llama text, 'USER:' template)."""
+    tf = _transformers()
+
+    tokenizer, ids = _sentencepiece_style_tokenizer(dest, _LLAVA_TEMPLATE)
     config = tf.LlavaConfig(
         vision_config={"model_type": "clip_vision_model", **_CLIP},
         text_config=_text(
@@ -191,17 +196,7 @@ def build_llava_next(dest: Path) -> TinyCheckpoint:
     """LLaVA-NeXT 1.6 Mistral (``LlavaNextForConditionalGeneration``: CLIP, any-res tiles)."""
     tf = _transformers()
 
-    tokenizer = build_tokenizer(
-        dest,
-        ["<unk>", "<s>", "</s>", "<image>", "<pad>"],
-        chat_template=_LLAVA_NEXT_TEMPLATE,
-        prepend="<s>",
-        unk_token="<unk>",
-        bos_token="<s>",
-        eos_token="</s>",
-        pad_token="<pad>",
-    )
-    ids = token_ids(tokenizer, ["<s>", "</s>", "<image>"])
+    tokenizer, ids = _sentencepiece_style_tokenizer(dest, _LLAVA_NEXT_TEMPLATE)
     config = tf.LlavaNextConfig(
         vision_config={"model_type": "clip_vision_model", **_CLIP},
         text_config=_text(
