@@ -158,10 +158,21 @@ def _construct(vllm: Any, engine_args: Mapping[str, Any]) -> Any:
                              hint="check --engine-arg names against `vllm serve --help`") from exc
         rejected = isinstance(exc, ValueError) or type(exc).__name__ == "ValidationError"
         if rejected and not _OOM_PATTERNS.search(message):
-            first = message.splitlines()[0] if message else repr(exc)
-            raise UsageError(f"vLLM rejected the engine arguments: {first[:300]}",
+            raise UsageError(f"vLLM rejected the engine arguments: {_reason(message, exc)[:300]}",
                              hint="check --engine-arg values and the model id") from exc
         raise _engine_failure(exc) from exc
+
+
+def _reason(message: str, exc: BaseException) -> str:
+    """The line that says why: pydantic's "1 validation error for VllmConfig" header names no
+    reason, the line after it does ("Value error, <why> [type=...]")."""
+    lines = [line.strip() for line in message.splitlines() if line.strip()]
+    if not lines:
+        return repr(exc)
+    if re.match(r"\d+ validation errors? for ", lines[0]) and len(lines) > 1:
+        detail = re.sub(r"^Value error, |\s*\[type=.*$", "", lines[1])
+        return f"{lines[0]}: {detail}"
+    return lines[0]
 
 
 def sampling_params(*, temperature: float, max_tokens: int, stop_token_ids: Sequence[int],

@@ -77,7 +77,10 @@ def _keys(name: str, dicts: dict[str, ast.Dict]) -> set[str]:
 @cache
 def vllm_info() -> VllmInfo:
     version = _vllm_version()
-    spec = importlib.util.find_spec("vllm")
+    try:
+        spec = importlib.util.find_spec("vllm")
+    except ValueError:  # a vllm module without a spec (a stand-in) is in sys.modules
+        spec = None
     if version is None or spec is None or not spec.submodule_search_locations:
         return VllmInfo(None, frozenset(), {})
     path = Path(next(iter(spec.submodule_search_locations))) / _REGISTRY_FILE

@@ -569,6 +569,9 @@ class FakeLLM:
 
 @pytest.fixture
 def fake_vllm(monkeypatch: pytest.MonkeyPatch, engine_env: None) -> type[FakeLLM]:
+    from mmrun.support import vllm_info
+
+    vllm_info()  # read the installed vLLM's support table before the stand-in hides it
     module = types.ModuleType("vllm")
     module.LLM = FakeLLM  # type: ignore[attr-defined]
     module.SamplingParams = lambda **kwargs: kwargs  # type: ignore[attr-defined]
@@ -599,6 +602,11 @@ def test_out_of_memory_names_the_knobs(fake_vllm: type[FakeLLM], bad: Path, when
      EXIT_USAGE, ["vLLM rejected an engine argument", "not_a_field", "--engine-arg"]),
     (ValueError("max_model_len (99999999) is greater than the derived max_model_len"),
      EXIT_USAGE, ["vLLM rejected the engine arguments"]),
+    (ValueError("1 validation error for VllmConfig\n  Value error, Tensor parallel size (4) "
+                "is larger than the number of devices [type=value_error, input_value=...]\n"
+                "    For further information visit https://errors.pydantic.dev"),
+     EXIT_USAGE, ["vLLM rejected the engine arguments: 1 validation error for VllmConfig: "
+                  "Tensor parallel size (4) is larger than the number of devices ("]),
     (RuntimeError("Engine core initialization failed. See root cause above. "
                   "Failed core proc(s): {'EngineCore_DP0': 1}"),
      EXIT_FAILURE, ["vLLM failed: RuntimeError: Engine core initialization failed", "-v"]),
