@@ -83,7 +83,9 @@ def selftest(
         checkpoint = step(f"build tiny {key} checkpoint", partial(build, folder / key))
         opts = RunOptions(
             modality=modality, key=key, model=str(checkpoint.path), sources=tuple(media[modality]),
-            max_tokens=8, engine_args=dict(checkpoint.engine_args), num_prompts=2,
+            max_tokens=8, num_prompts=2,
+            # Eager: a check of the install, not of torch.compile (which adds ~40 s per start).
+            engine_args={**checkpoint.engine_args, "enforce_eager": True},
         )
         result = step(f"run {key} through vLLM (generate, 2 prompts)",
                       partial(run, opts, registry, HFTemplateRenderer))
