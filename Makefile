@@ -54,5 +54,10 @@ test-fast:
 test-e2e:
 	$(BIN)/python -m pytest -m e2e
 
+# The CPU figures (about 15 minutes): bench/cpu/results.json and the CPU section of
+# docs/performance.md.
+bench:
+	$(BIN)/python -m bench.cpu
+
 clean:
 	rm -rf $(VENV) build dist *.egg-info .pytest_cache .mypy_cache .ruff_cache
