@@ -12,8 +12,8 @@ import json  # noqa: E402
 import sys  # noqa: E402
 from pathlib import Path  # noqa: E402
 
-from PIL import Image  # noqa: E402, TID253  (the seed imports at the top)
-from vllm import LLM, SamplingParams  # noqa: E402, TID253  (the seed imports at the top)
+from PIL import Image  # noqa: E402  (the seed imports at the top)
+from vllm import LLM, SamplingParams  # noqa: E402  (the seed imports at the top)
 
 
 def main() -> None:

@@ -12,8 +12,8 @@ import json  # noqa: E402
 import sys  # noqa: E402
 from pathlib import Path  # noqa: E402
 
-from transformers import AutoProcessor  # noqa: E402, TID253  (the seed imports at the top)
-from vllm import LLM, SamplingParams  # noqa: E402, TID253  (the seed imports at the top)
+from transformers import AutoProcessor  # noqa: E402  (the seed imports at the top)
+from vllm import LLM, SamplingParams  # noqa: E402  (the seed imports at the top)
 
 sys.path.insert(0, str(Path(__file__).parent))
 from _shared import fetch, summary  # noqa: E402
