@@ -9,7 +9,7 @@ to :meth:`Registry.add`.
 from __future__ import annotations
 
 import difflib
-from collections.abc import Callable, Iterable, Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, field
 from types import ModuleType
 from typing import Literal
@@ -172,9 +172,6 @@ class Registry:
             if isinstance(value, LoaderSpec):
                 self.add(value)
 
-    def remove(self, modality: str, key: str) -> None:
-        del self.loaders[modality][key]
-
     def get(self, modality: str, key: str) -> LoaderSpec:
         keys = self.loaders.get(modality, {})
         if key in keys:
@@ -193,7 +190,3 @@ class Registry:
         names = [modality] if modality else list(self.loaders)
         for name in names:
             yield from self.loaders.get(name, {}).values()
-
-    def extend(self, specs: Iterable[LoaderSpec]) -> None:
-        for spec in specs:
-            self.add(spec)
