@@ -10,9 +10,10 @@ import importlib.util
 import json
 import math
 import os
+import threading
 import time
 from collections.abc import Callable, Iterator, Mapping, Sequence
-from concurrent.futures import Future, ThreadPoolExecutor
+from concurrent.futures import Future
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -26,7 +27,7 @@ from mmrun.errors import (
     UnsupportedModelError,
     UsageError,
 )
-from mmrun.media import MediaItem, MediaResolver, ProgressFn, smart_resize_size
+from mmrun.media import DaemonPool, MediaItem, MediaResolver, ProgressFn, smart_resize_size
 from mmrun.plan import compose_engine_args
 from mmrun.registry import LoaderSpec, Method, Modality, Registry
 from mmrun.request import LoaderContext, Message, ModelRequest, TemplateRenderer, TemplateSource
@@ -85,11 +86,12 @@ class RunResult:
     engine: Any = field(default=None, repr=False)
 
     def close(self) -> None:
-        """Stop the engine (seconds: its worker processes exit). Results stay readable."""
+        """Stop the engine (its processes are killed: the results are in). Results stay
+        readable."""
         if self.engine is not None:
             from mmrun import engine
 
-            engine.shutdown(self.engine)
+            engine.shutdown(self.engine, now=True)
             self.engine = None
 
     def to_json(self) -> dict[str, Any]:
@@ -357,7 +359,8 @@ def run(
     model = opts.model or spec.repo_id
 
     resolver = MediaResolver(modality, on_request, on_progress)
-    render_pool = ThreadPoolExecutor(1, thread_name_prefix="mmrun-render")
+    # A daemon thread: the process never waits at exit for a render that an interrupt left.
+    render_pool = DaemonPool(1, "mmrun-render")
     try:
         unique = list(dict.fromkeys(s for sources in per_prompt for s in sources))
         t_media_start = time.perf_counter()
@@ -415,7 +418,7 @@ def run(
                 if on_engine_start is not None:
                     on_engine_start()
                 t_start = time.perf_counter()
-                llm = engine.start(engine_args)
+                llm = _start_unless_failed(engine_args, [*futures.values(), rendering])
                 result.timings["engine_start_s"] = time.perf_counter() - t_start
                 result.request = rendering.result()
                 result.timings["render_wait_s"] = time.perf_counter() - t_start - result.timings[
@@ -436,12 +439,35 @@ def run(
             if llm is not None:  # a failure after the engine had started
                 from mmrun import engine
 
-                engine.shutdown(llm)
+                engine.shutdown(llm, now=True)
     finally:
         resolver.close()
-        render_pool.shutdown(wait=False, cancel_futures=True)
+        render_pool.shutdown()
     result.timings["total_s"] = time.perf_counter() - t0
     return result
+
+
+def _start_unless_failed(engine_args: Mapping[str, Any], work: Sequence[Future[Any]]) -> Any:
+    """Start the engine while ``work`` (downloads, decoding, rendering) goes on; the first of
+    them to fail stops the start, and its error is the run's: a mistyped URL is reported in
+    a second, not after the engine has started (tens of seconds)."""
+    from mmrun import engine
+
+    abort = threading.Event()
+    failed: list[Future[Any]] = []
+
+    def check(future: Future[Any]) -> None:
+        if not future.cancelled() and future.exception() is not None:
+            failed.append(future)
+            abort.set()
+
+    for future in work:
+        future.add_done_callback(check)
+    try:
+        return engine.start(engine_args, abort=abort)
+    except engine.StartAborted:
+        failed[0].result()  # raises the failure
+        raise
 
 
 def _execute(llm: Any, opts: RunOptions, result: RunResult, items: Mapping[str, MediaItem],

@@ -56,6 +56,11 @@ class MediaServer:
     url: str
     requests: list[str] = field(default_factory=list)
     latency_s: float = 0.0
+    # Cleared: every request waits until it is set again (a test's "answer now").
+    hold: threading.Event = field(default_factory=threading.Event)
+
+    def __post_init__(self) -> None:
+        self.hold.set()
 
 
 @pytest.fixture
@@ -69,6 +74,7 @@ def media_server(media_dir: Path) -> Iterator[MediaServer]:
 
         def do_GET(self) -> None:
             state.requests.append(self.path)
+            state.hold.wait()
             if state.latency_s:
                 time.sleep(state.latency_s)
             super().do_GET()
@@ -83,6 +89,7 @@ def media_server(media_dir: Path) -> Iterator[MediaServer]:
     try:
         yield state
     finally:
+        state.hold.set()
         server.shutdown()
         server.server_close()
 

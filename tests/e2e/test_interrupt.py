@@ -1,6 +1,7 @@
-"""Ctrl-C, for real: SIGINT to a real ``python -m mmrun`` process ends it with exit code 130,
-one line on stderr, and no process of vLLM's left behind; and an engine argument that the
-real vLLM rejects ends as a usage error.
+"""How a real ``python -m mmrun`` process ends. Ctrl-C: exit code 130, one line on stderr, and
+no process of vLLM's left behind. A download that fails while the engine starts stops the
+start. A finished run exits as soon as its results are out, leaving neither processes nor
+vLLM's socket files. An engine argument that the real vLLM rejects ends as a usage error.
 
 The download case needs no engine and runs with the unit tests' speed; the others start the
 real vLLM engine on a tiny offline Qwen2.5-VL checkpoint (marked e2e).
@@ -9,10 +10,13 @@ real vLLM engine on a tiny offline Qwen2.5-VL checkpoint (marked e2e).
 from __future__ import annotations
 
 import contextlib
+import json
 import os
+import shutil
 import signal
 import subprocess
 import sys
+import tempfile
 import threading
 import time
 from collections.abc import Callable, Iterator
@@ -166,13 +170,13 @@ def run_mmrun(tmp_path: Path, checkpoint: TinyCheckpoint,
     script.write_text(WRAPPER)
     started: list[subprocess.Popen[str]] = []
 
-    def start(*extra: str) -> subprocess.Popen[str]:
+    def start(*extra: str, media: str = str(image), **env_vars: str) -> subprocess.Popen[str]:
         engine_args = [f"--engine-arg={k}={v}" for k, v in checkpoint.engine_args.items()]
         env = {**os.environ, "HF_HUB_OFFLINE": "1",
-               "MMRUN_TEST_GENERATING": str(tmp_path / "generating")}
+               "MMRUN_TEST_GENERATING": str(tmp_path / "generating"), **env_vars}
         proc = subprocess.Popen(
             [sys.executable, str(script), "image", "-m", KEY[1], "--model", str(checkpoint.path),
-             "-i", str(image), *engine_args, *extra],
+             "-i", media, *engine_args, *extra],
             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env)
         started.append(proc)
         return proc
@@ -233,3 +237,58 @@ def test_engine_argument_that_vllm_rejects(run_mmrun: Callable[..., subprocess.P
     assert out == "" and "Traceback" not in err
     assert err.count("\n") == 1 and err.startswith("mmrun: error: vLLM rejected an engine argument")
     assert "not_a_field" in err and "--engine-arg" in err
+
+
+def gone_within(tree: Tree, seconds: float) -> list[str]:
+    deadline = time.monotonic() + seconds
+    while tree.alive() and time.monotonic() < deadline:
+        time.sleep(0.2)
+    return tree.alive()
+
+
+@pytest.mark.e2e
+def test_a_download_that_fails_while_the_engine_starts_stops_it(
+        run_mmrun: Callable[..., subprocess.Popen[str]], media_server: Any) -> None:
+    media_server.hold.clear()  # the request waits until the engine core is up
+    proc = run_mmrun("--quiet", media=f"{media_server.url}/missing.png")
+    tree = Tree(proc.pid)
+    wait_for(lambda: tree.has("EngineCore") or proc.poll() is not None, 300, "the engine core")
+    assert proc.poll() is None, proc.communicate()[1][-3000:]
+    released = time.monotonic()
+    media_server.hold.set()  # now it fails: 404
+    out, err = proc.communicate(timeout=120)
+    ended_after = time.monotonic() - released
+    tree.stop()
+    assert proc.returncode == 1, err[-3000:]
+    assert out == "" and err.count("\n") == 1, err[-3000:]
+    assert err.startswith("mmrun: error: download failed: HTTP 404") and "missing.png" in err
+    # Not after the engine start (its rest takes ~15 s here); the abort itself takes ~1 s.
+    assert ended_after < 8, f"the run ended {ended_after:.1f} s after the download failed"
+    assert gone_within(tree, 10) == []
+
+
+@pytest.mark.e2e
+def test_a_finished_run_exits_at_once_and_leaves_nothing_behind(
+        run_mmrun: Callable[..., subprocess.Popen[str]], request: pytest.FixtureRequest) -> None:
+    """vLLM's own stop takes ~4.5 s and the interpreter's teardown ~2 s more after the results
+    are printed (CPU engine); mmrun kills the engine and skips the teardown. vLLM leaves its
+    ZMQ socket files in the temporary folder; mmrun gives them a folder that it removes."""
+    # Short: vLLM's socket paths (<temporary folder>/<uuid>) must fit in 107 bytes.
+    temp = Path(tempfile.mkdtemp(prefix="mm-e2e-"))
+    request.addfinalizer(lambda: shutil.rmtree(temp, ignore_errors=True))
+    proc = run_mmrun("--json", "--max-tokens", "4", TMPDIR=str(temp))
+    tree = Tree(proc.pid)
+    assert proc.stdout is not None
+    first = os.read(proc.stdout.fileno(), 65536)  # blocks until the results come out
+    printed = time.monotonic()
+    rest, err = proc.communicate(timeout=120)
+    exit_after = time.monotonic() - printed
+    tree.stop()
+    assert proc.returncode == 0, err[-3000:]
+    assert len(json.loads(first.decode() + rest)["outputs"]) == 1
+    assert tree.has("EngineCore"), tree.seen
+    assert exit_after < 2.5, f"mmrun exited {exit_after:.1f} s after printing its results"
+    assert gone_within(tree, 2) == []
+    left = sorted(p.name for p in temp.iterdir())
+    assert not [p for p in temp.rglob("*") if p.is_socket()], left
+    assert not [name for name in left if name.startswith("mmrun-")], left

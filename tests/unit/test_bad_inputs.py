@@ -14,10 +14,12 @@ import base64
 import ctypes
 import http.server
 import io
+import multiprocessing
 import os
 import struct
 import subprocess
 import sys
+import time
 import types
 import zlib
 from collections.abc import Iterator, Sequence
@@ -137,10 +139,13 @@ def fast_retries(monkeypatch: pytest.MonkeyPatch) -> None:
 @pytest.fixture
 def engine_env() -> Iterator[None]:
     """A real (not dry) run sets vLLM's logging variables; keep them out of the session."""
+    from mmrun import engine
+
     names = ("VLLM_LOGGING_LEVEL", "VLLM_LOGGING_STREAM", "TOKENIZERS_PARALLELISM",
-             "TRANSFORMERS_VERBOSITY", "PYTHONWARNINGS")
+             "TRANSFORMERS_VERBOSITY", "PYTHONWARNINGS", engine.RPC_DIR_ENV)
     saved = {name: os.environ.get(name) for name in names}
     yield
+    engine.remove_private_rpc_dirs()
     for name, value in saved.items():
         if value is None:
             os.environ.pop(name, None)
@@ -618,12 +623,55 @@ def test_other_engine_start_failures(fake_vllm: type[FakeLLM], bad: Path,
     check(run_with_fake_engine(bad), code, *fragments, cache=isolated_cache)
 
 
+def _engine_core(seconds: float) -> None:
+    time.sleep(seconds)
+
+
+class SlowStartLLM(FakeLLM):
+    """Starts like vLLM: a child process (the engine core) that takes ``start_s`` to come up;
+    if it dies first, the start fails as vLLM's does."""
+
+    start_s = 60.0
+
+    def __init__(self, **engine_args: Any) -> None:
+        core = multiprocessing.get_context("spawn").Process(
+            target=_engine_core, args=(self.start_s,), name="EngineCore", daemon=True)
+        core.start()
+        core.join()
+        if core.exitcode != 0:
+            raise RuntimeError("Engine core initialization failed. See root cause above.")
+        super().__init__(**engine_args)
+
+
+def test_a_download_that_fails_while_the_engine_starts_stops_the_start(
+        fake_vllm: type[FakeLLM], server: ScriptedServer, isolated_cache: Path,
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """The engine starts while media download: a 404 ends the run at once with the download's
+    error (not vLLM's), instead of after the engine start (tens of seconds on a real one)."""
+    monkeypatch.setattr(sys.modules["vllm"], "LLM", SlowStartLLM)
+
+    def late_404(handler: http.server.BaseHTTPRequestHandler) -> None:
+        time.sleep(1.0)  # the engine core is up by then
+        reply(handler, 404, b"gone")
+
+    server.routes["/late.png"] = late_404
+    started = time.monotonic()
+    check(cli(*IMAGE, "-i", server.url("/late.png"), "--quiet"), EXIT_FAILURE,
+          "HTTP 404", cache=isolated_cache)
+    assert time.monotonic() - started < 15  # SlowStartLLM alone takes 60 s
+    assert multiprocessing.active_children() == []  # the engine core was killed
+
+
 def test_engine_is_shut_down_when_a_media_item_fails_after_it_started(
         fake_vllm: type[FakeLLM], server: ScriptedServer, fast_retries: None,
         isolated_cache: Path) -> None:
     """Media download overlaps engine start: a download that fails then must not leave the
     engine's processes to the interpreter's exit."""
-    server.routes["/x.png"] = lambda h: reply(h, 503, b"busy")
+    def late_503(handler: http.server.BaseHTTPRequestHandler) -> None:
+        time.sleep(0.5)  # after the (instant) fake engine start
+        reply(handler, 503, b"busy")
+
+    server.routes["/x.png"] = late_503
     check(cli(*IMAGE, "-i", server.url("/x.png"), "--quiet"), EXIT_FAILURE, "HTTP 503",
           cache=isolated_cache)
     assert fake_vllm.shutdowns == 1

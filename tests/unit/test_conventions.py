@@ -34,7 +34,7 @@ from mmrun.engine import Completion
 from mmrun.errors import EngineError
 
 
-def start(engine_args):
+def start(engine_args, abort=None):
     os.write(1, b"INFO engine noise on stdout\\n")
     os.write(2, b"INFO engine noise on stderr\\n")
     print("a print() inside the engine", flush=True)
@@ -51,7 +51,7 @@ def generate(llm, prompts, params, lora):
 engine.start = start
 engine.generate = generate
 engine.sampling_params = lambda **kwargs: kwargs
-engine.shutdown = lambda llm: None
+engine.shutdown = lambda llm, now=False: None
 
 from mmrun.cli.main import main
 
