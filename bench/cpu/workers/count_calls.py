@@ -16,8 +16,8 @@ def main() -> None:
     calls: list[dict] = []
     start = engine.start
 
-    def counting_start(engine_args):  # type: ignore[no-untyped-def]
-        llm = start(engine_args)
+    def counting_start(engine_args, **kwargs):  # type: ignore[no-untyped-def]
+        llm = start(engine_args, **kwargs)
         cls = type(llm)
         for name in ("generate", "chat"):
             original = getattr(cls, name)
