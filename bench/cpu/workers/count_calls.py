@@ -25,6 +25,8 @@ def main() -> None:
             def wrapper(self, prompts, *a, _original=original, _name=name, **k):  # type: ignore[no-untyped-def]
                 calls.append({"method": _name,
                               "prompts": len(prompts) if isinstance(prompts, list) else 1})
+                with open(out, "w") as f:  # now: mmrun ends its process without unwinding
+                    json.dump(calls, f)
                 return _original(self, prompts, *a, **k)
 
             setattr(cls, name, wrapper)
@@ -34,11 +36,9 @@ def main() -> None:
     from mmrun.cli.main import main as mmrun_main
 
     sys.argv = ["mmrun", *args]
-    try:
-        mmrun_main()
-    finally:
-        with open(out, "w") as f:
-            json.dump(calls, f)
+    with open(out, "w") as f:  # no call yet
+        json.dump(calls, f)
+    mmrun_main()
 
 
 if __name__ == "__main__":
