@@ -16,6 +16,7 @@ from dataclasses import dataclass
 from types import FrameType
 from typing import Any
 
+from mmrun import engine_log
 from mmrun.errors import EngineError, MissingDependencyError, UsageError
 
 # vLLM's and torch's own wording for "the model, its KV cache or a batch does not fit"
@@ -56,8 +57,18 @@ def import_vllm() -> Any:
 
 
 def _engine_failure(exc: BaseException) -> EngineError:
+    """mmrun's error for a failed start or generate call: the reason vLLM logged in the
+    process that failed (see engine_log) where there is one, else the exception here."""
     text = f"{type(exc).__name__}: {exc}".strip()
+    text = _logged_root_cause() or text
     first = next((line for line in text.splitlines() if line.strip()), text)
+    if _MEMORY_SHARE.search(text):
+        return EngineError(
+            f"not enough free memory for the engine: {first[:300]}",
+            hint="lower --engine-arg gpu_memory_utilization=... (on vLLM's CPU backend: the "
+            "share of RAM; or set VLLM_CPU_KVCACHE_SPACE=<GiB>), or free the memory other "
+            "processes hold",
+        )
     if _OOM_PATTERNS.search(text):
         return EngineError(
             f"the engine ran out of memory: {first[:300]}",
@@ -65,6 +76,24 @@ def _engine_failure(exc: BaseException) -> EngineError:
             "or free the memory other processes hold",
         )
     return EngineError(f"vLLM failed: {first[:300]}", hint="rerun with -v to see vLLM's log")
+
+
+# vLLM's check, at start, that the share of memory it was told to take is free (CUDA:
+# vllm/v1/worker/utils.py; CPU: cpu_worker.py).
+_MEMORY_SHARE = re.compile(r"less than desired (?:GPU|CPU) memory utilization", re.IGNORECASE)
+
+
+def _logged_root_cause() -> str | None:
+    """The reason in what the engine's processes logged since the last start."""
+    path = os.environ.get(engine_log.ENV)
+    if not path or path not in _temporary:  # only the log this process set up
+        return None
+    try:
+        with open(path, "rb") as log:
+            log.seek(_log_start[0])
+            return engine_log.root_cause(log.read().decode("utf-8", errors="replace"))
+    except OSError:
+        return None
 
 
 class StartAborted(Exception):
@@ -162,28 +191,55 @@ def _descendants(pid: int | None) -> list[Any]:
 
 RPC_DIR_ENV = "VLLM_RPC_BASE_PATH"
 _SOCKET_PATH_MAX = 107  # a Unix socket's path, in bytes (sockaddr_un.sun_path less its NUL)
-_private_rpc_dirs: list[str] = []
+_temporary: list[str] = []  # files and folders of this process, removed when it ends
+
+
+def _remember(path: str) -> None:
+    if not _temporary:
+        atexit.register(remove_temporary_files)
+    _temporary.append(path)
+
+
+def remove_temporary_files() -> None:
+    while _temporary:
+        path = _temporary.pop()
+        if os.path.isdir(path):
+            shutil.rmtree(path, ignore_errors=True)
+        else:
+            with contextlib.suppress(OSError):
+                os.unlink(path)
 
 
 def _use_private_rpc_dir() -> None:
     """vLLM names its ZMQ sockets ``ipc://<temp folder>/<uuid>`` and leaves the socket files
     behind (5 per run, measured in /tmp with vLLM 0.32). Unless the user chose the folder,
-    this process's engines put theirs in a folder of its own, removed when the process ends
-    (see remove_private_rpc_dirs)."""
-    if os.environ.get(RPC_DIR_ENV) or _private_rpc_dirs:
+    this process's engines put theirs in a folder of its own, removed when the process ends."""
+    if os.environ.get(RPC_DIR_ENV) or any(os.path.isdir(p) for p in _temporary):
         return
     folder = tempfile.mkdtemp(prefix="mmrun-")
     if len(folder) + 1 + 36 > _SOCKET_PATH_MAX:  # "<folder>/<uuid4>" must fit: vLLM's default
         os.rmdir(folder)
         return
-    _private_rpc_dirs.append(folder)
+    _remember(folder)
     os.environ[RPC_DIR_ENV] = folder
-    atexit.register(remove_private_rpc_dirs)
 
 
-def remove_private_rpc_dirs() -> None:
-    while _private_rpc_dirs:
-        shutil.rmtree(_private_rpc_dirs.pop(), ignore_errors=True)
+def _use_engine_log() -> None:
+    """Where the engine's processes also write their log (see engine_log), when vLLM's log
+    stream is mmrun's."""
+    if os.environ.get("VLLM_LOGGING_STREAM") != engine_log.STREAM_SPEC:
+        return
+    path = os.environ.get(engine_log.ENV)
+    if path is None or path not in _temporary:
+        handle, path = tempfile.mkstemp(prefix="mmrun-engine-", suffix=".log")
+        os.close(handle)
+        _remember(path)
+        os.environ[engine_log.ENV] = path
+    with contextlib.suppress(OSError):  # a second engine in this process: its part only
+        _log_start[0] = os.path.getsize(path)
+
+
+_log_start = [0]  # where the current engine's part of the log begins
 
 
 def start(engine_args: Mapping[str, Any], abort: threading.Event | None = None) -> Any:
@@ -193,6 +249,7 @@ def start(engine_args: Mapping[str, Any], abort: threading.Event | None = None) 
     if aborted():
         raise StartAborted
     _use_private_rpc_dir()
+    _use_engine_log()
     vllm = import_vllm()  # seconds, and not interrupted by ``abort``: checked again after it
     if aborted():
         raise StartAborted
@@ -323,7 +380,8 @@ def shutdown(llm: Any, *, now: bool = False) -> None:
 def configure_environment(verbose: bool) -> None:
     """Send vLLM's logs to stderr and keep them quiet unless asked for."""
     os.environ.setdefault("VLLM_LOGGING_LEVEL", "INFO" if verbose else "ERROR")
-    os.environ.setdefault("VLLM_LOGGING_STREAM", "ext://sys.stderr")
+    # stderr, and the reason for a failed start back to this process (see engine_log)
+    os.environ.setdefault("VLLM_LOGGING_STREAM", engine_log.STREAM_SPEC)
     os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
     if not verbose:
         os.environ.setdefault("TRANSFORMERS_VERBOSITY", "error")

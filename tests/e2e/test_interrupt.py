@@ -170,9 +170,10 @@ def run_mmrun(tmp_path: Path, checkpoint: TinyCheckpoint,
     script.write_text(WRAPPER)
     started: list[subprocess.Popen[str]] = []
 
-    def start(*extra: str, media: str = str(image), **env_vars: str) -> subprocess.Popen[str]:
+    def start(*extra: str, media: str = str(image), drop: tuple[str, ...] = (),
+              **env_vars: str) -> subprocess.Popen[str]:
         engine_args = [f"--engine-arg={k}={v}" for k, v in checkpoint.engine_args.items()]
-        env = {**os.environ, "HF_HUB_OFFLINE": "1",
+        env = {**{k: v for k, v in os.environ.items() if k not in drop}, "HF_HUB_OFFLINE": "1",
                "MMRUN_TEST_GENERATING": str(tmp_path / "generating"), **env_vars}
         proc = subprocess.Popen(
             [sys.executable, str(script), "image", "-m", KEY[1], "--model", str(checkpoint.path),
@@ -237,6 +238,21 @@ def test_engine_argument_that_vllm_rejects(run_mmrun: Callable[..., subprocess.P
     assert out == "" and "Traceback" not in err
     assert err.count("\n") == 1 and err.startswith("mmrun: error: vLLM rejected an engine argument")
     assert "not_a_field" in err and "--engine-arg" in err
+
+
+@pytest.mark.e2e
+def test_a_failed_start_names_the_reason(run_mmrun: Callable[..., subprocess.Popen[str]]) -> None:
+    """vLLM's CPU worker refuses to start when less memory is free than the share it was
+    given; the process that started the engine hears only "Engine core initialization
+    failed. See root cause above." (and with --quiet nothing is above)."""
+    proc = run_mmrun("--quiet", "--engine-arg", "gpu_memory_utilization=0.999",
+                     drop=("VLLM_CPU_KVCACHE_SPACE",))
+    out, err = proc.communicate(timeout=300)
+    assert proc.returncode == 1, err[-3000:]
+    assert out == "" and err.count("\n") == 1, err[-3000:]
+    assert err.startswith("mmrun: error: not enough free memory for the engine: ValueError: "
+                          "Available memory on node"), err
+    assert "gpu_memory_utilization" in err
 
 
 def gone_within(tree: Tree, seconds: float) -> list[str]:

@@ -142,10 +142,10 @@ def engine_env() -> Iterator[None]:
     from mmrun import engine
 
     names = ("VLLM_LOGGING_LEVEL", "VLLM_LOGGING_STREAM", "TOKENIZERS_PARALLELISM",
-             "TRANSFORMERS_VERBOSITY", "PYTHONWARNINGS", engine.RPC_DIR_ENV)
+             "TRANSFORMERS_VERBOSITY", "PYTHONWARNINGS", engine.RPC_DIR_ENV, "MMRUN_ENGINE_LOG")
     saved = {name: os.environ.get(name) for name in names}
     yield
-    engine.remove_private_rpc_dirs()
+    engine.remove_temporary_files()
     for name, value in saved.items():
         if value is None:
             os.environ.pop(name, None)
@@ -641,6 +641,47 @@ class SlowStartLLM(FakeLLM):
         if core.exitcode != 0:
             raise RuntimeError("Engine core initialization failed. See root cause above.")
         super().__init__(**engine_args)
+
+
+MEMORY_REASON = ("Available memory on node 0 (18.44/20.21 GiB) on startup is less than desired "
+                 "CPU memory utilization (0.92, 18.6 GiB).")
+
+
+def _failing_engine_core(reason: str) -> None:
+    """Fails as vLLM's engine core does: the reason goes to vLLM's log stream (which mmrun
+    points at mmrun.engine_log.STREAM) in this process, not to the process that started it."""
+    import logging
+
+    from mmrun import engine_log
+
+    handler = logging.StreamHandler(engine_log.STREAM)
+    handler.setFormatter(logging.Formatter("(EngineCore pid=%(process)d) ERROR %(message)s"))
+    log = logging.getLogger("fake-engine-core")
+    log.addHandler(handler)
+    try:
+        raise ValueError(reason)
+    except ValueError:
+        log.exception("EngineCore failed to start.")
+    sys.exit(1)
+
+
+class FailingStartLLM(FakeLLM):
+    def __init__(self, **engine_args: Any) -> None:
+        core = multiprocessing.get_context("spawn").Process(
+            target=_failing_engine_core, args=(MEMORY_REASON,), name="EngineCore")
+        core.start()
+        core.join()
+        raise RuntimeError("Engine core initialization failed. See root cause above. "
+                           "Failed core proc(s): {'EngineCore': 1}")
+
+
+def test_a_failed_start_names_the_reason_the_engine_process_logged(
+        fake_vllm: type[FakeLLM], bad: Path, isolated_cache: Path,
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(sys.modules["vllm"], "LLM", FailingStartLLM)
+    check(run_with_fake_engine(bad), EXIT_FAILURE,
+          f"not enough free memory for the engine: ValueError: {MEMORY_REASON}",
+          "gpu_memory_utilization", "VLLM_CPU_KVCACHE_SPACE", cache=isolated_cache)
 
 
 def test_a_download_that_fails_while_the_engine_starts_stops_the_start(

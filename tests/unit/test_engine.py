@@ -18,7 +18,7 @@ def temp(monkeypatch: pytest.MonkeyPatch) -> Iterator[Path]:
     folder = Path(tempfile.mkdtemp(prefix="mm-"))
     monkeypatch.setattr(tempfile, "tempdir", str(folder))
     yield folder
-    engine.remove_private_rpc_dirs()
+    engine.remove_temporary_files()
     os.environ.pop(engine.RPC_DIR_ENV, None)
     folder.rmdir()  # fails if anything was left in it
 
@@ -30,7 +30,7 @@ def test_vllm_sockets_go_to_a_folder_that_is_removed(temp: Path) -> None:
     engine._use_private_rpc_dir()  # one folder per process
     assert os.environ[engine.RPC_DIR_ENV] == str(private)
     (private / "5036b19a-b8be-4c28-b414-aee29ea15eaf").touch()  # what vLLM leaves
-    engine.remove_private_rpc_dirs()
+    engine.remove_temporary_files()
     assert not private.exists()
 
 
@@ -49,3 +49,47 @@ def test_no_private_folder_where_socket_paths_would_be_too_long(
     assert engine.RPC_DIR_ENV not in os.environ  # vLLM's own default, which fits
     assert list(deep.iterdir()) == []
     deep.rmdir()
+
+
+# What vLLM 0.32 logged when its CPU worker refused to start (abridged; from a real run with
+# gpu_memory_utilization 0.92 on a machine with less free memory than that).
+FAILED_START_LOG = """\
+(MainProcess pid=4787) INFO 11-30 02:21:33 [model.py:733] Resolved architecture: Qwen2_5_VLForConditionalGeneration
+(VllmWorker-0 pid=3244) ERROR 11-30 02:06:12 [multiproc_executor.py:953] WorkerProc failed to start.
+(VllmWorker-0 pid=3244) ERROR 11-30 02:06:12 [multiproc_executor.py:953] Traceback (most recent call last):
+(VllmWorker-0 pid=3244) ERROR 11-30 02:06:12 [multiproc_executor.py:953]   File "/x/vllm/v1/worker/cpu_worker.py", line 83, in __init__
+(VllmWorker-0 pid=3244) ERROR 11-30 02:06:12 [multiproc_executor.py:953]     raise ValueError(
+(VllmWorker-0 pid=3244) ERROR 11-30 02:06:12 [multiproc_executor.py:953] ValueError: Available memory on node 0 (18.44/20.21 GiB) on startup is less than desired CPU memory utilization (0.92, 18.6 GiB). On the CPU backend, the `--gpu-memory-utilization` flag controls the fraction of CPU memory reserved (despite its name).
+(EngineCore pid=3230) ERROR 11-30 02:06:14 [core.py:1510] EngineCore failed to start.
+(EngineCore pid=3230) ERROR 11-30 02:06:14 [core.py:1510] Traceback (most recent call last):
+(EngineCore pid=3230) ERROR 11-30 02:06:14 [core.py:1510]     raise e from None
+(EngineCore pid=3230) ERROR 11-30 02:06:14 [core.py:1510] Exception: WorkerProc initialization failed due to an exception in a background process. See stack trace for root cause.
+"""
+
+
+def test_the_root_cause_is_the_failing_process_s_exception() -> None:
+    from mmrun.engine_log import root_cause
+
+    assert root_cause(FAILED_START_LOG) == (
+        "ValueError: Available memory on node 0 (18.44/20.21 GiB) on startup is less than "
+        "desired CPU memory utilization (0.92, 18.6 GiB). On the CPU backend, the "
+        "`--gpu-memory-utilization` flag controls the fraction of CPU memory reserved (despite "
+        "its name).")
+    wrappers_only = "\n".join(FAILED_START_LOG.splitlines()[-4:])
+    assert root_cause(wrappers_only) is None
+    assert root_cause("torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 2.00 GiB") \
+        == "OutOfMemoryError: CUDA out of memory. Tried to allocate 2.00 GiB"
+    assert root_cause("INFO all is well\n") is None
+
+
+def test_the_log_stream_copies_to_the_file_it_is_told(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]) -> None:
+    from mmrun import engine_log
+
+    stream = engine_log._Tee()
+    stream.write("before\n")  # no file named: stderr only
+    log = tmp_path / "engine.log"
+    monkeypatch.setenv(engine_log.ENV, str(log))
+    stream.write("ValueError: it broke\n")
+    assert log.read_text() == "ValueError: it broke\n"
+    assert capsys.readouterr().err == "before\nValueError: it broke\n"
