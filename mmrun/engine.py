@@ -26,7 +26,7 @@ _OOM_PATTERNS = re.compile(
     r"out of memory|OutOfMemory|\bMemoryError\b|No available memory for the cache blocks|"
     r"larger than the available KV cache memory|"
     r"larger than the maximum number of tokens that can be stored in KV cache|"
-    r"less than desired GPU memory utilization|less than requested memory for kv|"
+    r"less than desired (?:GPU|CPU) memory utilization|less than requested memory for kv|"
     r"Insufficient memory",
     re.IGNORECASE,
 )

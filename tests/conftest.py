@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import http.server
+import os
 import sys
 import threading
 import time
@@ -25,6 +26,23 @@ def isolated_cache(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     # No machine here reaches the Hub: fail at once instead of retrying until a timeout.
     monkeypatch.setenv("HF_HUB_OFFLINE", "1")
     return cache
+
+
+@pytest.fixture(autouse=True)
+def no_engine_leftovers() -> Iterator[None]:
+    """A test that starts an engine in this process (a stand-in one, usually) must not leave
+    its socket folder or log file to later tests, nor their variables to the processes
+    later tests start."""
+    from mmrun import engine, engine_log
+
+    names = (engine.RPC_DIR_ENV, engine_log.ENV)
+    saved = {name: os.environ.pop(name, None) for name in names}
+    yield
+    engine.remove_temporary_files()
+    for name, value in saved.items():
+        os.environ.pop(name, None)
+        if value is not None:
+            os.environ[name] = value
 
 
 @pytest.fixture(scope="session")

@@ -510,6 +510,11 @@ def test_vllm_that_cannot_be_imported(monkeypatch: pytest.MonkeyPatch) -> None:
 # --- engine failures, with vLLM's and torch's own words ---------------------------------------
 
 
+# vllm/v1/worker/cpu_worker.py's start-up check, as logged in a worker process.
+MEMORY_REASON = ("Available memory on node 0 (18.44/20.21 GiB) on startup is less than desired "
+                 "CPU memory utilization (0.92, 18.6 GiB).")
+
+
 class OutOfMemoryError(RuntimeError):
     """Stands in for torch.OutOfMemoryError (same name, same base)."""
 
@@ -530,10 +535,6 @@ OOM_FAILURES: list[BaseException] = [
         "decreasing `max_model_len` when initializing the engine. See "
         "https://docs.vllm.ai/en/latest/configuration/conserving_memory/ for more details."),
     ValueError(
-        "Free memory on device cuda:0 (10.53/79.19 GiB) on startup is less than desired GPU "
-        "memory utilization (0.9, 71.27 GiB). Decrease GPU memory utilization or reduce GPU "
-        "memory used by other processes."),
-    ValueError(
         "Available memory on node 0 (1.20/23.47 GiB) on kv cache allocation is less than "
         "requested memory for kv (4.00 GiB). Decrease --kv-cache-memory-bytes, "
         "VLLM_CPU_KVCACHE_SPACE, or reduce CPU memory used by other processes."),
@@ -547,7 +548,7 @@ OOM_FAILURES: list[BaseException] = [
         "engine."),
     MemoryError(),
 ]
-OOM_IDS = ["no-cache-blocks", "kv-cache-too-small", "gpu-memory-in-use", "cpu-kv-memory",
+OOM_IDS = ["no-cache-blocks", "kv-cache-too-small", "cpu-kv-memory",
            "torch-oom", "sampler-warmup", "memoryerror"]
 
 
@@ -589,6 +590,22 @@ def fake_vllm(monkeypatch: pytest.MonkeyPatch, engine_env: None) -> type[FakeLLM
 
 def run_with_fake_engine(bad: Path) -> Outcome:
     return cli(*IMAGE, "-i", str(bad / "blue.png"), "--quiet")
+
+
+@pytest.mark.parametrize("failure", [
+    ValueError(
+        "Free memory on device cuda:0 (10.53/79.19 GiB) on startup is less than desired GPU "
+        "memory utilization (0.9, 71.27 GiB). Decrease GPU memory utilization or reduce GPU "
+        "memory used by other processes."),
+    ValueError(MEMORY_REASON),
+], ids=["gpu", "cpu"])
+def test_too_little_free_memory_for_the_share_asked(
+        fake_vllm: type[FakeLLM], bad: Path, failure: BaseException, isolated_cache: Path) -> None:
+    """vLLM's start-up check that the share of memory it was given is free: the knob is
+    gpu_memory_utilization, not the model's size."""
+    fake_vllm.fail_start = failure
+    check(run_with_fake_engine(bad), EXIT_FAILURE, "not enough free memory for the engine: ",
+          "less than desired", "gpu_memory_utilization", cache=isolated_cache)
 
 
 @pytest.mark.parametrize("failure", OOM_FAILURES, ids=OOM_IDS)
@@ -641,10 +658,6 @@ class SlowStartLLM(FakeLLM):
         if core.exitcode != 0:
             raise RuntimeError("Engine core initialization failed. See root cause above.")
         super().__init__(**engine_args)
-
-
-MEMORY_REASON = ("Available memory on node 0 (18.44/20.21 GiB) on startup is less than desired "
-                 "CPU memory utilization (0.92, 18.6 GiB).")
 
 
 def _failing_engine_core(reason: str) -> None:
