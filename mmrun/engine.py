@@ -11,6 +11,7 @@ import shutil
 import signal
 import tempfile
 import threading
+import time
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from types import FrameType
@@ -88,6 +89,11 @@ def _logged_root_cause() -> str | None:
     path = os.environ.get(engine_log.ENV)
     if not path or path not in _temporary:  # only the log this process set up
         return None
+    # A failing engine process may tell this one before it logs why and exits (vLLM 0.26 on
+    # CUDA did): give its processes a moment to end.
+    deadline = time.monotonic() + 3.0
+    for child in multiprocessing.active_children():
+        child.join(max(0.0, deadline - time.monotonic()))
     try:
         with open(path, "rb") as log:
             log.seek(_log_start[0])

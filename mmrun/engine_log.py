@@ -56,8 +56,9 @@ class _Tee:
 
 STREAM = _Tee()
 
-# "(EngineCore pid=4803) ERROR 11-30 02:21:39 [core.py:1510] " before each line of a record.
-_PREFIX = re.compile(r"^\([^()]* pid=\d+\) (?:[A-Z]+ \d\d-\d\d [\d:]+ \[[^\]]*\] ?)?")
+# "(EngineCore pid=4803) ERROR 11-30 02:21:39 [core.py:1510] " before each line of a record
+# (vLLM 0.32); vLLM 0.26 adds the process part outside the log stream, so it is optional.
+_PREFIX = re.compile(r"^(?:\([^()]* pid=\d+\) )?(?:[A-Z]+ \d\d-\d\d [\d:]+ \[[^\]]*\] ?)?")
 # The last line of a traceback: "ValueError: Available memory on node 0 ...".
 _EXCEPTION = re.compile(r"^([A-Za-z_][\w.]*(?:Error|Exception)): (.+)$")
 # What vLLM's processes say about a failure elsewhere: not the reason.

@@ -413,7 +413,7 @@ def decode_audio(data: bytes, label: str) -> tuple[Any, dict[str, Any]]:
 DECODERS = {"image": decode_image, "audio": decode_audio}
 
 
-class DaemonPool:
+class _DaemonPool:
     """Runs jobs on daemon threads, at most ``workers`` at a time.
 
     Not a ThreadPoolExecutor: the interpreter joins those threads at exit, so after Ctrl-C
@@ -456,7 +456,7 @@ class MediaResolver:
                  on_progress: ProgressFn | None = None) -> None:
         self.modality = modality
         self.downloader = Downloader(on_request, on_progress)
-        self._pool = DaemonPool(DOWNLOAD_WORKERS, "mmrun-media")
+        self._pool = _DaemonPool(DOWNLOAD_WORKERS, "mmrun-media")
 
     def submit(self, texts: Sequence[str]) -> list[Future[MediaItem]]:
         sources = [parse_source(text, self.modality) for text in texts]  # bad schemes fail now

@@ -27,7 +27,7 @@ from mmrun.errors import (
     UnsupportedModelError,
     UsageError,
 )
-from mmrun.media import DaemonPool, MediaItem, MediaResolver, ProgressFn, smart_resize_size
+from mmrun.media import MediaItem, MediaResolver, ProgressFn, smart_resize_size
 from mmrun.plan import compose_engine_args
 from mmrun.registry import LoaderSpec, Method, Modality, Registry
 from mmrun.request import LoaderContext, Message, ModelRequest, TemplateRenderer, TemplateSource
@@ -359,8 +359,6 @@ def run(
     model = opts.model or spec.repo_id
 
     resolver = MediaResolver(modality, on_request, on_progress)
-    # A daemon thread: the process never waits at exit for a render that an interrupt left.
-    render_pool = DaemonPool(1, "mmrun-render")
     try:
         unique = list(dict.fromkeys(s for sources in per_prompt for s in sources))
         t_media_start = time.perf_counter()
@@ -376,15 +374,14 @@ def run(
                                       templates=renderer, media=media_view))
 
         renderer = templates(model, spec.trust_remote_code)
-        if opts.dry_run:
-            request = load(renderer)
-        else:
-            # Rendering a chat template loads the model's processor (seconds: transformers,
-            # the processor files). The engine's arguments never depend on the prompt, so a
-            # stand-in renderer gives them at once, the engine starts, and the real prompt
-            # is rendered meanwhile in a worker thread.
-            request = load(_PlanningRenderer())
-            rendering = render_pool.submit(load, renderer)
+        # Rendering a chat template loads the model's processor with transformers. The
+        # engine's arguments never depend on the prompt, so a stand-in renderer gives them at
+        # once and the engine starts; the prompt is rendered once it has started, when vLLM
+        # has imported transformers and loaded the same processor (0.03 s then, measured).
+        # Not in a thread while it starts: two threads importing transformers at once can
+        # break its lazy modules (vLLM's start then raised "cannot import name
+        # 'PretrainedConfig' from 'transformers'" on the H200).
+        request = load(renderer if opts.dry_run else _PlanningRenderer())
         engine_args = compose_engine_args(
             spec, request, model=model, num_items=count,
             seed=opts.seed if opts.seed is not None else modality.seed,
@@ -418,11 +415,11 @@ def run(
                 if on_engine_start is not None:
                     on_engine_start()
                 t_start = time.perf_counter()
-                llm = _start_unless_failed(engine_args, [*futures.values(), rendering])
-                result.timings["engine_start_s"] = time.perf_counter() - t_start
-                result.request = rendering.result()
-                result.timings["render_wait_s"] = time.perf_counter() - t_start - result.timings[
-                    "engine_start_s"]
+                llm = _start_unless_failed(engine_args, list(futures.values()))
+                t_started = time.perf_counter()
+                result.timings["engine_start_s"] = t_started - t_start
+                result.request = load(renderer)
+                result.timings["render_s"] = time.perf_counter() - t_started
                 if result.request.engine_args != request.engine_args:
                     raise EngineError(f"loader {spec.key!r} returned engine arguments that depend "
                                       "on the rendered prompt", hint="report this mmrun bug")
@@ -442,13 +439,12 @@ def run(
                 engine.shutdown(llm, now=True)
     finally:
         resolver.close()
-        render_pool.shutdown()
     result.timings["total_s"] = time.perf_counter() - t0
     return result
 
 
 def _start_unless_failed(engine_args: Mapping[str, Any], work: Sequence[Future[Any]]) -> Any:
-    """Start the engine while ``work`` (downloads, decoding, rendering) goes on; the first of
+    """Start the engine while ``work`` (downloads and decoding) goes on; the first of
     them to fail stops the start, and its error is the run's: a mistyped URL is reported in
     a second, not after the engine has started (tens of seconds)."""
     from mmrun import engine

@@ -362,7 +362,11 @@ def _overlap(r: dict[str, Any]) -> list[str]:
                    f"| {_s(p['exit'])} |")
     loads = [x["load1"] for kind in runs for x in runs[kind]]
     cold = [x["timings"] for x in runs["mmrun_cold"]]
-    rendered = any("render_wait_s" in t for t in cold)
+    # The chat template: rendered in a worker thread during the start (`render_wait_s`, what
+    # was left of it after), or after the start (`render_s`), or before it (in `prepare_s`).
+    threaded = any("render_wait_s" in t for t in cold)
+    after = any("render_s" in t for t in cold)
+    render_key = "render_wait_s" if threaded else "render_s" if after else None
     pairs = [(runs["mmrun_cold"][i]["wall_s"] / runs["seed_order"][i]["wall_s"],
               runs["mmrun_warm"][i]["wall_s"] / runs["min_vllm"][i]["wall_s"])
              for i in range(ov["reps"])]
@@ -371,10 +375,11 @@ def _overlap(r: dict[str, Any]) -> list[str]:
             "arrived. For mmrun, \"ready\" is its start-up plus `prepare_s` (its planning before "
             "the engine starts"
             + ("; the chat template is rendered in a worker thread while the engine starts"
-               if rendered else ", rendering the chat template included")
+               if threaded else "; the chat template is rendered once the engine has started"
+               if after else ", rendering the chat template included")
             + "); \"waiting after it\" is "
-            + ("`render_wait_s` + " if rendered else "")
-            + "`media_wait_s`, what was left of the rendering and the media once the engine had "
+            + (f"`{render_key}` + " if render_key else "")
+            + "`media_wait_s`, the rendering and what was left of the media once the engine had "
             "started; \"other\" is the rest of its `total_s` (building the batch, and any "
             "engine stop before printing). Cold, its media took "
             f"`media_s` {_s(med(cold, 'media_s'))} from the first request to the last decoded "
@@ -409,7 +414,8 @@ def _overlap_phases(ov: dict[str, Any]) -> dict[str, dict[str, float]]:
                 t = x["timings"]
                 ready = (result - t["total_s"]) + t["prepare_s"]
                 engine = t["engine_start_s"]
-                wait = t.get("render_wait_s", 0.0) + t.get("media_wait_s", 0.0)
+                wait = (t.get("render_wait_s", 0.0) + t.get("render_s", 0.0)
+                        + t.get("media_wait_s", 0.0))
                 generate = t["generate_s"]
                 other = t["total_s"] - t["prepare_s"] - engine - wait - generate
             else:

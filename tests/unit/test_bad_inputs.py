@@ -729,3 +729,43 @@ def test_engine_is_shut_down_when_a_media_item_fails_after_it_started(
     check(cli(*IMAGE, "-i", server.url("/x.png"), "--quiet"), EXIT_FAILURE, "HTTP 503",
           cache=isolated_cache)
     assert fake_vllm.shutdowns == 1
+
+
+class RecordingRenderer:
+    def __init__(self, events: list[str]) -> None:
+        self.events = events
+
+    def render(self, messages: Any, *, source: Any, chat_template: str | None = None) -> str:
+        self.events.append("render")
+        return "<|im_start|>user\nPROMPT<|im_end|>\n"
+
+    def token_id(self, token: str) -> int:
+        return 0
+
+    def eos_token_id(self) -> int:
+        return 0
+
+
+def test_the_prompt_is_rendered_after_the_engine_has_started(
+        fake_vllm: type[FakeLLM], bad: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Rendering imports transformers, and so does vLLM's start. Both at once, from two
+    threads, broke vLLM's start on the H200 ("cannot import name 'PretrainedConfig' from
+    'transformers'", in every run): the prompt is rendered after the start, in this thread."""
+    from mmrun import engine, runner
+    from mmrun.errors import EngineError
+    from mmrun.plugins import get_registry
+
+    events: list[str] = []
+    real_start = engine.start
+
+    def start(*args: Any, **kwargs: Any) -> Any:
+        llm = real_start(*args, **kwargs)
+        events.append("started")
+        return llm
+
+    monkeypatch.setattr(engine, "start", start)
+    opts = runner.RunOptions(modality="image", key="qwen2_5_vl", model="x",
+                             sources=(str(bad / "blue.png"),))
+    with pytest.raises(EngineError):  # the stand-in engine cannot generate
+        runner.run(opts, get_registry(), lambda model, trust: RecordingRenderer(events))
+    assert events == ["started", "render"]

@@ -80,6 +80,13 @@ def test_the_root_cause_is_the_failing_process_s_exception() -> None:
     assert root_cause("torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 2.00 GiB") \
         == "OutOfMemoryError: CUDA out of memory. Tried to allocate 2.00 GiB"
     assert root_cause("INFO all is well\n") is None
+    # vLLM 0.26 on CUDA: the process prefix is not part of the logged line.
+    assert root_cause(
+        "ERROR 11-30 03:47:37 [core.py:1330] EngineCore failed to start.\r\n"
+        "ERROR 11-30 03:47:37 [core.py:1330] ValueError: Free memory on device cuda:0 "
+        "(139.29/139.8 GiB) on startup is less than desired GPU memory utilization\r\n"
+    ) == ("ValueError: Free memory on device cuda:0 (139.29/139.8 GiB) on startup is less "
+          "than desired GPU memory utilization")
 
 
 def test_the_log_stream_copies_to_the_file_it_is_told(
