@@ -449,16 +449,23 @@ def _batching(r: dict[str, Any]) -> list[str]:
             "(max_num_seqs raised from the checkpoint's 2 so a batch can run as one; vLLM's "
             "multimodal processor cache off so no image is processed faster a second time). "
             "In one process, one `vllm.LLM` (`bench/cpu/workers/batch.py`): a 2-prompt warm-up, "
-            "one call with 32 prompts, 32 calls of one prompt, one call with 32 more prompts "
-            "(each set of images new). Token counts are vLLM's own (`len(prompt_token_ids)`, "
+            "one call with 32 prompts, then rounds of 32 calls of one prompt and one call with "
+            "32 more prompts (each set of images new); "
+            + (f"the figures are medians of {len(ip['separate']['all_s'])} rounds (32 calls: "
+               + ", ".join(f"{x:.2f}" for x in ip["separate"]["all_s"]) + " s; one call: "
+               + ", ".join(f"{x:.3f}" for x in ip["batched"]["all_s"]) + " s). "
+               if "all_s" in ip["separate"] else "one round. ")
+            + "Token counts are vLLM's own (`len(prompt_token_ids)`, "
             "`len(outputs[0].token_ids)`). Then mmrun in its own process: "
             f"`{mm['command']}`.", "",
             "| run | time | prompts | prompts/s | prompt tokens | prompt tok/s | output tokens "
             "| output tok/s |",
             "|---|---|---|---|---|---|---|---|",
             row("one call, first large batch", ip["batched_first"], ip["batched_first"]["s"]),
-            row(f"{ba['prompts']} calls, one prompt each", ip["separate"], ip["separate"]["s"]),
-            row("one call, again (the figure above)", ip["batched"], ip["batched"]["s"]),
+            row(f"{ba['prompts']} calls, one prompt each (median)", ip["separate"],
+                ip["separate"]["s"]),
+            row("one call, new images (median; the figure above)", ip["batched"],
+                ip["batched"]["s"]),
             row("mmrun `--num-prompts 32`: its `generate_s`", mm, mm["timings"]["generate_s"]),
             "",
             "mmrun's `LLM.generate` calls (noted by `bench/cpu/workers/count_calls.py`, which "
