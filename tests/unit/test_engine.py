@@ -80,6 +80,10 @@ def test_the_root_cause_is_the_failing_process_s_exception() -> None:
     assert root_cause("torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 2.00 GiB") \
         == "OutOfMemoryError: CUDA out of memory. Tried to allocate 2.00 GiB"
     assert root_cause("INFO all is well\n") is None
+    # With -v the log also holds warnings with tracebacks that vLLM survived.
+    survived = ("(EngineCore pid=3230) WARNING 11-30 02:06:11 [x.py:1] Falling back\n"
+                "(EngineCore pid=3230) WARNING 11-30 02:06:11 [x.py:1] ImportError: no flashinfer\n")
+    assert root_cause(survived + FAILED_START_LOG).startswith("ValueError: Available memory")
     # vLLM 0.26 on CUDA: the process prefix is not part of the logged line.
     assert root_cause(
         "ERROR 11-30 03:47:37 [core.py:1330] EngineCore failed to start.\r\n"
