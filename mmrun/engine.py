@@ -166,8 +166,9 @@ def interruptible(abort: threading.Event | None = None) -> Iterator[threading.Ev
             with lock:
                 left.set()
         finally:
-            signal.signal(signal.SIGINT,
-                          previous if previous is not None else signal.default_int_handler)
+            signal.signal(
+                signal.SIGINT, previous if previous is not None else signal.default_int_handler
+            )
 
 
 def _kill_engine_processes(processes: Sequence[Any] | None = None) -> None:
@@ -281,12 +282,16 @@ def _construct(vllm: Any, engine_args: Mapping[str, Any]) -> Any:
     except Exception as exc:
         message = str(exc).strip()
         if isinstance(exc, TypeError) and "argument" in message:
-            raise UsageError(f"vLLM rejected an engine argument: {message}",
-                             hint="check --engine-arg names against `vllm serve --help`") from exc
+            raise UsageError(
+                f"vLLM rejected an engine argument: {message}",
+                hint="check --engine-arg names against `vllm serve --help`",
+            ) from exc
         rejected = isinstance(exc, ValueError) or type(exc).__name__ == "ValidationError"
         if rejected and not _OOM_PATTERNS.search(message):
-            raise UsageError(f"vLLM rejected the engine arguments: {_reason(message, exc)[:300]}",
-                             hint="check --engine-arg values and the model id") from exc
+            raise UsageError(
+                f"vLLM rejected the engine arguments: {_reason(message, exc)[:300]}",
+                hint="check --engine-arg values and the model id",
+            ) from exc
         raise _engine_failure(exc) from exc
 
 
@@ -302,8 +307,14 @@ def _reason(message: str, exc: BaseException) -> str:
     return lines[0]
 
 
-def sampling_params(*, temperature: float, max_tokens: int, stop_token_ids: Sequence[int],
-                    seed: int | None, extra: Mapping[str, Any] | None = None) -> Any:
+def sampling_params(
+    *,
+    temperature: float,
+    max_tokens: int,
+    stop_token_ids: Sequence[int],
+    seed: int | None,
+    extra: Mapping[str, Any] | None = None,
+) -> Any:
     vllm = import_vllm()
     kwargs: dict[str, Any] = {"temperature": temperature, "max_tokens": max_tokens}
     if stop_token_ids:
@@ -327,33 +338,48 @@ def _completions(outputs: Sequence[Any]) -> list[Completion]:
     results = []
     for output in outputs:
         best = output.outputs[0]
-        results.append(Completion(
-            text=best.text,
-            prompt_tokens=len(output.prompt_token_ids or []),
-            completion_tokens=len(best.token_ids),
-            finish_reason=best.finish_reason,
-        ))
+        results.append(
+            Completion(
+                text=best.text,
+                prompt_tokens=len(output.prompt_token_ids or []),
+                completion_tokens=len(best.token_ids),
+                finish_reason=best.finish_reason,
+            )
+        )
     return results
 
 
-def generate(llm: Any, inputs: Sequence[Mapping[str, Any]], params: Any, lora: Any | None) -> list[Completion]:
+def generate(
+    llm: Any, inputs: Sequence[Mapping[str, Any]], params: Any, lora: Any | None
+) -> list[Completion]:
     """All prompts in one ``LLM.generate`` call."""
     try:
         with interruptible():
-            outputs = llm.generate(list(inputs), sampling_params=params, lora_request=lora,
-                                   use_tqdm=False)
+            outputs = llm.generate(
+                list(inputs), sampling_params=params, lora_request=lora, use_tqdm=False
+            )
     except Exception as exc:
         raise _engine_failure(exc) from exc
     return _completions(outputs)
 
 
-def chat(llm: Any, conversations: Sequence[Sequence[Mapping[str, Any]]], params: Any,
-         lora: Any | None, chat_template: str | None) -> list[Completion]:
+def chat(
+    llm: Any,
+    conversations: Sequence[Sequence[Mapping[str, Any]]],
+    params: Any,
+    lora: Any | None,
+    chat_template: str | None,
+) -> list[Completion]:
     """All conversations in one ``LLM.chat`` call."""
     try:
         with interruptible():
-            outputs = llm.chat([list(c) for c in conversations], sampling_params=params,
-                               lora_request=lora, chat_template=chat_template, use_tqdm=False)
+            outputs = llm.chat(
+                [list(c) for c in conversations],
+                sampling_params=params,
+                lora_request=lora,
+                chat_template=chat_template,
+                use_tqdm=False,
+            )
     except Exception as exc:
         raise _engine_failure(exc) from exc
     return _completions(outputs)
@@ -396,4 +422,6 @@ def configure_environment(verbose: bool) -> None:
         # and warns about each kind: housekeeping that works, not something the user can act on.
         current = os.environ.get("PYTHONWARNINGS", "")
         if _QUIET_RESOURCE_TRACKER not in current:
-            os.environ["PYTHONWARNINGS"] = ",".join(filter(None, [current, _QUIET_RESOURCE_TRACKER]))
+            os.environ["PYTHONWARNINGS"] = ",".join(
+                filter(None, [current, _QUIET_RESOURCE_TRACKER])
+            )

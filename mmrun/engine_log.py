@@ -59,12 +59,17 @@ STREAM = _Tee()
 # "(EngineCore pid=4803) ERROR 11-30 02:21:39 [core.py:1510] " before each line of a record
 # (vLLM 0.32); vLLM 0.26 adds the process part outside the log stream, so it is optional.
 _PREFIX = re.compile(
-    r"^(?:\([^()]* pid=\d+\) )?(?:(?P<level>[A-Z]+) \d\d-\d\d [\d:]+ \[[^\]]*\] ?)?")
+    r"^(?:\([^()]* pid=\d+\) )?(?:(?P<level>[A-Z]+) \d\d-\d\d [\d:]+ \[[^\]]*\] ?)?"
+)
 # The last line of a traceback: "ValueError: Available memory on node 0 ...".
 _EXCEPTION = re.compile(r"^([A-Za-z_][\w.]*(?:Error|Exception)): (.+)$")
 # What vLLM's processes say about a failure elsewhere: not the reason.
-_WRAPPERS = ("Engine core initialization failed", "WorkerProc initialization failed",
-             "See stack trace for root cause", "See root cause above")
+_WRAPPERS = (
+    "Engine core initialization failed",
+    "WorkerProc initialization failed",
+    "See stack trace for root cause",
+    "See root cause above",
+)
 
 
 def root_cause(log: str) -> str | None:
@@ -76,7 +81,7 @@ def root_cause(log: str) -> str | None:
         level = prefix.group("level") if prefix else None
         if level not in (None, "ERROR", "CRITICAL"):
             continue
-        line = raw[prefix.end():].strip() if prefix else raw.strip()
+        line = raw[prefix.end() :].strip() if prefix else raw.strip()
         match = _EXCEPTION.match(line)
         if match and not any(wrapper in line for wrapper in _WRAPPERS):
             return f"{match.group(1).rsplit('.', 1)[-1]}: {match.group(2)}"

@@ -132,20 +132,26 @@ def _read_path(source: Source) -> bytes:
         if stat.S_ISDIR(mode):
             raise MediaError(f"{source.text} is a directory, not a file", hint="name a media file")
         if not stat.S_ISREG(mode):
-            raise MediaError(f"{source.text} is not a regular file (a device, pipe or socket)",
-                             hint="name a media file")
+            raise MediaError(
+                f"{source.text} is not a regular file (a device, pipe or socket)",
+                hint="name a media file",
+            )
         data = path.read_bytes()
     except (FileNotFoundError, NotADirectoryError) as exc:
         raise MediaError(f"no such file: {source.text}", hint="check the path") from exc
     except PermissionError as exc:
-        raise MediaError(f"cannot read {source.text}: permission denied",
-                         hint="check its permissions and those of its folders") from exc
+        raise MediaError(
+            f"cannot read {source.text}: permission denied",
+            hint="check its permissions and those of its folders",
+        ) from exc
     except OSError as exc:
-        raise MediaError(f"cannot read {source.text}: {exc.strerror or exc}",
-                         hint="check the file") from exc
+        raise MediaError(
+            f"cannot read {source.text}: {exc.strerror or exc}", hint="check the file"
+        ) from exc
     except ValueError as exc:  # e.g. a NUL byte, which no file name can hold
-        raise MediaError(f"{source.text!r} is not a valid path ({exc})",
-                         hint="name a media file") from exc
+        raise MediaError(
+            f"{source.text!r} is not a valid path ({exc})", hint="name a media file"
+        ) from exc
     if not data:
         raise MediaError(f"{source.text} is empty (0 bytes)", hint="name a non-empty media file")
     return data
@@ -161,7 +167,9 @@ def _read_data_uri(source: Source) -> bytes:
         else:
             data = urllib.parse.unquote_to_bytes(payload)
     except (binascii.Error, ValueError) as exc:
-        raise MediaError("malformed data: URI (bad base64)", hint="use data:<type>;base64,<data>") from exc
+        raise MediaError(
+            "malformed data: URI (bad base64)", hint="use data:<type>;base64,<data>"
+        ) from exc
     if not data:
         raise MediaError("data: URI is empty", hint="put the media bytes after the comma")
     return data
@@ -170,7 +178,9 @@ def _read_data_uri(source: Source) -> bytes:
 def _cache_path(url: str) -> Path:
     digest = hashlib.sha256(url.encode()).hexdigest()
     name = Path(urllib.parse.urlsplit(url).path).name or "media"
-    safe = "".join(c if c.isalnum() or c in "._-" else "_" for c in urllib.parse.unquote(name))[-80:]
+    safe = "".join(c if c.isalnum() or c in "._-" else "_" for c in urllib.parse.unquote(name))[
+        -80:
+    ]
     return media_cache_dir() / digest[:2] / digest / safe
 
 
@@ -181,8 +191,9 @@ ProgressFn = Callable[[str, int, "int | None"], None]
 class Downloader:
     """Fetches URLs into the cache, sharing one HTTP connection pool between threads."""
 
-    def __init__(self, on_request: Callable[[str], None] | None = None,
-                 on_progress: ProgressFn | None = None) -> None:
+    def __init__(
+        self, on_request: Callable[[str], None] | None = None, on_progress: ProgressFn | None = None
+    ) -> None:
         self._client: httpx.Client | None = None
         self._on_request = on_request
         self._on_progress = on_progress
@@ -251,9 +262,14 @@ class Downloader:
             except _Transient as exc:
                 failure = exc.error
             except httpx.TooManyRedirects as exc:
-                raise DownloadError(f"too many redirects for {url} (more than {MAX_REDIRECTS})",
-                                    hint="check the URL") from exc
-            except (httpx.UnsupportedProtocol, httpx.InvalidURL) as exc:  # e.g. a redirect to ftp://
+                raise DownloadError(
+                    f"too many redirects for {url} (more than {MAX_REDIRECTS})",
+                    hint="check the URL",
+                ) from exc
+            except (
+                httpx.UnsupportedProtocol,
+                httpx.InvalidURL,
+            ) as exc:  # e.g. a redirect to ftp://
                 raise DownloadError(f"cannot fetch {url}: {exc}", hint="check the URL") from exc
             except httpx.TimeoutException as exc:
                 what = "connecting" if isinstance(exc, httpx.ConnectTimeout) else "waiting for data"
@@ -264,12 +280,15 @@ class Downloader:
                 )
                 failure.__cause__ = exc
             except httpx.TransportError as exc:  # refused, reset, closed mid-body: worth a retry
-                failure = DownloadError(f"download of {url} failed: {exc or type(exc).__name__}",
-                                        hint="check the network and the URL")
+                failure = DownloadError(
+                    f"download of {url} failed: {exc or type(exc).__name__}",
+                    hint="check the network and the URL",
+                )
                 failure.__cause__ = exc
             except httpx.HTTPError as exc:  # e.g. a body that does not decode: not transient
-                raise DownloadError(f"download of {url} failed: {exc or type(exc).__name__}",
-                                    hint="check the URL") from exc
+                raise DownloadError(
+                    f"download of {url} failed: {exc or type(exc).__name__}", hint="check the URL"
+                ) from exc
             except OSError as exc:  # writing the partial file: no space, not writable
                 raise _unwritable(partial.parent, exc) from exc
             finally:
@@ -310,14 +329,18 @@ class Downloader:
                         raise _too_big(url, limit)
                     out.write(chunk)
                     if self._on_progress is not None:
-                        self._on_progress(url, size, int(declared) if declared and declared.isdigit() else None)
+                        self._on_progress(
+                            url, size, int(declared) if declared and declared.isdigit() else None
+                        )
                 out.flush()
                 os.fsync(out.fileno())
             if declared and declared.isdigit() and size != int(declared):
-                raise _Transient(DownloadError(
-                    f"download of {url} was cut short ({size} of {declared} bytes)",
-                    hint="try again",
-                ))
+                raise _Transient(
+                    DownloadError(
+                        f"download of {url} was cut short ({size} of {declared} bytes)",
+                        hint="try again",
+                    )
+                )
 
 
 class _Transient(Exception):
@@ -375,17 +398,24 @@ def decode_image(data: bytes, label: str) -> tuple[Any, dict[str, Any]]:
     except Image.DecompressionBombError as exc:  # Pillow's own check, in Image.open
         raise _too_many_pixels(label, "too large") from exc
     except UnidentifiedImageError as exc:
-        raise MediaError(f"{label} is not an image (Pillow cannot identify its format)",
-                         hint="give a PNG, JPEG, WebP or other Pillow-readable file") from exc
+        raise MediaError(
+            f"{label} is not an image (Pillow cannot identify its format)",
+            hint="give a PNG, JPEG, WebP or other Pillow-readable file",
+        ) from exc
     except Exception as exc:  # on bad bytes Pillow raises OSError, SyntaxError, struct.error...
-        raise MediaError(f"{label} is not a readable image ({exc or type(exc).__name__})",
-                         hint="give a PNG, JPEG, WebP or other Pillow-readable file") from exc
+        raise MediaError(
+            f"{label} is not a readable image ({exc or type(exc).__name__})",
+            hint="give a PNG, JPEG, WebP or other Pillow-readable file",
+        ) from exc
     return rgb, {"width": rgb.width, "height": rgb.height}
 
 
 def _too_many_pixels(label: str, size: str) -> MediaError:
-    return MediaError(f"{label} is {size}: more than the {MAX_IMAGE_PIXELS:,} pixels that mmrun "
-                      "decodes (a decompression bomb?)", hint="downscale the image first")
+    return MediaError(
+        f"{label} is {size}: more than the {MAX_IMAGE_PIXELS:,} pixels that mmrun "
+        "decodes (a decompression bomb?)",
+        hint="downscale the image first",
+    )
 
 
 def decode_audio(data: bytes, label: str) -> tuple[Any, dict[str, Any]]:
@@ -398,8 +428,9 @@ def decode_audio(data: bytes, label: str) -> tuple[Any, dict[str, Any]]:
     except (soundfile.LibsndfileError, RuntimeError, TypeError, ValueError) as exc:
         # libsndfile's own words, without the "Error opening <_io.BytesIO object at 0x...>" prefix
         reason = getattr(exc, "error_string", None) or str(exc)
-        raise MediaError(f"{label} is not readable audio ({reason})",
-                         hint="give a WAV, FLAC or Ogg file") from exc
+        raise MediaError(
+            f"{label} is not readable audio ({reason})", hint="give a WAV, FLAC or Ogg file"
+        ) from exc
     if waveform.ndim == 2:  # mixed down to mono, as the seed's loader (librosa) does
         waveform = waveform.mean(axis=1)
     if waveform.size == 0:
@@ -440,7 +471,9 @@ class _DaemonPool:
                     future.set_result(result)
 
         self._futures.append(future)
-        threading.Thread(target=work, name=f"{self._name}-{len(self._futures)}", daemon=True).start()
+        threading.Thread(
+            target=work, name=f"{self._name}-{len(self._futures)}", daemon=True
+        ).start()
         return future
 
     def shutdown(self) -> None:
@@ -452,8 +485,12 @@ class _DaemonPool:
 class MediaResolver:
     """Resolves sources concurrently: downloads share a pool, decoding runs in the workers."""
 
-    def __init__(self, modality: Modality, on_request: Callable[[str], None] | None = None,
-                 on_progress: ProgressFn | None = None) -> None:
+    def __init__(
+        self,
+        modality: Modality,
+        on_request: Callable[[str], None] | None = None,
+        on_progress: ProgressFn | None = None,
+    ) -> None:
         self.modality = modality
         self.downloader = Downloader(on_request, on_progress)
         self._pool = _DaemonPool(DOWNLOAD_WORKERS, "mmrun-media")
@@ -499,7 +536,9 @@ class MediaResolver:
         self.downloader.close()
 
 
-def smart_resize_size(width: int, height: int, factor: int, min_pixels: int, max_pixels: int) -> tuple[int, int]:
+def smart_resize_size(
+    width: int, height: int, factor: int, min_pixels: int, max_pixels: int
+) -> tuple[int, int]:
     """Qwen-VL's resize rule: sides rounded to ``factor``, area within [min, max] pixels."""
     import math
 

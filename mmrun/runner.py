@@ -110,14 +110,19 @@ class RunResult:
             "question": self.question,
             "prompt": self.request.prompt,
             "prompt_token_ids": list(self.request.prompt_token_ids)
-            if self.request.prompt_token_ids is not None else None,
+            if self.request.prompt_token_ids is not None
+            else None,
             "request": {
                 "engine_args": self.engine_args,
                 "sampling": self.sampling,
                 "stop_token_ids": list(self.request.stop_token_ids),
                 "chat_template": self.request.chat_template,
-                "lora": None if lora is None else {
-                    "name": lora.name, "int_id": lora.int_id, "path": self.lora_path,
+                "lora": None
+                if lora is None
+                else {
+                    "name": lora.name,
+                    "int_id": lora.int_id,
+                    "path": self.lora_path,
                 },
                 "num_prompts": self.num_prompts,
             },
@@ -139,8 +144,13 @@ class RunResult:
 
 
 def _media_json(item: MediaItem) -> dict[str, Any]:
-    return {"source": item.source, "path": item.path, "sha256": item.sha256,
-            "size_bytes": item.size_bytes, **item.info}
+    return {
+        "source": item.source,
+        "path": item.path,
+        "sha256": item.sha256,
+        "size_bytes": item.size_bytes,
+        **item.info,
+    }
 
 
 def parse_engine_args(pairs: Sequence[str], option: str = "--engine-arg") -> dict[str, Any]:
@@ -154,8 +164,9 @@ def parse_engine_args(pairs: Sequence[str], option: str = "--engine-arg") -> dic
         key, sep, raw = pair.partition("=")
         key = key.strip().replace("-", "_")
         if not sep or not key.isidentifier():
-            raise UsageError(f"invalid {option} {pair!r}",
-                             hint=f"write KEY=VALUE, e.g. {option} {example}")
+            raise UsageError(
+                f"invalid {option} {pair!r}", hint=f"write KEY=VALUE, e.g. {option} {example}"
+            )
         try:
             parsed[key] = json.loads(raw)
         except json.JSONDecodeError:
@@ -163,7 +174,9 @@ def parse_engine_args(pairs: Sequence[str], option: str = "--engine-arg") -> dic
     return parsed
 
 
-def _count_bounds(spec: LoaderSpec, modality: Modality, from_assets: bool) -> tuple[int, int | None]:
+def _count_bounds(
+    spec: LoaderSpec, modality: Modality, from_assets: bool
+) -> tuple[int, int | None]:
     low = max(spec.min_items, modality.min_count)
     high = spec.max_items
     if from_assets:
@@ -175,21 +188,29 @@ def _plural(n: int | None, noun: str) -> str:
     return f"{n} {noun}" + ("" if n == 1 else "s")
 
 
-def choose_sources(opts: RunOptions, spec: LoaderSpec, modality: Modality) -> tuple[int, list[list[str]]]:
+def choose_sources(
+    opts: RunOptions, spec: LoaderSpec, modality: Modality
+) -> tuple[int, list[list[str]]]:
     """The number of items per prompt and each prompt's sources."""
     noun = modality.name
     if opts.sources:
         count = len(opts.sources) if opts.per_prompt is None else opts.per_prompt
         if opts.count is not None and opts.count != count:
-            raise UsageError(f"-n {opts.count} does not match the {count} {noun} sources given",
-                             hint="drop -n when you name the media")
+            raise UsageError(
+                f"-n {opts.count} does not match the {count} {noun} sources given",
+                hint="drop -n when you name the media",
+            )
         low, high = _count_bounds(spec, modality, from_assets=False)
         if high is not None and count > high:
-            raise UsageError(f"{spec.key} takes at most {_plural(high, noun)} per prompt, got {count}",
-                             hint=f"give at most {high}")
+            raise UsageError(
+                f"{spec.key} takes at most {_plural(high, noun)} per prompt, got {count}",
+                hint=f"give at most {high}",
+            )
         if count < low:
-            raise UsageError(f"{spec.key} needs at least {_plural(low, noun)} per prompt, got {count}",
-                             hint=f"give at least {low}")
+            raise UsageError(
+                f"{spec.key} needs at least {_plural(low, noun)} per prompt, got {count}",
+                hint=f"give at least {low}",
+            )
         if opts.per_prompt is None:
             return count, [list(opts.sources)] * opts.num_prompts
         return count, _groups(opts, count, noun)
@@ -200,9 +221,10 @@ def choose_sources(opts: RunOptions, spec: LoaderSpec, modality: Modality) -> tu
     else:
         count = opts.count
         if not low <= count <= high:
-            raise UsageError(f"-n {count} is out of range for {spec.key}: it takes {low} to {high}",
-                             hint=f"use -n between {low} and {high}, or name files with "
-                             f"--{noun}")
+            raise UsageError(
+                f"-n {count} is out of range for {spec.key}: it takes {low} to {high}",
+                hint=f"use -n between {low} and {high}, or name files with --{noun}",
+            )
     names = [asset.name for asset in modality.assets]
     if count == 1 and opts.num_prompts > 1:
         # One item per prompt: vary it across prompts, as the audio seed does, so a batch
@@ -215,19 +237,25 @@ def _groups(opts: RunOptions, count: int, noun: str) -> list[list[str]]:
     """Split the named sources into consecutive groups of ``count``, one group per prompt."""
     total = len(opts.sources)
     if count < 1 or total % count:
-        raise UsageError(f"--per-prompt {count} does not divide the {total} {noun} sources given",
-                         hint=f"give a multiple of {count} sources")
-    groups = [list(opts.sources[i:i + count]) for i in range(0, total, count)]
+        raise UsageError(
+            f"--per-prompt {count} does not divide the {total} {noun} sources given",
+            hint=f"give a multiple of {count} sources",
+        )
+    groups = [list(opts.sources[i : i + count]) for i in range(0, total, count)]
     if opts.num_prompts not in (1, len(groups)):
-        raise UsageError(f"--num-prompts {opts.num_prompts} does not match the {len(groups)} "
-                         f"groups of {count}", hint="drop --num-prompts with --per-prompt")
+        raise UsageError(
+            f"--num-prompts {opts.num_prompts} does not match the {len(groups)} groups of {count}",
+            hint="drop --num-prompts with --per-prompt",
+        )
     return groups
 
 
 def check_allowed(opts: RunOptions, spec: LoaderSpec) -> None:
     if opts.method not in spec.methods:
-        raise UsageError(f"{spec.key} cannot run with --method {opts.method}",
-                         hint=f"use --method {' or '.join(spec.methods)}")
+        raise UsageError(
+            f"{spec.key} cannot run with --method {opts.method}",
+            hint=f"use --method {' or '.join(spec.methods)}",
+        )
     allowed = opts.trust_remote_code or os.environ.get(TRUST_REMOTE_CODE_ENV) == "1"
     if spec.trust_remote_code and not allowed:
         raise RemoteCodeError(
@@ -235,18 +263,23 @@ def check_allowed(opts: RunOptions, spec: LoaderSpec) -> None:
             hint=f"pass --trust-remote-code (or set {TRUST_REMOTE_CODE_ENV}=1) if you trust it",
         )
     if spec.needs_model and not opts.model:
-        raise UsageError(f"{spec.key} has no public checkpoint", hint="pass --model <path or repo id>")
+        raise UsageError(
+            f"{spec.key} has no public checkpoint", hint="pass --model <path or repo id>"
+        )
     for module in spec.requires:
         if importlib.util.find_spec(module) is None:
-            raise MissingDependencyError(f"{spec.key} needs the Python package {module!r}",
-                                         hint=f"pip install {module.replace('_', '-')}")
+            raise MissingDependencyError(
+                f"{spec.key} needs the Python package {module!r}",
+                hint=f"pip install {module.replace('_', '-')}",
+            )
 
 
 def check_supported(spec: LoaderSpec) -> str:
     info = vllm_info()
     if not info.installed:
-        raise MissingDependencyError("vLLM is not installed",
-                                     hint="run `make install` (CPU) or `pip install vllm` (GPU)")
+        raise MissingDependencyError(
+            "vLLM is not installed", hint="run `make install` (CPU) or `pip install vllm` (GPU)"
+        )
     if not info.supports(spec.architecture):
         last = info.removed.get(spec.architecture)
         since = f"; vLLM {last} and earlier support it" if last else ""
@@ -277,8 +310,13 @@ def check_durations(spec: LoaderSpec, items: Sequence[MediaItem]) -> None:
 class _PlanningRenderer:
     """Stands in for the real renderer while only a loader's engine arguments are needed."""
 
-    def render(self, messages: Sequence[Message], *, source: TemplateSource,
-               chat_template: str | None = None) -> str:
+    def render(
+        self,
+        messages: Sequence[Message],
+        *,
+        source: TemplateSource,
+        chat_template: str | None = None,
+    ) -> str:
         return ""
 
     def token_id(self, token: str) -> int:
@@ -310,7 +348,9 @@ def _resized(image: Any, request: ModelRequest) -> Any:
     rule = request.image_resize
     if rule is None:
         return image
-    size = smart_resize_size(image.width, image.height, rule.factor, rule.min_pixels, rule.max_pixels)
+    size = smart_resize_size(
+        image.width, image.height, rule.factor, rule.min_pixels, rule.max_pixels
+    )
     return image if size == image.size else image.resize(size)
 
 
@@ -347,11 +387,16 @@ def run(
     if opts.num_prompts < 1:
         raise UsageError(f"--num-prompts must be at least 1, got {opts.num_prompts}")
     if opts.num_prompts > MAX_NUM_PROMPTS:
-        raise UsageError(f"--num-prompts {opts.num_prompts} is more than mmrun sends in one call "
-                         f"({MAX_NUM_PROMPTS:,})", hint="run mmrun several times")
+        raise UsageError(
+            f"--num-prompts {opts.num_prompts} is more than mmrun sends in one call "
+            f"({MAX_NUM_PROMPTS:,})",
+            hint="run mmrun several times",
+        )
     if opts.temperature is not None and not math.isfinite(opts.temperature):
-        raise UsageError(f"--temperature must be a finite number, got {opts.temperature}",
-                         hint="e.g. --temperature 0.7")
+        raise UsageError(
+            f"--temperature must be a finite number, got {opts.temperature}",
+            hint="e.g. --temperature 0.7",
+        )
     if opts.per_prompt is not None and not opts.sources:
         raise UsageError("--per-prompt needs named media", hint=f"add --{modality.name} files")
     vllm_version = vllm_info().version if opts.dry_run else check_supported(spec)
@@ -370,8 +415,15 @@ def run(
         media_view = _LazyMedia([futures[s] for s in per_prompt[0]])
 
         def load(renderer: TemplateRenderer) -> ModelRequest:
-            return spec(LoaderContext(question=question, num_items=count, model=model,
-                                      templates=renderer, media=media_view))
+            return spec(
+                LoaderContext(
+                    question=question,
+                    num_items=count,
+                    model=model,
+                    templates=renderer,
+                    media=media_view,
+                )
+            )
 
         renderer = templates(model, spec.trust_remote_code)
         # Rendering a chat template loads the model's processor with transformers. The
@@ -383,23 +435,37 @@ def run(
         # 'PretrainedConfig' from 'transformers'" on the H200).
         request = load(renderer if opts.dry_run else _PlanningRenderer())
         engine_args = compose_engine_args(
-            spec, request, model=model, num_items=count,
+            spec,
+            request,
+            model=model,
+            num_items=count,
             seed=opts.seed if opts.seed is not None else modality.seed,
-            tensor_parallel_size=opts.tensor_parallel_size, overrides=opts.engine_args,
+            tensor_parallel_size=opts.tensor_parallel_size,
+            overrides=opts.engine_args,
         )
         sampling = {
-            "temperature": opts.temperature if opts.temperature is not None else modality.temperature,
+            "temperature": opts.temperature
+            if opts.temperature is not None
+            else modality.temperature,
             "max_tokens": opts.max_tokens if opts.max_tokens is not None else modality.max_tokens,
             **opts.sampling_args,
         }
         if request.multi_modal_data is not None:  # media re-encoded with the prompt: one set
             per_prompt = [per_prompt[0]] * len(per_prompt)
         result = RunResult(
-            spec=spec, model=model, method=opts.method, question=question, request=request,
-            engine_args=engine_args, sampling=sampling,
+            spec=spec,
+            model=model,
+            method=opts.method,
+            question=question,
+            request=request,
+            engine_args=engine_args,
+            sampling=sampling,
             lora_path=lora_path(request, model, resolve=not opts.dry_run),
-            media=[], media_per_prompt=[[unique.index(s) for s in p] for p in per_prompt],
-            num_prompts=len(per_prompt), dry_run=opts.dry_run, vllm_version=vllm_version,
+            media=[],
+            media_per_prompt=[[unique.index(s) for s in p] for p in per_prompt],
+            num_prompts=len(per_prompt),
+            dry_run=opts.dry_run,
+            vllm_version=vllm_version,
         )
         t_plan = time.perf_counter()
         result.timings["prepare_s"] = t_plan - t0
@@ -421,8 +487,11 @@ def run(
                 result.request = load(renderer)
                 result.timings["render_s"] = time.perf_counter() - t_started
                 if result.request.engine_args != request.engine_args:
-                    raise EngineError(f"loader {spec.key!r} returned engine arguments that depend "
-                                      "on the rendered prompt", hint="report this mmrun bug")
+                    raise EngineError(
+                        f"loader {spec.key!r} returned engine arguments that depend "
+                        "on the rendered prompt",
+                        hint="report this mmrun bug",
+                    )
             t_media = time.perf_counter()
             items = {s: futures[s].result() for s in unique}
             result.media = [items[s] for s in unique]
@@ -466,15 +535,22 @@ def _start_unless_failed(engine_args: Mapping[str, Any], work: Sequence[Future[A
         raise
 
 
-def _execute(llm: Any, opts: RunOptions, result: RunResult, items: Mapping[str, MediaItem],
-             per_prompt: Sequence[Sequence[str]]) -> list[Any]:
+def _execute(
+    llm: Any,
+    opts: RunOptions,
+    result: RunResult,
+    items: Mapping[str, MediaItem],
+    per_prompt: Sequence[Sequence[str]],
+) -> list[Any]:
     from mmrun import engine
 
     request = result.request
     modality = result.spec.modality
     params = engine.sampling_params(
-        temperature=result.sampling["temperature"], max_tokens=result.sampling["max_tokens"],
-        stop_token_ids=request.stop_token_ids, seed=None,
+        temperature=result.sampling["temperature"],
+        max_tokens=result.sampling["max_tokens"],
+        stop_token_ids=request.stop_token_ids,
+        seed=None,
         extra={k: v for k, v in result.sampling.items() if k not in ("temperature", "max_tokens")},
     )
     lora = None
@@ -488,20 +564,29 @@ def _execute(llm: Any, opts: RunOptions, result: RunResult, items: Mapping[str, 
     batch: list[Any] = []
     if opts.method == "chat":
         batch = [
-            [{"role": "user", "content": [
-                {"type": "text", "text": result.question},
-                *({"type": "image_pil", "image_pil": image} for image in media_of(sources)),
-            ]}]
+            [
+                {
+                    "role": "user",
+                    "content": [
+                        {"type": "text", "text": result.question},
+                        *({"type": "image_pil", "image_pil": image} for image in media_of(sources)),
+                    ],
+                }
+            ]
             for sources in per_prompt
         ]
     else:
         for sources in per_prompt:
             prompt: dict[str, Any] = (
-                {"prompt": request.prompt} if request.prompt is not None
+                {"prompt": request.prompt}
+                if request.prompt is not None
                 else {"prompt_token_ids": list(request.prompt_token_ids or ())}
             )
-            media = (list(request.multi_modal_data) if request.multi_modal_data is not None
-                     else media_of(sources))
+            media = (
+                list(request.multi_modal_data)
+                if request.multi_modal_data is not None
+                else media_of(sources)
+            )
             if media:
                 prompt["multi_modal_data"] = {modality: media}
             batch.append(prompt)
@@ -513,7 +598,7 @@ def _execute(llm: Any, opts: RunOptions, result: RunResult, items: Mapping[str, 
 
     if opts.warmup:
         start = time.perf_counter()
-        call(batch[:opts.warmup])
+        call(batch[: opts.warmup])
         result.timings["warmup_s"] = time.perf_counter() - start
     start = time.perf_counter()
     completions = call(batch)

@@ -58,11 +58,19 @@ def media_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
     folder = tmp_path_factory.mktemp("media")
     for i, asset in enumerate(IMAGE.assets):
         image = Image.new("RGB", (64 + 8 * i, 48), (20 * i, 255 - 20 * i, 128))
-        image.save(folder / asset.mirror_name, format="JPEG" if asset.mirror_name.endswith(("jpg", "jpeg")) else "PNG")
+        image.save(
+            folder / asset.mirror_name,
+            format="JPEG" if asset.mirror_name.endswith(("jpg", "jpeg")) else "PNG",
+        )
     for i, asset in enumerate(AUDIO.assets):
         t = np.linspace(0, 1.5 + i, int(16000 * (1.5 + i)), dtype=np.float32)
-        soundfile.write(folder / asset.mirror_name, 0.3 * np.sin(2 * np.pi * (220 + 110 * i) * t),
-                        16000, format="OGG", subtype="VORBIS")
+        soundfile.write(
+            folder / asset.mirror_name,
+            0.3 * np.sin(2 * np.pi * (220 + 110 * i) * t),
+            16000,
+            format="OGG",
+            subtype="VORBIS",
+        )
     Image.new("RGB", (40, 30), (0, 0, 255)).save(folder / "blue.png")
     t = np.linspace(0, 1, 16000, dtype=np.float32)
     soundfile.write(folder / "tone.wav", 0.3 * np.sin(2 * np.pi * 440 * t), 16000)

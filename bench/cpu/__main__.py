@@ -19,18 +19,36 @@ from bench.cpu.common import REPO, LatencyServer, log, machine, mmrun_source
 RESULTS = Path(__file__).with_name("results.json")
 DOC = REPO / "docs" / "performance.md"
 FIGURES = ("startup", "media", "repeat", "overlap", "batching")
-FULL = {"startup": 7, "seed": 3, "media_cold": 7, "media_warm": 9, "media_first": 5,
-        "overlap": 3, "render": 2}
-QUICK = {"startup": 2, "seed": 1, "media_cold": 2, "media_warm": 3, "media_first": 1,
-         "overlap": 1, "render": 2}
+FULL = {
+    "startup": 7,
+    "seed": 3,
+    "media_cold": 7,
+    "media_warm": 9,
+    "media_first": 5,
+    "overlap": 3,
+    "render": 2,
+}
+QUICK = {
+    "startup": 2,
+    "seed": 1,
+    "media_cold": 2,
+    "media_warm": 3,
+    "media_first": 1,
+    "overlap": 1,
+    "render": 2,
+}
 LATENCY_S = 0.1
 
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m bench.cpu", description=__doc__)
     parser.add_argument("--quick", action="store_true", help="fewer repetitions (development)")
-    parser.add_argument("--only", default="", help=f"comma-separated subset of {FIGURES}; "
-                        "writes the results to a temporary file, not to docs/")
+    parser.add_argument(
+        "--only",
+        default="",
+        help=f"comma-separated subset of {FIGURES}; "
+        "writes the results to a temporary file, not to docs/",
+    )
     parser.add_argument("--keep", action="store_true", help="keep the temporary folder")
     args = parser.parse_args(argv)
     only = [f for f in args.only.split(",") if f] or list(FIGURES)
@@ -68,13 +86,17 @@ def main(argv: list[str] | None = None) -> int:
         if "media" in only:
             sample("media")
             log("figure 2: media")
-            results["media"] = media.run(server, reps["media_cold"], reps["media_warm"],
-                                         reps["media_first"], tmp)
+            results["media"] = media.run(
+                server, reps["media_cold"], reps["media_warm"], reps["media_first"], tmp
+            )
         if {"repeat", "overlap", "batching"} & set(only):
             log("building the tiny qwen2_5_vl checkpoint")
             checkpoint = tiny.build(tmp)
-            results["tiny"] = {"key": tiny.KEY, "engine_args": checkpoint.engine_args,
-                               "build_s": checkpoint.build_s}
+            results["tiny"] = {
+                "key": tiny.KEY,
+                "engine_args": checkpoint.engine_args,
+                "build_s": checkpoint.build_s,
+            }
             if "repeat" in only:
                 sample("repeat")
                 log("figure 5: repeat runs (chat-template rendering)")
@@ -107,8 +129,10 @@ def main(argv: list[str] | None = None) -> int:
         return 0
     RESULTS.write_text(json.dumps(results, indent=1) + "\n")
     report.write(DOC, report.render(results))
-    log(f"wrote {RESULTS.relative_to(REPO)} and the CPU section of "
-        f"{DOC.relative_to(REPO)} in {results['duration_s'] / 60:.1f} min")
+    log(
+        f"wrote {RESULTS.relative_to(REPO)} and the CPU section of "
+        f"{DOC.relative_to(REPO)} in {results['duration_s'] / 60:.1f} min"
+    )
     return 0
 
 

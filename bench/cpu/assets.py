@@ -18,11 +18,17 @@ def _photo(width: int, height: int, seed: int) -> Any:
     rng = np.random.default_rng(seed)
     y, x = np.mgrid[0:height, 0:width].astype(np.float32)
     phase = rng.uniform(0, 6.28, 3)
-    base = np.stack([128 + 100 * np.sin(x / (80 + 10 * i) + phase[i]) * np.cos(y / (120 - 9 * i) - phase[i])
-                     for i in range(3)], -1)
+    base = np.stack(
+        [
+            128 + 100 * np.sin(x / (80 + 10 * i) + phase[i]) * np.cos(y / (120 - 9 * i) - phase[i])
+            for i in range(3)
+        ],
+        -1,
+    )
     coarse = rng.normal(0, 1, (height // 4, width // 4, 3)).astype(np.float32)
     texture = Image.fromarray((coarse * 40 + 128).clip(0, 255).astype(np.uint8)).resize(
-        (width, height), Image.BICUBIC)
+        (width, height), Image.BICUBIC
+    )
     grain = rng.normal(0, 6, (height, width, 3))
     pixels = base + (np.asarray(texture, dtype=np.float32) - 128) * 0.8 + grain
     return Image.fromarray(pixels.clip(0, 255).astype(np.uint8))
@@ -39,8 +45,15 @@ def write_default_images(folder: Path) -> list[dict[str, Any]]:
         buffer = io.BytesIO()
         _photo(width, height, seed=i).save(buffer, format="JPEG", quality=88)
         (folder / asset.mirror_name).write_bytes(buffer.getvalue())
-        written.append({"name": asset.name, "file": asset.mirror_name, "width": width,
-                        "height": height, "bytes": len(buffer.getvalue())})
+        written.append(
+            {
+                "name": asset.name,
+                "file": asset.mirror_name,
+                "width": width,
+                "height": height,
+                "bytes": len(buffer.getvalue()),
+            }
+        )
     return written
 
 

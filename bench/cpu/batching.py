@@ -20,7 +20,7 @@ OVERRIDES = {"max_num_seqs": PROMPTS, "mm_processor_cache_gb": 0}
 
 
 def _pairs(paths: list[Path]) -> list[list[str]]:
-    return [[str(p) for p in paths[i:i + PER_PROMPT]] for i in range(0, len(paths), PER_PROMPT)]
+    return [[str(p) for p in paths[i : i + PER_PROMPT]] for i in range(0, len(paths), PER_PROMPT)]
 
 
 def run(tiny: Tiny, tmp: Path) -> dict[str, Any]:
@@ -30,12 +30,26 @@ def run(tiny: Tiny, tmp: Path) -> dict[str, Any]:
     separate = write_png_set(folder, "s", n, seed=101)
     batched = write_png_set(folder, "b", n, seed=102)
     again = write_png_set(folder, "c", n, seed=103)
-    rounds = [(write_png_set(folder, f"s{r}", n, seed=110 + 2 * r),
-               write_png_set(folder, f"c{r}", n, seed=111 + 2 * r)) for r in range(EXTRA_ROUNDS)]
+    rounds = [
+        (
+            write_png_set(folder, f"s{r}", n, seed=110 + 2 * r),
+            write_png_set(folder, f"c{r}", n, seed=111 + 2 * r),
+        )
+        for r in range(EXTRA_ROUNDS)
+    ]
 
     args = [a for p in batched for a in ("-i", str(p))]
-    args += ["--per-prompt", str(PER_PROMPT), "--num-prompts", str(PROMPTS),
-             "--max-tokens", str(MAX_TOKENS), "--sampling-arg", "ignore_eos=true", "--json"]
+    args += [
+        "--per-prompt",
+        str(PER_PROMPT),
+        "--num-prompts",
+        str(PROMPTS),
+        "--max-tokens",
+        str(MAX_TOKENS),
+        "--sampling-arg",
+        "ignore_eos=true",
+        "--json",
+    ]
     env = bench_env(MMRUN_CACHE_DIR=str(folder / "cache"))
     dry = run_child(tiny.mmrun(*args, "--dry-run", **OVERRIDES), env=env)
     if dry.returncode != 0:
@@ -45,7 +59,9 @@ def run(tiny: Tiny, tmp: Path) -> dict[str, Any]:
         "engine_args": plan["request"]["engine_args"],
         "prompt": plan["prompt"],
         "sampling": {"temperature": 0.0, "max_tokens": MAX_TOKENS, "ignore_eos": True},
-        "warmup": _pairs(warmup), "separate": _pairs(separate), "batched": _pairs(batched),
+        "warmup": _pairs(warmup),
+        "separate": _pairs(separate),
+        "batched": _pairs(batched),
         "batched_again": _pairs(again),
         "rounds": [[_pairs(s), _pairs(b)] for s, b in rounds],
     }
@@ -55,26 +71,32 @@ def run(tiny: Tiny, tmp: Path) -> dict[str, Any]:
     if child.returncode != 0:
         raise RuntimeError(f"batch.py failed:\n{child.stderr[-3000:]}")
     raw = last_json_line(child.stdout)
-    log(f"batching in-process: one call {raw['batched']['s']:.2f} s, "
-        f"{PROMPTS} calls {raw['separate']['s']:.2f} s")
+    log(
+        f"batching in-process: one call {raw['batched']['s']:.2f} s, "
+        f"{PROMPTS} calls {raw['separate']['s']:.2f} s"
+    )
 
     # mmrun's CLI, unchanged, through a wrapper that notes each LLM.generate call it makes.
     calls_file = folder / "calls.json"
     command = tiny.mmrun(*args, "--warmup", str(PER_PROMPT), **OVERRIDES)
-    mm = run_child([PYTHON, str(WORKERS / "count_calls.py"), str(calls_file), *command[1:]],
-                   env=env)
+    mm = run_child(
+        [PYTHON, str(WORKERS / "count_calls.py"), str(calls_file), *command[1:]], env=env
+    )
     if mm.returncode != 0:
         raise RuntimeError(f"mmrun --num-prompts {PROMPTS} failed:\n{mm.stderr[-3000:]}")
     out = json.loads(mm.stdout)
     calls = json.loads(calls_file.read_text())
     mmrun = {
-        "wall_s": mm.wall_s, "timings": out["timings"], "prompts": len(out["outputs"]),
+        "wall_s": mm.wall_s,
+        "timings": out["timings"],
+        "prompts": len(out["outputs"]),
         "llm_calls": calls,
         "prompt_tokens": sum(o["prompt_tokens"] for o in out["outputs"]),
         "completion_tokens": sum(o["completion_tokens"] for o in out["outputs"]),
         "command": "mmrun image -m qwen2_5_vl --model <tiny> -i <64 PNG files> "
-                   + " ".join(a for a in args[2 * n:]) + f" --warmup {PER_PROMPT} "
-                   + " ".join(tiny.flags(**OVERRIDES)),
+        + " ".join(a for a in args[2 * n :])
+        + f" --warmup {PER_PROMPT} "
+        + " ".join(tiny.flags(**OVERRIDES)),
     }
     log(f"batching mmrun: generate_s {out['timings'].get('generate_s')}")
     for part in (raw["separate"], raw["batched_first"], raw["batched"], mmrun):
@@ -83,8 +105,12 @@ def run(tiny: Tiny, tmp: Path) -> dict[str, Any]:
         part["prompt_tokens_per_s"] = part["prompt_tokens"] / seconds
         part["completion_tokens_per_s"] = part["completion_tokens"] / seconds
     return {
-        "prompts": PROMPTS, "images_per_prompt": PER_PROMPT, "max_tokens": MAX_TOKENS,
-        "engine_args": config["engine_args"], "in_process": raw, "mmrun": mmrun,
+        "prompts": PROMPTS,
+        "images_per_prompt": PER_PROMPT,
+        "max_tokens": MAX_TOKENS,
+        "engine_args": config["engine_args"],
+        "in_process": raw,
+        "mmrun": mmrun,
         "speedup": raw["separate"]["s"] / raw["batched"]["s"],
         "mmrun_vs_one_call": out["timings"]["generate_s"] / raw["batched"]["s"],
         "mmrun_vs_first_one_call": out["timings"]["generate_s"] / raw["batched_first"]["s"],

@@ -31,8 +31,11 @@ def ratio(a: float, b: float) -> float:
 
 
 def log(message: str) -> None:
-    print(f"[bench {time.strftime('%H:%M:%S')} load {os.getloadavg()[0]:.2f}] {message}",
-          file=sys.stderr, flush=True)
+    print(
+        f"[bench {time.strftime('%H:%M:%S')} load {os.getloadavg()[0]:.2f}] {message}",
+        file=sys.stderr,
+        flush=True,
+    )
 
 
 @dataclass
@@ -51,8 +54,12 @@ class Child:
     result_s: float | None = None
 
 
-def run_child(argv: Sequence[str], env: Mapping[str, str] | None = None,
-              timeout_s: float = 900.0, stamp: bool = False) -> Child:
+def run_child(
+    argv: Sequence[str],
+    env: Mapping[str, str] | None = None,
+    timeout_s: float = 900.0,
+    stamp: bool = False,
+) -> Child:
     """Run argv; return its wall time and peak RSS (``os.wait4``'s ru_maxrss, KiB on Linux).
 
     stderr goes to a temporary file; stdout too, or with ``stamp`` to a pipe read line by
@@ -63,9 +70,14 @@ def run_child(argv: Sequence[str], env: Mapping[str, str] | None = None,
 
     with tempfile.TemporaryFile() as out, tempfile.TemporaryFile() as err:
         start = time.perf_counter()
-        proc = subprocess.Popen(list(argv), env=dict(env) if env is not None else None,
-                                stdin=subprocess.DEVNULL,
-                                stdout=subprocess.PIPE if stamp else out, stderr=err, cwd=REPO)
+        proc = subprocess.Popen(
+            list(argv),
+            env=dict(env) if env is not None else None,
+            stdin=subprocess.DEVNULL,
+            stdout=subprocess.PIPE if stamp else out,
+            stderr=err,
+            cwd=REPO,
+        )
         lines: list[bytes] = []
         result_at: list[float] = []
         reader = None
@@ -100,22 +112,29 @@ def run_child(argv: Sequence[str], env: Mapping[str, str] | None = None,
             out.seek(0)
             stdout = out.read()
         err.seek(0)
-        return Child(wall, usage.ru_maxrss / 1024, proc.returncode,
-                     stdout.decode(errors="replace"), err.read().decode(errors="replace"),
-                     result_at[0] if result_at else None)
+        return Child(
+            wall,
+            usage.ru_maxrss / 1024,
+            proc.returncode,
+            stdout.decode(errors="replace"),
+            err.read().decode(errors="replace"),
+            result_at[0] if result_at else None,
+        )
 
 
 def bench_env(**extra: str) -> dict[str, str]:
     """The environment of every child: offline, quiet vLLM logs, no inherited mmrun settings."""
     env = {k: v for k, v in os.environ.items() if not k.startswith("MMRUN_")}
-    env.update({
-        "HF_HUB_OFFLINE": "1",
-        "VLLM_CPU_KVCACHE_SPACE": "1",
-        "VLLM_LOGGING_LEVEL": "ERROR",
-        "TOKENIZERS_PARALLELISM": "false",
-        "TRANSFORMERS_VERBOSITY": "error",
-        "PYTHONUNBUFFERED": "1",
-    })
+    env.update(
+        {
+            "HF_HUB_OFFLINE": "1",
+            "VLLM_CPU_KVCACHE_SPACE": "1",
+            "VLLM_LOGGING_LEVEL": "ERROR",
+            "TOKENIZERS_PARALLELISM": "false",
+            "TRANSFORMERS_VERBOSITY": "error",
+            "PYTHONUNBUFFERED": "1",
+        }
+    )
     env.update(extra)
     return env
 
@@ -140,7 +159,9 @@ class LatencyServer:
     def __init__(self, folder: Path, latency_s: float) -> None:
         self.proc = subprocess.Popen(
             [PYTHON, str(Path(__file__).with_name("server.py")), str(folder), str(latency_s)],
-            stdout=subprocess.PIPE, text=True)
+            stdout=subprocess.PIPE,
+            text=True,
+        )
         assert self.proc.stdout is not None
         port = int(self.proc.stdout.readline().strip())
         self.url = f"http://127.0.0.1:{port}"
@@ -214,13 +235,17 @@ def mmrun_source() -> dict[str, Any]:
 
     def git(*args: str) -> str | None:
         try:
-            done = subprocess.run(["git", *args], cwd=REPO, capture_output=True, text=True,
-                                  timeout=30)
+            done = subprocess.run(
+                ["git", *args], cwd=REPO, capture_output=True, text=True, timeout=30
+            )
         except (OSError, subprocess.SubprocessError):
             return None
         return done.stdout.strip() if done.returncode == 0 else None
 
     status = git("status", "--porcelain", "--", "mmrun")
-    return {"commit": git("rev-parse", "--short", "HEAD"),
-            "mmrun_modified": bool(status) if status is not None else None,
-            "sha256": digest.hexdigest(), "files": files}
+    return {
+        "commit": git("rev-parse", "--short", "HEAD"),
+        "mmrun_modified": bool(status) if status is not None else None,
+        "sha256": digest.hexdigest(),
+        "files": files,
+    }

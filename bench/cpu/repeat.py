@@ -9,8 +9,9 @@ from bench.cpu.tiny import Tiny
 
 
 def _render(tiny: Tiny, num_images: int, mode: str) -> dict[str, Any]:
-    child = run_child([PYTHON, str(WORKERS / "render.py"), str(tiny.path), str(num_images), mode],
-                      env=bench_env())
+    child = run_child(
+        [PYTHON, str(WORKERS / "render.py"), str(tiny.path), str(num_images), mode], env=bench_env()
+    )
     if child.returncode != 0:
         raise RuntimeError(f"render.py {mode} failed:\n{child.stderr[-3000:]}")
     return {"wall_s": child.wall_s, **last_json_line(child.stdout)}
@@ -23,7 +24,9 @@ def run(tiny: Tiny, num_images: int, processes: int = 2) -> dict[str, Any]:
         after.append(_render(tiny, num_images, "after-vllm"))
     saving = median([a["load_processor_s"] + a["render_s"] for a in after])
     return {
-        "num_images": num_images, "alone": alone, "after_vllm": after,
+        "num_images": num_images,
+        "alone": alone,
+        "after_vllm": after,
         # What a cached prompt would save: mmrun's load + render once vLLM's part is done.
         "saving_s": saving,
         # The same, end to end: both parts in mmrun's order minus both in vLLM's order.

@@ -61,7 +61,8 @@ def render(r: dict[str, Any]) -> str:
     add = out.append
     add(f"## CPU: vLLM's CPU build on {m['nproc']} cores ({r['date']})")
     add("")
-    add(f"Written by `{r['command']}` (`.venv/bin/python -m bench.cpu`, the code in "
+    add(
+        f"Written by `{r['command']}` (`.venv/bin/python -m bench.cpu`, the code in "
         "[bench/cpu](../bench/cpu)) in one run of "
         f"{r['duration_s'] / 60:.1f} minutes, on {m['nproc']} cores ({m['cpu_model']}), "
         f"{m['mem_gib']} GiB, no GPU; {m['vllm']}, torch {m['torch']}, Python {m['python']}. "
@@ -71,19 +72,28 @@ def render(r: dict[str, Any]) -> str:
         "figures that need CPU time are slower when it is loaded). "
         "Raw numbers: [bench/cpu/results.json](../bench/cpu/results.json). Every number on this "
         "page comes from that run; times are medians, each ratio is between two medians of the "
-        "same run.")
+        "same run."
+    )
     add("")
     src, end = r["mmrun_source_start"], r["mmrun_source_end"]
-    state = ("with changes to mmrun/ not yet committed" if src["mmrun_modified"]
-             else "mmrun/ as committed")
+    state = (
+        "with changes to mmrun/ not yet committed"
+        if src["mmrun_modified"]
+        else "mmrun/ as committed"
+    )
     if src["sha256"] == end["sha256"]:
         add(f"mmrun: commit {src['commit']}, {state}; mmrun/ did not change during the run.")
     else:
-        changed = sorted(k for k in set(src["files"]) | set(end["files"])
-                         if src["files"].get(k) != end["files"].get(k))
-        add(f"mmrun: commit {src['commit']} at the start, {end['commit']} at the end: "
+        changed = sorted(
+            k
+            for k in set(src["files"]) | set(end["files"])
+            if src["files"].get(k) != end["files"].get(k)
+        )
+        add(
+            f"mmrun: commit {src['commit']} at the start, {end['commit']} at the end: "
             f"**mmrun/ changed during the run** ({', '.join(f'`{c}`' for c in changed)}); "
-            "runs after the change measured the new code.")
+            "runs after the change measured the new code."
+        )
     add("")
     add("### Summary")
     add("")
@@ -112,14 +122,14 @@ def _summary(r: dict[str, Any]) -> tuple[list[str], list[str]]:
     base = st["baseline"]
     for command, c in st["commands"].items():
         heavy = [k for k, v in c["heavy_imported"].items() if v]
-        ok = (c["median_wall_s"] <= STARTUP_S and c["max_maxrss_mib"] <= STARTUP_MIB
-              and not heavy)
+        ok = c["median_wall_s"] <= STARTUP_S and c["max_maxrss_mib"] <= STARTUP_MIB and not heavy
         rows.append(
             f"| start-up: `mmrun {command}` | {_s(c['median_wall_s'])}, "
             f"{c['max_maxrss_mib']:.0f} MiB, imports {', '.join(heavy) or 'no vllm/torch/transformers'} "
             f"| audio seed `--help`: {_s(base['median_wall_s'])}, {base['median_maxrss_mib']:.0f} MiB "
             f"| {_x(c['median_wall_s'] / base['median_wall_s'])} time | "
-            f"≤ {STARTUP_S} s, ≤ {STARTUP_MIB:.0f} MiB, none of the three | {_yes(ok)} |")
+            f"≤ {STARTUP_S} s, ≤ {STARTUP_MIB:.0f} MiB, none of the three | {_yes(ok)} |"
+        )
         if not ok:
             notes.append(
                 f"- `mmrun {command}`: {_s(c['median_wall_s'])} median wall time "
@@ -128,40 +138,53 @@ def _summary(r: dict[str, Any]) -> tuple[list[str], list[str]]:
                 f"{_s(c['median_cpu_s'])}, of which imports {c['import_total_ms']:.0f} ms "
                 "(one `-X importtime` run; largest: "
                 + ", ".join(f"`{k}` {v:.0f} ms" for k, v in c["largest_imports_ms"].items())
-                + ").")
+                + ")."
+            )
     md = r["media"]
     ok_cold = md["speedup_cold"] >= MEDIA_SPEEDUP
     rows.append(
         f"| media, cold cache: 12 images, {_ms(r['latency_s'])} a request "
         f"| {_s(md['median_cold_s'])} | one after the other (urllib + Pillow): "
         f"{_s(md['median_baseline_s'])} | {md['speedup_cold']:.2f}x faster "
-        f"| ≥ {MEDIA_SPEEDUP:.0f}x faster | {_yes(ok_cold)} |")
+        f"| ≥ {MEDIA_SPEEDUP:.0f}x faster | {_yes(ok_cold)} |"
+    )
     first = md["first_in_process"]
     rows.append(
         f"| media, cold, first use in a fresh process (imports included) "
         f"| {_s(first['median_mmrun_s'])} | {_s(first['median_baseline_s'])} "
-        f"| {first['speedup']:.2f}x faster | (same) | {_yes(first['speedup'] >= MEDIA_SPEEDUP)} |")
+        f"| {first['speedup']:.2f}x faster | (same) | {_yes(first['speedup'] >= MEDIA_SPEEDUP)} |"
+    )
     warm_requests = sum(md["warm_requests"])
     ok_warm = md["median_warm_s"] < WARM_S and warm_requests == 0
     rows.append(
         f"| media, warm cache: 12 images | {_ms(md['median_warm_s'])}, {warm_requests} requests "
         f"| (cold, one after the other: {_s(md['median_baseline_s'])}) "
         f"| {md['median_baseline_s'] / md['median_warm_s']:.0f}x faster "
-        f"| < {_ms(WARM_S)}, 0 requests | {_yes(ok_warm)} |")
+        f"| < {_ms(WARM_S)}, 0 requests | {_yes(ok_warm)} |"
+    )
     if not ok_cold:
         wi = md["what_if"]
-        parts = [f"- Media, cold ({md['speedup_cold']:.2f}x, target {MEDIA_SPEEDUP:.0f}x): "
-                 f"{md['download_workers']} download workers; one resolve built "
-                 f"{md['http_clients_built_per_cold_resolve']} `httpx.Client` object(s)."]
-        labels = {"shared_client": "with one client built before the workers start",
-                  "12_workers": "with 12 workers", "shared_client_12_workers": "with both",
-                  "no_fsync": "without the fsync of each downloaded file"}
+        parts = [
+            f"- Media, cold ({md['speedup_cold']:.2f}x, target {MEDIA_SPEEDUP:.0f}x): "
+            f"{md['download_workers']} download workers; one resolve built "
+            f"{md['http_clients_built_per_cold_resolve']} `httpx.Client` object(s)."
+        ]
+        labels = {
+            "shared_client": "with one client built before the workers start",
+            "12_workers": "with 12 workers",
+            "shared_client_12_workers": "with both",
+            "no_fsync": "without the fsync of each downloaded file",
+        }
         for name, w in wi.items():
-            parts.append(f"Measured in the same run, {labels[name]}: {_s(w['median_s'])} "
-                         f"({w['speedup']:.2f}x).")
-        parts.append(f"{_ms(r['latency_s'])} of each request is the server's wait; the rest is "
-                     "CPU time (receiving, writing and decoding 4-5 MB of JPEG) on 2 cores that "
-                     "other processes shared.")
+            parts.append(
+                f"Measured in the same run, {labels[name]}: {_s(w['median_s'])} "
+                f"({w['speedup']:.2f}x)."
+            )
+        parts.append(
+            f"{_ms(r['latency_s'])} of each request is the server's wait; the rest is "
+            "CPU time (receiving, writing and decoding 4-5 MB of JPEG) on 2 cores that "
+            "other processes shared."
+        )
         notes.append(" ".join(parts))
     if not ok_warm:
         b = md["warm_sequential_breakdown_s"]
@@ -171,7 +194,8 @@ def _summary(r: dict[str, Any]) -> tuple[list[str], list[str]]:
             f"other take {_ms(b['read_and_sha256'])}, decoded one after the other "
             f"{_ms(b['decode'])} ({b['bytes'] / 1e6:.1f} MB of JPEG, 1-1.5 megapixels each), so "
             f"even a perfect split over {r['machine']['nproc']} cores leaves "
-            f"{_ms(b['decode'] / r['machine']['nproc'])} of decoding.")
+            f"{_ms(b['decode'] / r['machine']['nproc'])} of decoding."
+        )
     ov = r["overlap"]
     med = ov["median_wall_s"]
     ok3 = ov["ratio_cold"] <= OVERLAP_COLD
@@ -179,23 +203,28 @@ def _summary(r: dict[str, Any]) -> tuple[list[str], list[str]]:
     rows.append(
         f"| overlap, cold media: time to result, 12 images | {_s(med['mmrun_cold'])} "
         f"| seed's order (fetch, then start vLLM): {_s(med['seed_order'])} "
-        f"| {_x(ov['ratio_cold'])} | ≤ {OVERLAP_COLD}x | {_yes(ok3)} |")
+        f"| {_x(ov['ratio_cold'])} | ≤ {OVERLAP_COLD}x | {_yes(ok3)} |"
+    )
     rows.append(
         f"| overlap, cached media: time to result | {_s(med['mmrun_warm'])} "
         f"| minimal vLLM script: {_s(med['min_vllm'])} | {_x(ov['ratio_warm'])} "
-        f"| ≤ {OVERLAP_WARM}x | {_yes(ok4)} |")
+        f"| ≤ {OVERLAP_WARM}x | {_yes(ok4)} |"
+    )
     printed = ov["median_result_s"]
     for kind, base_kind, label, base_label in (
-            ("mmrun_cold", "seed_order", "cold media", "seed's order"),
-            ("mmrun_warm", "min_vllm", "cached media", "minimal vLLM script")):
+        ("mmrun_cold", "seed_order", "cold media", "seed's order"),
+        ("mmrun_warm", "min_vllm", "cached media", "minimal vLLM script"),
+    ):
         rows.append(
             f"| overlap, {label}: until the result is printed (exit not counted) "
             f"| {_s(printed[kind])} | {base_label}: {_s(printed[base_kind])} "
-            f"| {_x(printed[kind] / printed[base_kind])} | (shown, no target) | |")
+            f"| {_x(printed[kind] / printed[base_kind])} | (shown, no target) | |"
+        )
     phases = _overlap_phases(ov)
     for ok, kind, base_kind, label, target in (
-            (ok3, "mmrun_cold", "seed_order", "cold media", OVERLAP_COLD),
-            (ok4, "mmrun_warm", "min_vllm", "cached media", OVERLAP_WARM)):
+        (ok3, "mmrun_cold", "seed_order", "cold media", OVERLAP_COLD),
+        (ok4, "mmrun_warm", "min_vllm", "cached media", OVERLAP_WARM),
+    ):
         if ok:
             continue
         a, b = phases[kind], phases[base_kind]
@@ -208,7 +237,8 @@ def _summary(r: dict[str, Any]) -> tuple[list[str], list[str]]:
             f"{_s(b['wait'] + b['generate'] + b['other'])}; result printed at {_s(a['result'])} "
             f"vs {_s(b['result'])}; then exit (engine stop, interpreter exit) {_s(a['exit'])} "
             f"vs {_s(b['exit'])}. Wall times ranged {_spread(walls_of(ov, kind))} s vs "
-            f"{_spread(walls_of(ov, base_kind))} s.")
+            f"{_spread(walls_of(ov, base_kind))} s."
+        )
     ba = r["batching"]
     ip = ba["in_process"]
     ok5 = ba["speedup"] >= BATCH_SPEEDUP
@@ -217,7 +247,8 @@ def _summary(r: dict[str, Any]) -> tuple[list[str], list[str]]:
         f"`generate` call | {_s(ip['batched']['s'])} ({ip['batched']['prompts_per_s']:.0f} prompts/s) "
         f"| {ba['prompts']} calls: {_s(ip['separate']['s'])} "
         f"({ip['separate']['prompts_per_s']:.1f} prompts/s) | {ba['speedup']:.2f}x faster "
-        f"| ≥ {BATCH_SPEEDUP:.0f}x | {_yes(ok5)} |")
+        f"| ≥ {BATCH_SPEEDUP:.0f}x | {_yes(ok5)} |"
+    )
     gen = ba["mmrun"]["timings"]["generate_s"]
     calls = ba["mmrun"]["llm_calls"]
     ok6 = gen < ba["one_call_threshold_s"] and calls[-1]["prompts"] == ba["prompts"]
@@ -226,13 +257,18 @@ def _summary(r: dict[str, Any]) -> tuple[list[str], list[str]]:
         f"`LLM.generate` calls: {', '.join(str(c['prompts']) for c in calls)} prompts "
         f"| one call: {_s(ip['batched']['s'])}; {ba['prompts']} calls: {_s(ip['separate']['s'])} "
         f"| {_x(ba['mmrun_vs_one_call'])} of one call | one call: nearer the one-call time "
-        f"(below {_s(ba['one_call_threshold_s'])}, their geometric mean) | {_yes(ok6)} |")
+        f"(below {_s(ba['one_call_threshold_s'])}, their geometric mean) | {_yes(ok6)} |"
+    )
     if not ok5:
-        notes.append(f"- Batching: one call is {ba['speedup']:.2f}x faster than "
-                     f"{ba['prompts']} calls (target {BATCH_SPEEDUP:.0f}x).")
+        notes.append(
+            f"- Batching: one call is {ba['speedup']:.2f}x faster than "
+            f"{ba['prompts']} calls (target {BATCH_SPEEDUP:.0f}x)."
+        )
     if not ok6:
-        notes.append(f"- mmrun's batch: {_s(gen)} vs {_s(ip['batched']['s'])} for one call and "
-                     f"{_s(ip['separate']['s'])} for {ba['prompts']} calls in the in-process run.")
+        notes.append(
+            f"- mmrun's batch: {_s(gen)} vs {_s(ip['batched']['s'])} for one call and "
+            f"{_s(ip['separate']['s'])} for {ba['prompts']} calls in the in-process run."
+        )
     rp = r["repeat"]
     run_s = med["mmrun_warm"]
     share = rp["saving_s"] / run_s
@@ -240,33 +276,42 @@ def _summary(r: dict[str, Any]) -> tuple[list[str], list[str]]:
         f"| repeat runs: chat-template rendering a cache would skip | {_s(rp['saving_s'])} "
         f"| whole run (cached media): {_s(run_s)} | {share * 100:.2f}% of the run "
         f"| cache if ≥ {CACHE_SHARE * 100:.0f}% | "
-        f"{'cache it' if share >= CACHE_SHARE else 'not cached'} |")
+        f"{'cache it' if share >= CACHE_SHARE else 'not cached'} |"
+    )
     return rows, notes
 
 
 def _startup(r: dict[str, Any]) -> list[str]:
     st = r["startup"]
-    out = ["### 1. Start-up", "",
-           f"Each command {st['reps']} times (interleaved): wall time from spawn to exit and peak "
-           "RSS (`ru_maxrss` from `os.wait4` on the child); imports from one more run under "
-           "`python -X importtime`. Baseline: the audio seed script "
-           "(`tests/golden/seeds/004_c7a6148f2ec898b4.txt` minus its first line) run with "
-           f"`--help`, {st['seed_reps']} time{'s' if st['seed_reps'] > 1 else ''}: it imports vLLM "
-           "before parsing its arguments. Each command is spawned from a small launcher "
-           "(`bench/cpu/workers/measure.py`): a child's `ru_maxrss` includes the memory of the "
-           "process it was forked from.", "",
-           "| command | median wall | min-max | median CPU time | peak RSS (max) "
-           "| vllm / torch / transformers imported | top-level packages imported |",
-           "|---|---|---|---|---|---|---|"]
+    out = [
+        "### 1. Start-up",
+        "",
+        f"Each command {st['reps']} times (interleaved): wall time from spawn to exit and peak "
+        "RSS (`ru_maxrss` from `os.wait4` on the child); imports from one more run under "
+        "`python -X importtime`. Baseline: the audio seed script "
+        "(`tests/golden/seeds/004_c7a6148f2ec898b4.txt` minus its first line) run with "
+        f"`--help`, {st['seed_reps']} time{'s' if st['seed_reps'] > 1 else ''}: it imports vLLM "
+        "before parsing its arguments. Each command is spawned from a small launcher "
+        "(`bench/cpu/workers/measure.py`): a child's `ru_maxrss` includes the memory of the "
+        "process it was forked from.",
+        "",
+        "| command | median wall | min-max | median CPU time | peak RSS (max) "
+        "| vllm / torch / transformers imported | top-level packages imported |",
+        "|---|---|---|---|---|---|---|",
+    ]
     for command, c in st["commands"].items():
         heavy = " / ".join("yes" if v else "no" for v in c["heavy_imported"].values())
-        out.append(f"| `mmrun {command}` | {_s(c['median_wall_s'])} | {_spread(c['wall_s'])} s "
-                   f"| {_s(c['median_cpu_s'])} | {c['max_maxrss_mib']:.0f} MiB | {heavy} "
-                   f"| {c['modules']} |")
+        out.append(
+            f"| `mmrun {command}` | {_s(c['median_wall_s'])} | {_spread(c['wall_s'])} s "
+            f"| {_s(c['median_cpu_s'])} | {c['max_maxrss_mib']:.0f} MiB | {heavy} "
+            f"| {c['modules']} |"
+        )
     b = st["baseline"]
-    out.append(f"| audio seed `--help` (baseline) | {_s(b['median_wall_s'])} "
-               f"| {_spread(b['wall_s'])} s | {_s(b['median_cpu_s'])} "
-               f"| {max(b['maxrss_mib']):.0f} MiB | yes (vLLM first) | |")
+    out.append(
+        f"| audio seed `--help` (baseline) | {_s(b['median_wall_s'])} "
+        f"| {_spread(b['wall_s'])} s | {_s(b['median_cpu_s'])} "
+        f"| {max(b['maxrss_mib']):.0f} MiB | yes (vLLM first) | |"
+    )
     out.append("")
     return out
 
@@ -277,47 +322,58 @@ def _media(r: dict[str, Any]) -> list[str]:
     total = sum(i["bytes"] for i in images)
     first = md["first_in_process"]
     b = md["warm_sequential_breakdown_s"]
-    out = ["### 2. Media", "",
-           f"The 12 default image assets as generated photo-like JPEGs ({len(images)} files, "
-           f"{min(i['bytes'] for i in images) // 1000}-{max(i['bytes'] for i in images) // 1000} KB, "
-           f"{total / 1e6:.1f} MB in all, {images[0]['width']}x{images[0]['height']} to "
-           f"{images[-1]['width']}x{images[-1]['height']}), served from 127.0.0.1 by a server that "
-           f"waits {_ms(r['latency_s'])} before each answer (HTTP/1.1, in its own process), "
-           "`MMRUN_ASSETS_BASE_URL` pointing at it. mmrun: one `mmrun.media.MediaResolver`, "
-           "submit the 12 asset names, wait for all (a fresh `MMRUN_CACHE_DIR` for each cold "
-           "run; decoded images are the result). Baseline: fetch each with `urllib.request`, "
-           "decode with Pillow, then the next (the seed's order). Cold runs alternate "
-           f"baseline and mmrun in one process ({len(md['cold_s'])} each, after one untimed round "
-           f"of each); then {len(md['warm_s'])} warm runs on the last cache; then "
-           f"{len(first['mmrun_s'])} fresh processes of each, timed from before their imports.", "",
-           "| run | median | min-max | server requests |",
-           "|---|---|---|---|",
-           f"| baseline: one after the other, urllib + Pillow | {_s(md['median_baseline_s'])} "
-           f"| {_spread(md['baseline_s'])} s | 12 each |",
-           f"| mmrun, cold cache ({md['download_workers']} download workers) "
-           f"| {_s(md['median_cold_s'])} | {_spread(md['cold_s'])} s "
-           f"| {', '.join(str(n) for n in md['cold_requests'])} |",
-           f"| mmrun, warm cache | {_ms(md['median_warm_s'])} "
-           f"| {min(md['warm_s']) * 1000:.0f}-{max(md['warm_s']) * 1000:.0f} ms "
-           f"| {', '.join(str(n) for n in md['warm_requests'])} |",
-           f"| baseline, first use in a fresh process | {_s(first['median_baseline_s'])} "
-           f"| {_spread(first['baseline_s'])} s | 12 each |",
-           f"| mmrun, cold, first use in a fresh process | {_s(first['median_mmrun_s'])} "
-           f"| {_spread(first['mmrun_s'])} s | 12 each |"]
-    labels = {"12_workers": "what-if: 12 download workers",
-              "shared_client": "what-if: one HTTP client, built before the workers start",
-              "shared_client_12_workers": "what-if: one HTTP client and 12 workers",
-              "no_fsync": "what-if: no fsync of each downloaded file"}
+    out = [
+        "### 2. Media",
+        "",
+        f"The 12 default image assets as generated photo-like JPEGs ({len(images)} files, "
+        f"{min(i['bytes'] for i in images) // 1000}-{max(i['bytes'] for i in images) // 1000} KB, "
+        f"{total / 1e6:.1f} MB in all, {images[0]['width']}x{images[0]['height']} to "
+        f"{images[-1]['width']}x{images[-1]['height']}), served from 127.0.0.1 by a server that "
+        f"waits {_ms(r['latency_s'])} before each answer (HTTP/1.1, in its own process), "
+        "`MMRUN_ASSETS_BASE_URL` pointing at it. mmrun: one `mmrun.media.MediaResolver`, "
+        "submit the 12 asset names, wait for all (a fresh `MMRUN_CACHE_DIR` for each cold "
+        "run; decoded images are the result). Baseline: fetch each with `urllib.request`, "
+        "decode with Pillow, then the next (the seed's order). Cold runs alternate "
+        f"baseline and mmrun in one process ({len(md['cold_s'])} each, after one untimed round "
+        f"of each); then {len(md['warm_s'])} warm runs on the last cache; then "
+        f"{len(first['mmrun_s'])} fresh processes of each, timed from before their imports.",
+        "",
+        "| run | median | min-max | server requests |",
+        "|---|---|---|---|",
+        f"| baseline: one after the other, urllib + Pillow | {_s(md['median_baseline_s'])} "
+        f"| {_spread(md['baseline_s'])} s | 12 each |",
+        f"| mmrun, cold cache ({md['download_workers']} download workers) "
+        f"| {_s(md['median_cold_s'])} | {_spread(md['cold_s'])} s "
+        f"| {', '.join(str(n) for n in md['cold_requests'])} |",
+        f"| mmrun, warm cache | {_ms(md['median_warm_s'])} "
+        f"| {min(md['warm_s']) * 1000:.0f}-{max(md['warm_s']) * 1000:.0f} ms "
+        f"| {', '.join(str(n) for n in md['warm_requests'])} |",
+        f"| baseline, first use in a fresh process | {_s(first['median_baseline_s'])} "
+        f"| {_spread(first['baseline_s'])} s | 12 each |",
+        f"| mmrun, cold, first use in a fresh process | {_s(first['median_mmrun_s'])} "
+        f"| {_spread(first['mmrun_s'])} s | 12 each |",
+    ]
+    labels = {
+        "12_workers": "what-if: 12 download workers",
+        "shared_client": "what-if: one HTTP client, built before the workers start",
+        "shared_client_12_workers": "what-if: one HTTP client and 12 workers",
+        "no_fsync": "what-if: no fsync of each downloaded file",
+    }
     for name, w in md["what_if"].items():
-        out.append(f"| {labels[name]} (not mmrun's code) | {_s(w['median_s'])} "
-                   f"| {_spread(md['what_if_cold_s'][name])} s | ({w['speedup']:.2f}x faster "
-                   "than the baseline) |")
-    out += ["",
-            f"One cold resolve builds {md['http_clients_built_per_cold_resolve']} `httpx.Client` "
-            "object(s) (counted in the same process); what-if rows appear only where mmrun's "
-            "code differs from them. Warm, one after the other in one thread: "
-            f"reading and hashing the 12 files {_ms(b['read_and_sha256'])}, decoding them "
-            f"{_ms(b['decode'])}.", ""]
+        out.append(
+            f"| {labels[name]} (not mmrun's code) | {_s(w['median_s'])} "
+            f"| {_spread(md['what_if_cold_s'][name])} s | ({w['speedup']:.2f}x faster "
+            "than the baseline) |"
+        )
+    out += [
+        "",
+        f"One cold resolve builds {md['http_clients_built_per_cold_resolve']} `httpx.Client` "
+        "object(s) (counted in the same process); what-if rows appear only where mmrun's "
+        "code differs from them. Warm, one after the other in one thread: "
+        f"reading and hashing the 12 files {_ms(b['read_and_sha256'])}, decoding them "
+        f"{_ms(b['decode'])}.",
+        "",
+    ]
     return out
 
 
@@ -327,39 +383,50 @@ def _overlap(r: dict[str, Any]) -> list[str]:
     ea = ov["engine_args"]
     tokens = runs["mmrun_cold"][0]["prompt_tokens"]
 
-    out = ["### 3. Overlap: media and start-up vs the engine start", "",
-           "The tiny random-weight Qwen2.5-VL checkpoint (`mmrun.tiny`, built once for the run), "
-           f"{ov['num_images']} default images (vLLM counted {tokens} prompt tokens, "
-           f"max_model_len {ea.get('max_model_len')}), `--max-tokens {ov['max_tokens']}`, "
-           "`VLLM_CPU_KVCACHE_SPACE=1`, `HF_HUB_OFFLINE=1`, engine arguments "
-           f"`{', '.join(f'{k}={v}' for k, v in ea.items() if k != 'model')}`. "
-           f"Each kind {ov['reps']} time{'s' if ov['reps'] > 1 else ''}, in rotating order. "
-           "Time to result: wall time from spawn to exit; also shown, the moment the result "
-           "line reached stdout.", "",
-           "- mmrun: `mmrun image -m qwen2_5_vl --model <tiny> -n 12 --max-tokens 8 --json "
-           "--engine-arg ...`, with a fresh cache (cold, 12 requests to the 100 ms server) or "
-           "the cache its dry run filled (warm, 0 requests).",
-           "- seed's order (`bench/cpu/workers/seed_order.py`): import vLLM, render the prompt "
-           "with the processor, fetch the 12 images one after the other (urllib + Pillow, the "
-           "same resize as mmrun), start `vllm.LLM`, generate; the same prompt (checked equal to "
-           "mmrun's), engine arguments and sampling.",
-           "- minimal vLLM (`bench/cpu/workers/min_vllm.py`): import vLLM, read the 12 cached "
-           "files, start `vllm.LLM`, generate with the prompt already rendered.", "",
-           "| run | wall (min-max) | requests | ready to start the engine | engine start "
-           "| waiting after it | generate | other, before printing | result printed at "
-           "| exit after it |",
-           "|---|---|---|---|---|---|---|---|---|---|"]
-    labels = {"mmrun_cold": "mmrun, cold cache", "seed_order": "seed's order",
-              "mmrun_warm": "mmrun, cached media", "min_vllm": "minimal vLLM, cached media"}
+    out = [
+        "### 3. Overlap: media and start-up vs the engine start",
+        "",
+        "The tiny random-weight Qwen2.5-VL checkpoint (`mmrun.tiny`, built once for the run), "
+        f"{ov['num_images']} default images (vLLM counted {tokens} prompt tokens, "
+        f"max_model_len {ea.get('max_model_len')}), `--max-tokens {ov['max_tokens']}`, "
+        "`VLLM_CPU_KVCACHE_SPACE=1`, `HF_HUB_OFFLINE=1`, engine arguments "
+        f"`{', '.join(f'{k}={v}' for k, v in ea.items() if k != 'model')}`. "
+        f"Each kind {ov['reps']} time{'s' if ov['reps'] > 1 else ''}, in rotating order. "
+        "Time to result: wall time from spawn to exit; also shown, the moment the result "
+        "line reached stdout.",
+        "",
+        "- mmrun: `mmrun image -m qwen2_5_vl --model <tiny> -n 12 --max-tokens 8 --json "
+        "--engine-arg ...`, with a fresh cache (cold, 12 requests to the 100 ms server) or "
+        "the cache its dry run filled (warm, 0 requests).",
+        "- seed's order (`bench/cpu/workers/seed_order.py`): import vLLM, render the prompt "
+        "with the processor, fetch the 12 images one after the other (urllib + Pillow, the "
+        "same resize as mmrun), start `vllm.LLM`, generate; the same prompt (checked equal to "
+        "mmrun's), engine arguments and sampling.",
+        "- minimal vLLM (`bench/cpu/workers/min_vllm.py`): import vLLM, read the 12 cached "
+        "files, start `vllm.LLM`, generate with the prompt already rendered.",
+        "",
+        "| run | wall (min-max) | requests | ready to start the engine | engine start "
+        "| waiting after it | generate | other, before printing | result printed at "
+        "| exit after it |",
+        "|---|---|---|---|---|---|---|---|---|---|",
+    ]
+    labels = {
+        "mmrun_cold": "mmrun, cold cache",
+        "seed_order": "seed's order",
+        "mmrun_warm": "mmrun, cached media",
+        "min_vllm": "minimal vLLM, cached media",
+    }
     phases = _overlap_phases(ov)
     for kind in ("mmrun_cold", "seed_order", "mmrun_warm", "min_vllm"):
         walls = [x["wall_s"] for x in runs[kind]]
         p = phases[kind]
         requests = ", ".join(str(x["requests"]) for x in runs[kind])
-        out.append(f"| {labels[kind]} | {_s(ov['median_wall_s'][kind])} ({_spread(walls)}) "
-                   f"| {requests} | {_s(p['ready'])} | {_s(p['engine'])} | {_s(p['wait'])} "
-                   f"| {_s(p['generate'])} | {_s(p['other'])} | {_s(p['result'])} "
-                   f"| {_s(p['exit'])} |")
+        out.append(
+            f"| {labels[kind]} | {_s(ov['median_wall_s'][kind])} ({_spread(walls)}) "
+            f"| {requests} | {_s(p['ready'])} | {_s(p['engine'])} | {_s(p['wait'])} "
+            f"| {_s(p['generate'])} | {_s(p['other'])} | {_s(p['result'])} "
+            f"| {_s(p['exit'])} |"
+        )
     loads = [x["load1"] for kind in runs for x in runs[kind]]
     cold = [x["timings"] for x in runs["mmrun_cold"]]
     # The chat template: rendered in a worker thread during the start (`render_wait_s`, what
@@ -367,31 +434,44 @@ def _overlap(r: dict[str, Any]) -> list[str]:
     threaded = any("render_wait_s" in t for t in cold)
     after = any("render_s" in t for t in cold)
     render_key = "render_wait_s" if threaded else "render_s" if after else None
-    pairs = [(runs["mmrun_cold"][i]["wall_s"] / runs["seed_order"][i]["wall_s"],
-              runs["mmrun_warm"][i]["wall_s"] / runs["min_vllm"][i]["wall_s"])
-             for i in range(ov["reps"])]
-    out += ["",
-            "Medians of each phase, from mmrun's own `timings` and the moment its result line "
-            "arrived. For mmrun, \"ready\" is its start-up plus `prepare_s` (its planning before "
-            "the engine starts"
-            + ("; the chat template is rendered in a worker thread while the engine starts"
-               if threaded else "; the chat template is rendered once the engine has started"
-               if after else ", rendering the chat template included")
-            + "); \"waiting after it\" is "
-            + (f"`{render_key}` + " if render_key else "")
-            + "`media_wait_s`, the rendering and what was left of the media once the engine had "
-            "started; \"other\" is the rest of its `total_s` (building the batch, and any "
-            "engine stop before printing). Cold, its media took "
-            f"`media_s` {_s(med(cold, 'media_s'))} from the first request to the last decoded "
-            "image, in worker threads while the engine started. For the scripts, \"ready\" is "
-            "their imports, rendering and fetching. \"exit after it\" is, for the scripts, "
-            "vLLM's own engine stop and the interpreter's exit; for mmrun, killing the engine's "
-            "processes and ending the process once exit handlers have run and output is "
-            "flushed (no interpreter teardown). Load average during these runs: "
-            f"{min(loads):.2f}-{max(loads):.2f}. The same ratios within each round of four "
-            "runs (run close together in time): cold "
-            + ", ".join(f"{a:.2f}x" for a, _ in pairs) + "; cached "
-            + ", ".join(f"{b:.2f}x" for _, b in pairs) + ".", ""]
+    pairs = [
+        (
+            runs["mmrun_cold"][i]["wall_s"] / runs["seed_order"][i]["wall_s"],
+            runs["mmrun_warm"][i]["wall_s"] / runs["min_vllm"][i]["wall_s"],
+        )
+        for i in range(ov["reps"])
+    ]
+    out += [
+        "",
+        "Medians of each phase, from mmrun's own `timings` and the moment its result line "
+        'arrived. For mmrun, "ready" is its start-up plus `prepare_s` (its planning before '
+        "the engine starts"
+        + (
+            "; the chat template is rendered in a worker thread while the engine starts"
+            if threaded
+            else "; the chat template is rendered once the engine has started"
+            if after
+            else ", rendering the chat template included"
+        )
+        + '); "waiting after it" is '
+        + (f"`{render_key}` + " if render_key else "")
+        + "`media_wait_s`, the rendering and what was left of the media once the engine had "
+        'started; "other" is the rest of its `total_s` (building the batch, and any '
+        "engine stop before printing). Cold, its media took "
+        f"`media_s` {_s(med(cold, 'media_s'))} from the first request to the last decoded "
+        'image, in worker threads while the engine started. For the scripts, "ready" is '
+        'their imports, rendering and fetching. "exit after it" is, for the scripts, '
+        "vLLM's own engine stop and the interpreter's exit; for mmrun, killing the engine's "
+        "processes and ending the process once exit handlers have run and output is "
+        "flushed (no interpreter teardown). Load average during these runs: "
+        f"{min(loads):.2f}-{max(loads):.2f}. The same ratios within each round of four "
+        "runs (run close together in time): cold "
+        + ", ".join(f"{a:.2f}x" for a, _ in pairs)
+        + "; cached "
+        + ", ".join(f"{b:.2f}x" for _, b in pairs)
+        + ".",
+        "",
+    ]
     return out
 
 
@@ -414,8 +494,11 @@ def _overlap_phases(ov: dict[str, Any]) -> dict[str, dict[str, float]]:
                 t = x["timings"]
                 ready = (result - t["total_s"]) + t["prepare_s"]
                 engine = t["engine_start_s"]
-                wait = (t.get("render_wait_s", 0.0) + t.get("render_s", 0.0)
-                        + t.get("media_wait_s", 0.0))
+                wait = (
+                    t.get("render_wait_s", 0.0)
+                    + t.get("render_s", 0.0)
+                    + t.get("media_wait_s", 0.0)
+                )
                 generate = t["generate_s"]
                 other = t["total_s"] - t["prepare_s"] - engine - wait - generate
             else:
@@ -424,8 +507,17 @@ def _overlap_phases(ov: dict[str, Any]) -> dict[str, dict[str, float]]:
                 engine = p["engine_started"] - ready
                 generate = p["generated"] - p["engine_started"]
                 wait = other = 0.0
-            rows.append({"ready": ready, "engine": engine, "wait": wait, "generate": generate,
-                         "other": other, "result": result, "exit": x["wall_s"] - result})
+            rows.append(
+                {
+                    "ready": ready,
+                    "engine": engine,
+                    "wait": wait,
+                    "generate": generate,
+                    "other": other,
+                    "result": result,
+                    "exit": x["wall_s"] - result,
+                }
+            )
         phases[kind] = {k: float(statistics.median(r[k] for r in rows)) for k in rows[0]}
     return phases
 
@@ -437,79 +529,104 @@ def _batching(r: dict[str, Any]) -> list[str]:
     ea = ba["engine_args"]
 
     def row(label: str, part: dict[str, Any], seconds: float) -> str:
-        return (f"| {label} | {_s(seconds)} | {part['prompts']} | {part['prompts_per_s']:.1f} "
-                f"| {part['prompt_tokens']} | {part['prompt_tokens_per_s']:.0f} "
-                f"| {part['completion_tokens']} | {part['completion_tokens_per_s']:.0f} |")
+        return (
+            f"| {label} | {_s(seconds)} | {part['prompts']} | {part['prompts_per_s']:.1f} "
+            f"| {part['prompt_tokens']} | {part['prompt_tokens_per_s']:.0f} "
+            f"| {part['completion_tokens']} | {part['completion_tokens_per_s']:.0f} |"
+        )
 
-    return ["### 4. Batching", "",
-            f"The same tiny checkpoint, {ba['prompts']} prompts of {ba['images_per_prompt']} "
-            "distinct 224x224 images each (no image in two prompts), "
-            f"`max_tokens={ba['max_tokens']}` with `ignore_eos`, engine arguments "
-            f"`{', '.join(f'{k}={v}' for k, v in ea.items() if k != 'model')}` "
-            "(max_num_seqs raised from the checkpoint's 2 so a batch can run as one; vLLM's "
-            "multimodal processor cache off so no image is processed faster a second time). "
-            "In one process, one `vllm.LLM` (`bench/cpu/workers/batch.py`): a 2-prompt warm-up, "
-            "one call with 32 prompts, then rounds of 32 calls of one prompt and one call with "
-            "32 more prompts (each set of images new); "
-            + (f"the figures are medians of {len(ip['separate']['all_s'])} rounds (32 calls: "
-               + ", ".join(f"{x:.2f}" for x in ip["separate"]["all_s"]) + " s; one call: "
-               + ", ".join(f"{x:.3f}" for x in ip["batched"]["all_s"]) + " s). "
-               if "all_s" in ip["separate"] else "one round. ")
-            + "Token counts are vLLM's own (`len(prompt_token_ids)`, "
-            "`len(outputs[0].token_ids)`). Then mmrun in its own process: "
-            f"`{mm['command']}`.", "",
-            "| run | time | prompts | prompts/s | prompt tokens | prompt tok/s | output tokens "
-            "| output tok/s |",
-            "|---|---|---|---|---|---|---|---|",
-            row("one call, first large batch", ip["batched_first"], ip["batched_first"]["s"]),
-            row(f"{ba['prompts']} calls, one prompt each (median)", ip["separate"],
-                ip["separate"]["s"]),
-            row("one call, new images (median; the figure above)", ip["batched"],
-                ip["batched"]["s"]),
-            row("mmrun `--num-prompts 32`: its `generate_s`", mm, mm["timings"]["generate_s"]),
-            "",
-            "mmrun's `LLM.generate` calls (noted by `bench/cpu/workers/count_calls.py`, which "
-            "runs the CLI unchanged): "
-            + ", ".join(f"{c['prompts']} prompts" for c in mm["llm_calls"])
-            + " (the `--warmup`, then the batch). Its whole run took "
-            f"{_s(mm['wall_s'])} (its timings: "
-            + ", ".join(f"{k} {v:.2f}" for k, v in mm["timings"].items()) + ").", ""]
+    return [
+        "### 4. Batching",
+        "",
+        f"The same tiny checkpoint, {ba['prompts']} prompts of {ba['images_per_prompt']} "
+        "distinct 224x224 images each (no image in two prompts), "
+        f"`max_tokens={ba['max_tokens']}` with `ignore_eos`, engine arguments "
+        f"`{', '.join(f'{k}={v}' for k, v in ea.items() if k != 'model')}` "
+        "(max_num_seqs raised from the checkpoint's 2 so a batch can run as one; vLLM's "
+        "multimodal processor cache off so no image is processed faster a second time). "
+        "In one process, one `vllm.LLM` (`bench/cpu/workers/batch.py`): a 2-prompt warm-up, "
+        "one call with 32 prompts, then rounds of 32 calls of one prompt and one call with "
+        "32 more prompts (each set of images new); "
+        + (
+            f"the figures are medians of {len(ip['separate']['all_s'])} rounds (32 calls: "
+            + ", ".join(f"{x:.2f}" for x in ip["separate"]["all_s"])
+            + " s; one call: "
+            + ", ".join(f"{x:.3f}" for x in ip["batched"]["all_s"])
+            + " s). "
+            if "all_s" in ip["separate"]
+            else "one round. "
+        )
+        + "Token counts are vLLM's own (`len(prompt_token_ids)`, "
+        "`len(outputs[0].token_ids)`). Then mmrun in its own process: "
+        f"`{mm['command']}`.",
+        "",
+        "| run | time | prompts | prompts/s | prompt tokens | prompt tok/s | output tokens "
+        "| output tok/s |",
+        "|---|---|---|---|---|---|---|---|",
+        row("one call, first large batch", ip["batched_first"], ip["batched_first"]["s"]),
+        row(
+            f"{ba['prompts']} calls, one prompt each (median)", ip["separate"], ip["separate"]["s"]
+        ),
+        row("one call, new images (median; the figure above)", ip["batched"], ip["batched"]["s"]),
+        row("mmrun `--num-prompts 32`: its `generate_s`", mm, mm["timings"]["generate_s"]),
+        "",
+        "mmrun's `LLM.generate` calls (noted by `bench/cpu/workers/count_calls.py`, which "
+        "runs the CLI unchanged): "
+        + ", ".join(f"{c['prompts']} prompts" for c in mm["llm_calls"])
+        + " (the `--warmup`, then the batch). Its whole run took "
+        f"{_s(mm['wall_s'])} (its timings: "
+        + ", ".join(f"{k} {v:.2f}" for k, v in mm["timings"].items())
+        + ").",
+        "",
+    ]
 
 
 def _repeat(r: dict[str, Any]) -> list[str]:
     rp = r["repeat"]
     run_s = r["overlap"]["median_wall_s"]["mmrun_warm"]
     share = rp["saving_s"] / run_s
-    out = ["### 5. Repeat runs: what a second run could read from disk", "",
-           "Per model, mmrun renders the chat template with the model's processor "
-           "(`mmrun.templates.HFTemplateRenderer(<tiny>).render(...)`, the 12-image prompt); "
-           "`mmrun.support.vllm_info()` reads vLLM's model registry. Each row is a fresh "
-           "process (`bench/cpu/workers/render.py`), in turn: mmrun's order (its load and render, "
-           "then what `vllm.LLM(...)` does in the main process in any case: import vLLM and load "
-           "the same processor through vLLM's helper), and vLLM's part first.", "",
-           "| process | import transformers | load processor | load again | render "
-           "| vllm_info | import vLLM | vLLM loads the processor | all |",
-           "|---|---|---|---|---|---|---|---|---|"]
+    out = [
+        "### 5. Repeat runs: what a second run could read from disk",
+        "",
+        "Per model, mmrun renders the chat template with the model's processor "
+        "(`mmrun.templates.HFTemplateRenderer(<tiny>).render(...)`, the 12-image prompt); "
+        "`mmrun.support.vllm_info()` reads vLLM's model registry. Each row is a fresh "
+        "process (`bench/cpu/workers/render.py`), in turn: mmrun's order (its load and render, "
+        "then what `vllm.LLM(...)` does in the main process in any case: import vLLM and load "
+        "the same processor through vLLM's helper), and vLLM's part first.",
+        "",
+        "| process | import transformers | load processor | load again | render "
+        "| vllm_info | import vLLM | vLLM loads the processor | all |",
+        "|---|---|---|---|---|---|---|---|---|",
+    ]
     for i, p in enumerate(rp["alone"], 1):
-        out.append(f"| {i}: mmrun's order | {_s(p['import_transformers_s'])} "
-                   f"| {_s(p['load_processor_s'])} | {_s(p['load_processor_again_s'])} "
-                   f"| {_ms(p['render_s'])} | {_ms(p['vllm_info_s'])} | {_s(p['import_vllm_s'])} "
-                   f"| {_s(p['vllm_loads_processor_s'])} | {_s(p['total_s'])} |")
+        out.append(
+            f"| {i}: mmrun's order | {_s(p['import_transformers_s'])} "
+            f"| {_s(p['load_processor_s'])} | {_s(p['load_processor_again_s'])} "
+            f"| {_ms(p['render_s'])} | {_ms(p['vllm_info_s'])} | {_s(p['import_vllm_s'])} "
+            f"| {_s(p['vllm_loads_processor_s'])} | {_s(p['total_s'])} |"
+        )
     for i, p in enumerate(rp["after_vllm"], 1):
-        out.append(f"| {i}: vLLM's part first | | {_s(p['load_processor_s'])} | "
-                   f"| {_ms(p['render_s'])} | | {_s(p['import_vllm_s'])} "
-                   f"| {_s(p['vllm_loads_processor_s'])} | {_s(p['total_s'])} |")
-    out += ["",
-            "The first load's time is imports (torch and the image and video processor modules), "
-            "not files: the second process is no faster, a second load in the same process "
-            "is quick, and whichever comes first of mmrun's load and vLLM's pays them (the "
-            f"totals differ by {rp['order_difference_s']:+.2f} s between the two orders). Once "
-            f"vLLM's part is done, mmrun's load and render add {_s(rp['saving_s'])} (median): "
-            f"that is what a cached prompt would save, {share * 100:.2f}% of the {_s(run_s)} "
-            "run with cached media.", ""]
+        out.append(
+            f"| {i}: vLLM's part first | | {_s(p['load_processor_s'])} | "
+            f"| {_ms(p['render_s'])} | | {_s(p['import_vllm_s'])} "
+            f"| {_s(p['vllm_loads_processor_s'])} | {_s(p['total_s'])} |"
+        )
+    out += [
+        "",
+        "The first load's time is imports (torch and the image and video processor modules), "
+        "not files: the second process is no faster, a second load in the same process "
+        "is quick, and whichever comes first of mmrun's load and vLLM's pays them (the "
+        f"totals differ by {rp['order_difference_s']:+.2f} s between the two orders). Once "
+        f"vLLM's part is done, mmrun's load and render add {_s(rp['saving_s'])} (median): "
+        f"that is what a cached prompt would save, {share * 100:.2f}% of the {_s(run_s)} "
+        "run with cached media.",
+        "",
+    ]
     if share >= CACHE_SHARE:
-        out.append(f"Conclusion: worth caching: it costs {_s(rp['saving_s'])} of a "
-                   f"{_s(run_s)} run.")
+        out.append(
+            f"Conclusion: worth caching: it costs {_s(rp['saving_s'])} of a {_s(run_s)} run."
+        )
     else:
         out.append(f"Conclusion: not cached: it costs {_s(rp['saving_s'])} of a {_s(run_s)} run.")
     out.append("")

@@ -32,7 +32,7 @@ def imported_modules(argv: list[str]) -> dict[str, Any]:
     for line in child.stderr.splitlines():
         if not line.startswith("import time:") or "|" not in line:
             continue
-        parts = line[len("import time:"):].split("|")
+        parts = line[len("import time:") :].split("|")
         if not parts[1].strip().isdigit():
             continue  # the header line
         raw = parts[2].rstrip()
@@ -48,8 +48,9 @@ def imported_modules(argv: list[str]) -> dict[str, Any]:
         "heavy_imported": {m: m in tops for m in HEAVY},
         "modules": len(tops),
         "import_total_ms": round(total_us / 1000, 1),
-        "largest_imports_ms": {k: round(v / 1000, 1) for k, v in
-                               sorted(shallow.items(), key=lambda kv: -kv[1])[:5]},
+        "largest_imports_ms": {
+            k: round(v / 1000, 1) for k, v in sorted(shallow.items(), key=lambda kv: -kv[1])[:5]
+        },
     }
 
 
@@ -77,8 +78,11 @@ def run(reps: int, seed_reps: int, tmp: Path) -> dict[str, Any]:
         rss = [r for _, r, _ in runs[key]]
         cpu = [c for _, _, c in runs[key]]
         commands[key] = {
-            "wall_s": walls, "maxrss_mib": rss, "cpu_s": cpu,
-            "median_wall_s": median(walls), "median_maxrss_mib": median(rss),
+            "wall_s": walls,
+            "maxrss_mib": rss,
+            "cpu_s": cpu,
+            "median_wall_s": median(walls),
+            "median_maxrss_mib": median(rss),
             "median_cpu_s": median(cpu),
             "max_maxrss_mib": max(rss),
             **imported_modules(argv),
@@ -95,9 +99,15 @@ def run(reps: int, seed_reps: int, tmp: Path) -> dict[str, Any]:
     cpu = [c for _, _, c in seed_runs]
     return {
         "commands": commands,
-        "baseline": {"what": "python audio_language.py --help (the audio seed, imports vLLM first)",
-                     "wall_s": walls, "maxrss_mib": rss, "cpu_s": cpu,
-                     "median_wall_s": median(walls), "median_maxrss_mib": median(rss),
-                     "median_cpu_s": median(cpu)},
-        "reps": reps, "seed_reps": seed_reps,
+        "baseline": {
+            "what": "python audio_language.py --help (the audio seed, imports vLLM first)",
+            "wall_s": walls,
+            "maxrss_mib": rss,
+            "cpu_s": cpu,
+            "median_wall_s": median(walls),
+            "median_maxrss_mib": median(rss),
+            "median_cpu_s": median(cpu),
+        },
+        "reps": reps,
+        "seed_reps": seed_reps,
     }

@@ -25,8 +25,16 @@ class Tiny:
         return flags
 
     def mmrun(self, *args: str, **overrides: Any) -> list[str]:
-        return [str(BIN / "mmrun"), "image", "-m", KEY, "--model", str(self.path),
-                *self.flags(**overrides), *args]
+        return [
+            str(BIN / "mmrun"),
+            "image",
+            "-m",
+            KEY,
+            "--model",
+            str(self.path),
+            *self.flags(**overrides),
+            *args,
+        ]
 
 
 def build(tmp: Path) -> Tiny:

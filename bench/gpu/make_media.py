@@ -12,7 +12,9 @@ out.mkdir(parents=True, exist_ok=True)
 if len(sys.argv) > 2:  # bench: N distinct random 448x448 images
     rng = np.random.default_rng(2)
     for i in range(int(sys.argv[2])):
-        Image.fromarray(rng.integers(0, 256, (448, 448, 3), dtype=np.uint8)).save(out / f"b{i:03d}.png")
+        Image.fromarray(rng.integers(0, 256, (448, 448, 3), dtype=np.uint8)).save(
+            out / f"b{i:03d}.png"
+        )
 else:
     Image.new("RGB", (112, 84), (255, 0, 0)).save(out / "img0.png")
     Image.new("RGB", (64, 64), (0, 255, 0)).save(out / "img1.png")

@@ -17,5 +17,7 @@ while chunk := proc.stdout.read1(65536):
 code = proc.wait()
 end = time.perf_counter() - start
 shown = "none" if first is None else f"{first:.2f}"
-print(f"rc={code} first_output_s={shown} exit_s={end:.2f} "
-      f"exit_after_output_s={'-' if first is None else f'{end - first:.2f}'} stdout_bytes={size}")
+print(
+    f"rc={code} first_output_s={shown} exit_s={end:.2f} "
+    f"exit_after_output_s={'-' if first is None else f'{end - first:.2f}'} stdout_bytes={size}"
+)

@@ -14,10 +14,12 @@ for path in sorted(res.glob("*.json")):
     outs = doc["outputs"]
     t = doc["timings"]
     rows[path.stem] = doc
-    print(f"{path.stem}: outputs={len(outs)} prompt_tokens={[o['prompt_tokens'] for o in outs][:3]} "
-          f"completion_tokens={sum(o['completion_tokens'] for o in outs)} "
-          f"engine_start={t.get('engine_start_s')} generate={t.get('generate_s')} "
-          f"media={t.get('media_s')} prepare={t.get('prepare_s')} vllm={doc['versions']['vllm']}")
+    print(
+        f"{path.stem}: outputs={len(outs)} prompt_tokens={[o['prompt_tokens'] for o in outs][:3]} "
+        f"completion_tokens={sum(o['completion_tokens'] for o in outs)} "
+        f"engine_start={t.get('engine_start_s')} generate={t.get('generate_s')} "
+        f"media={t.get('media_s')} prepare={t.get('prepare_s')} vllm={doc['versions']['vllm']}"
+    )
 for path in sorted(res.glob("raw-*.log")):
     for line in path.read_text().splitlines():
         if line.startswith(("RESULT", "ENGINE_INIT", "WARMUP")):
@@ -31,10 +33,23 @@ for name, doc in rows.items():
     gen = t["generate_s"]
     pt = sum(o["prompt_tokens"] for o in outs)
     ot = sum(o["completion_tokens"] for o in outs)
-    print("RESULT_MMRUN " + json.dumps({
-        "run": name, "n_prompts": n, "images": len(doc["media"]), "batch_wall_s": round(gen, 3),
-        "prompts_per_s": round(n / gen, 2), "images_per_s": round(len(doc["media"]) / gen, 2),
-        "output_tok_per_s": round(ot / gen, 1), "total_tok_per_s": round((pt + ot) / gen, 1),
-        "engine_start_s": t.get("engine_start_s"), "warmup_s": t.get("warmup_s"),
-        "media_s": t.get("media_s"), "prepare_s": t.get("prepare_s"), "total_s": t.get("total_s"),
-    }))
+    print(
+        "RESULT_MMRUN "
+        + json.dumps(
+            {
+                "run": name,
+                "n_prompts": n,
+                "images": len(doc["media"]),
+                "batch_wall_s": round(gen, 3),
+                "prompts_per_s": round(n / gen, 2),
+                "images_per_s": round(len(doc["media"]) / gen, 2),
+                "output_tok_per_s": round(ot / gen, 1),
+                "total_tok_per_s": round((pt + ot) / gen, 1),
+                "engine_start_s": t.get("engine_start_s"),
+                "warmup_s": t.get("warmup_s"),
+                "media_s": t.get("media_s"),
+                "prepare_s": t.get("prepare_s"),
+                "total_s": t.get("total_s"),
+            }
+        )
+    )

@@ -63,7 +63,8 @@ def _is_usage_error(exc: Exception) -> bool:
     if type(exc).__name__ == "NoArgsIsHelpError":  # bare `mmrun`: the help text is the answer
         return False
     return callable(getattr(exc, "format_message", None)) and isinstance(
-        getattr(exc, "exit_code", None), int)
+        getattr(exc, "exit_code", None), int
+    )
 
 
 @contextlib.contextmanager
@@ -88,8 +89,9 @@ class OneLineErrorsGroup(TyperGroup):
     a value that is not a number) reported as mmrun reports its own: one line on stderr and
     exit code 2, instead of a usage block and a panel. Use it as ``typer.Typer(cls=...)``."""
 
-    def make_context(self, info_name: str | None, args: list[str],
-                     parent: Any = None, **extra: Any) -> Any:
+    def make_context(
+        self, info_name: str | None, args: list[str], parent: Any = None, **extra: Any
+    ) -> Any:
         with _one_line_click_errors():
             return super().make_context(info_name, args, parent, **extra)
 

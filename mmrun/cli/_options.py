@@ -6,36 +6,102 @@ from typing import Annotated
 
 import typer
 
-QuestionOpt = Annotated[str | None, typer.Option(
-    "--question", "-q", help="The question to ask. Default: the seed's question.", show_default=False)]
-MethodOpt = Annotated[str, typer.Option(
-    "--method", help="vLLM method: generate (mmrun renders the prompt) or chat (vLLM does).")]
-NumPromptsOpt = Annotated[int, typer.Option(
-    "--num-prompts", help="Number of prompts, sent to vLLM in one batched call.", min=1)]
-SeedOpt = Annotated[int | None, typer.Option(
-    "--seed", help="Engine seed. Default: none for image, 0 for audio (as the seeds).",
-    show_default=False)]
-MaxTokensOpt = Annotated[int | None, typer.Option(
-    "--max-tokens", help="Tokens to generate per prompt. Default: 256 image, 64 audio.", min=1,
-    show_default=False)]
-TemperatureOpt = Annotated[float | None, typer.Option(
-    "--temperature", help="Sampling temperature. Default: 0 image, 0.2 audio.", min=0.0,
-    show_default=False)]
-ModelOpt = Annotated[str | None, typer.Option(
-    "--model", help="Hugging Face repo id or local path replacing the key's default checkpoint.",
-    show_default=False)]
-TensorParallelOpt = Annotated[int | None, typer.Option(
-    "--tensor-parallel-size", "-tp", help="GPUs to shard the model over.", min=1, show_default=False)]
-EngineArgOpt = Annotated[list[str] | None, typer.Option(
-    "--engine-arg", help="Extra vllm.LLM argument KEY=VALUE (VALUE read as JSON if it parses). Repeatable.",
-    show_default=False)]
-SamplingArgOpt = Annotated[list[str] | None, typer.Option(
-    "--sampling-arg", help="Extra SamplingParams field KEY=VALUE, e.g. ignore_eos=true. Repeatable.",
-    show_default=False)]
-TrustRemoteCodeOpt = Annotated[bool, typer.Option(
-    "--trust-remote-code", help="Allow models that run Python code from their repository.")]
-DryRunOpt = Annotated[bool, typer.Option(
-    "--dry-run", help="Resolve the model, media and full request and print them; do not start vLLM.")]
+QuestionOpt = Annotated[
+    str | None,
+    typer.Option(
+        "--question",
+        "-q",
+        help="The question to ask. Default: the seed's question.",
+        show_default=False,
+    ),
+]
+MethodOpt = Annotated[
+    str,
+    typer.Option(
+        "--method", help="vLLM method: generate (mmrun renders the prompt) or chat (vLLM does)."
+    ),
+]
+NumPromptsOpt = Annotated[
+    int,
+    typer.Option(
+        "--num-prompts", help="Number of prompts, sent to vLLM in one batched call.", min=1
+    ),
+]
+SeedOpt = Annotated[
+    int | None,
+    typer.Option(
+        "--seed",
+        help="Engine seed. Default: none for image, 0 for audio (as the seeds).",
+        show_default=False,
+    ),
+]
+MaxTokensOpt = Annotated[
+    int | None,
+    typer.Option(
+        "--max-tokens",
+        help="Tokens to generate per prompt. Default: 256 image, 64 audio.",
+        min=1,
+        show_default=False,
+    ),
+]
+TemperatureOpt = Annotated[
+    float | None,
+    typer.Option(
+        "--temperature",
+        help="Sampling temperature. Default: 0 image, 0.2 audio.",
+        min=0.0,
+        show_default=False,
+    ),
+]
+ModelOpt = Annotated[
+    str | None,
+    typer.Option(
+        "--model",
+        help="Hugging Face repo id or local path replacing the key's default checkpoint.",
+        show_default=False,
+    ),
+]
+TensorParallelOpt = Annotated[
+    int | None,
+    typer.Option(
+        "--tensor-parallel-size",
+        "-tp",
+        help="GPUs to shard the model over.",
+        min=1,
+        show_default=False,
+    ),
+]
+EngineArgOpt = Annotated[
+    list[str] | None,
+    typer.Option(
+        "--engine-arg",
+        help="Extra vllm.LLM argument KEY=VALUE (VALUE read as JSON if it parses). Repeatable.",
+        show_default=False,
+    ),
+]
+SamplingArgOpt = Annotated[
+    list[str] | None,
+    typer.Option(
+        "--sampling-arg",
+        help="Extra SamplingParams field KEY=VALUE, e.g. ignore_eos=true. Repeatable.",
+        show_default=False,
+    ),
+]
+TrustRemoteCodeOpt = Annotated[
+    bool,
+    typer.Option(
+        "--trust-remote-code", help="Allow models that run Python code from their repository."
+    ),
+]
+DryRunOpt = Annotated[
+    bool,
+    typer.Option(
+        "--dry-run",
+        help="Resolve the model, media and full request and print them; do not start vLLM.",
+    ),
+]
 JsonOpt = Annotated[bool, typer.Option("--json", help="Print one JSON document on stdout.")]
 VerboseOpt = Annotated[bool, typer.Option("--verbose", "-v", help="Show vLLM's own log on stderr.")]
-QuietOpt = Annotated[bool, typer.Option("--quiet", help="Print only the results: no progress or notes.")]
+QuietOpt = Annotated[
+    bool, typer.Option("--quiet", help="Print only the results: no progress or notes.")
+]

@@ -98,8 +98,11 @@ def print_texts(result: RunResult) -> None:
     a blank line; for a dry run, the request's prompt (or its token ids) once."""
     if result.dry_run:
         request = result.request
-        blocks = [request.prompt if request.prompt is not None
-                  else json.dumps(list(request.prompt_token_ids or ()))]
+        blocks = [
+            request.prompt
+            if request.prompt is not None
+            else json.dumps(list(request.prompt_token_ids or ()))
+        ]
     else:
         blocks = [output.text.strip() for output in result.outputs]
     sys.stdout.write("\n\n".join(blocks) + "\n")
@@ -117,10 +120,13 @@ def print_result(result: RunResult, console: Console) -> None:
         _print_plan(result, console)
         return
     for i, output in enumerate(result.outputs):
-        title = (f"prompt {i + 1}/{len(result.outputs)} · {output.prompt_tokens} prompt tokens · "
-                 f"{output.completion_tokens} generated · {output.finish_reason}")
-        console.print(Panel(escape(output.text.strip()) or "[dim](empty)[/]", title=title,
-                            title_align="left"))
+        title = (
+            f"prompt {i + 1}/{len(result.outputs)} · {output.prompt_tokens} prompt tokens · "
+            f"{output.completion_tokens} generated · {output.finish_reason}"
+        )
+        console.print(
+            Panel(escape(output.text.strip()) or "[dim](empty)[/]", title=title, title_align="left")
+        )
     timings = " · ".join(f"{k.removesuffix('_s')} {v:.2f}s" for k, v in result.timings.items())
     console.print(f"[dim]{timings}[/]")
 
@@ -150,8 +156,13 @@ def _print_plan(result: RunResult, console: Console) -> None:
     if result.request.prompt is not None:
         console.print(Panel(escape(result.request.prompt), title="prompt", title_align="left"))
     else:
-        console.print(Panel(str(list(result.request.prompt_token_ids or ())), title="prompt token ids",
-                            title_align="left"))
+        console.print(
+            Panel(
+                str(list(result.request.prompt_token_ids or ())),
+                title="prompt token ids",
+                title_align="left",
+            )
+        )
 
 
 class DownloadProgress:
@@ -179,9 +190,13 @@ class DownloadProgress:
             if self._progress is None:
                 from rich.progress import DownloadColumn, Progress, TextColumn, TransferSpeedColumn
 
-                self._progress = Progress(TextColumn("{task.description}"), DownloadColumn(),
-                                          TransferSpeedColumn(), console=self._console,
-                                          transient=True)
+                self._progress = Progress(
+                    TextColumn("{task.description}"),
+                    DownloadColumn(),
+                    TransferSpeedColumn(),
+                    console=self._console,
+                    transient=True,
+                )
                 self._progress.start()
             if url not in self._tasks:
                 name = url.rsplit("/", 1)[-1][:40] or url[:40]

@@ -19,7 +19,7 @@ app = typer.Typer(
     name="mmrun",
     cls=OneLineErrorsGroup,
     help="Run vision-language and audio-language models on images and audio through vLLM, "
-         "with the right prompt format for each model.",
+    "with the right prompt format for each model.",
     no_args_is_help=True,
     pretty_exceptions_enable=False,
     # Typer's Rich help and error panels keep bold and dim under NO_COLOR; its plain
@@ -37,8 +37,9 @@ def _version(value: bool) -> None:
 
 @app.callback()
 def root(
-    version: bool = typer.Option(False, "--version", callback=_version, is_eager=True,
-                                 help="Print the version and exit."),
+    version: bool = typer.Option(
+        False, "--version", callback=_version, is_eager=True, help="Print the version and exit."
+    ),
 ) -> None:
     """mmrun: one command to run a multimodal model through vLLM."""
 

@@ -16,11 +16,14 @@ def model_rows(modality: str | None = None) -> list[dict[str, Any]]:
     """One row per model key: what `mmrun models --json` prints and docs/models.md shows."""
     registry = get_registry()
     if modality is not None and modality not in registry.modalities:
-        raise UsageError(f"unknown modality {modality!r}",
-                         hint=f"use one of: {', '.join(registry.modalities)}")
+        raise UsageError(
+            f"unknown modality {modality!r}", hint=f"use one of: {', '.join(registry.modalities)}"
+        )
     info = vllm_info()
-    return [_row(spec, info.supports(spec.architecture), info.removed.get(spec.architecture))
-            for spec in registry.specs(modality)]
+    return [
+        _row(spec, info.supports(spec.architecture), info.removed.get(spec.architecture))
+        for spec in registry.specs(modality)
+    ]
 
 
 def _row(spec: LoaderSpec, supported: bool | None, last_version: str | None) -> dict[str, Any]:
@@ -44,8 +47,9 @@ def _row(spec: LoaderSpec, supported: bool | None, last_version: str | None) -> 
 
 @error_boundary
 def models(
-    modality: Annotated[str | None, typer.Argument(help="image or audio (default: all).",
-                                                      show_default=False)] = None,
+    modality: Annotated[
+        str | None, typer.Argument(help="image or audio (default: all).", show_default=False)
+    ] = None,
     json_out: o.JsonOpt = False,
 ) -> None:
     """List the model keys, their checkpoints, media limits and vLLM support."""
@@ -64,8 +68,13 @@ def models(
         supported = {True: "[green]yes[/]", False: "[red]no[/]", None: "?"}[row["vllm_supported"]]
         if row["vllm_last_supported"] and not row["vllm_supported"]:
             supported += f" (≤{row['vllm_last_supported']})"
-        table.add_row(row["key"], row["modality"], row["repo_id"],
-                      "any" if row["max_items"] is None else str(row["max_items"]),
-                      ",".join(row["methods"]), "yes" if row["trust_remote_code"] else "",
-                      supported)
+        table.add_row(
+            row["key"],
+            row["modality"],
+            row["repo_id"],
+            "any" if row["max_items"] is None else str(row["max_items"]),
+            ",".join(row["methods"]),
+            "yes" if row["trust_remote_code"] else "",
+            supported,
+        )
     stdout_console().print(table)

@@ -13,9 +13,9 @@ from mmrun.errors import UsageError
 
 EPILOGS = {
     "image": "Examples:\n\n  mmrun image -m qwen2_5_vl -n 4\n\n"
-             "  mmrun image -m idefics3 -i a.png -i b.png --dry-run --json",
+    "  mmrun image -m idefics3 -i a.png -i b.png --dry-run --json",
     "audio": "Examples:\n\n  mmrun audio -m whisper\n\n"
-             "  mmrun audio -m qwen2_audio -a a.wav -a b.wav --json",
+    "  mmrun audio -m qwen2_audio -a a.wav -a b.wav --json",
 }
 
 
@@ -70,8 +70,13 @@ def _execute(modality: str, sources: list[str] | None, count: int | None, **kw: 
     progress = DownloadProgress(err) if not quiet else None
     try:
         with engine_output(quiet):
-            result = run(opts, get_registry(), HFTemplateRenderer, on_engine_start=announce,
-                         on_progress=progress)
+            result = run(
+                opts,
+                get_registry(),
+                HFTemplateRenderer,
+                on_engine_start=announce,
+                on_progress=progress,
+            )
     finally:
         if progress is not None:
             progress.close()
@@ -97,8 +102,11 @@ def _model_key_completion(modality: str) -> Callable[[str], list[tuple[str, str]
     def complete(incomplete: str) -> list[tuple[str, str]]:
         from mmrun.plugins import get_registry
 
-        return [(spec.key, spec.repo_id) for spec in get_registry().specs(modality)
-                if spec.key.startswith(incomplete)]
+        return [
+            (spec.key, spec.repo_id)
+            for spec in get_registry().specs(modality)
+            if spec.key.startswith(incomplete)
+        ]
 
     return complete
 
@@ -111,19 +119,44 @@ def make_command(modality: str) -> Callable[..., None]:
 
     @error_boundary
     def command(
-        key: Annotated[str | None, typer.Option(
-            "--model-type", "-m", help="Model key (see `mmrun models`). Default: the modality's seed default.",
-            show_default=False, autocompletion=_model_key_completion(modality))] = None,
-        sources: Annotated[list[str] | None, typer.Option(
-            source_flag, short, help=f"An {noun} file: local path, http(s) URL or data: URI. Repeatable.",
-            show_default=False)] = None,
-        count: Annotated[int | None, typer.Option(
-            count_flag, "-n", help=f"Number of default {noun}s per prompt (the seed's assets).",
-            show_default=False)] = None,
-        per_prompt: Annotated[int | None, typer.Option(
-            "--per-prompt", help=f"Split the named {noun}s into prompts of this many each "
-            f"(e.g. 256 files, --per-prompt 4: 64 prompts in one batch).", min=1,
-            show_default=False)] = None,
+        key: Annotated[
+            str | None,
+            typer.Option(
+                "--model-type",
+                "-m",
+                help="Model key (see `mmrun models`). Default: the modality's seed default.",
+                show_default=False,
+                autocompletion=_model_key_completion(modality),
+            ),
+        ] = None,
+        sources: Annotated[
+            list[str] | None,
+            typer.Option(
+                source_flag,
+                short,
+                help=f"An {noun} file: local path, http(s) URL or data: URI. Repeatable.",
+                show_default=False,
+            ),
+        ] = None,
+        count: Annotated[
+            int | None,
+            typer.Option(
+                count_flag,
+                "-n",
+                help=f"Number of default {noun}s per prompt (the seed's assets).",
+                show_default=False,
+            ),
+        ] = None,
+        per_prompt: Annotated[
+            int | None,
+            typer.Option(
+                "--per-prompt",
+                help=f"Split the named {noun}s into prompts of this many each "
+                f"(e.g. 256 files, --per-prompt 4: 64 prompts in one batch).",
+                min=1,
+                show_default=False,
+            ),
+        ] = None,
         question: o.QuestionOpt = None,
         method: o.MethodOpt = "generate",
         num_prompts: o.NumPromptsOpt = 1,
@@ -134,9 +167,14 @@ def make_command(modality: str) -> Callable[..., None]:
         tensor_parallel_size: o.TensorParallelOpt = None,
         engine_arg: o.EngineArgOpt = None,
         sampling_arg: o.SamplingArgOpt = None,
-        warmup: Annotated[int, typer.Option(
-            "--warmup", help="Run the first N prompts once before the timed batch (benchmarks).",
-            min=0)] = 0,
+        warmup: Annotated[
+            int,
+            typer.Option(
+                "--warmup",
+                help="Run the first N prompts once before the timed batch (benchmarks).",
+                min=0,
+            ),
+        ] = 0,
         trust_remote_code: o.TrustRemoteCodeOpt = False,
         dry_run: o.DryRunOpt = False,
         json_out: o.JsonOpt = False,
@@ -144,11 +182,27 @@ def make_command(modality: str) -> Callable[..., None]:
         quiet: o.QuietOpt = False,
     ) -> None:
         _execute(
-            modality, sources, count, per_prompt=per_prompt, key=key, question=question, method=method,
-            num_prompts=num_prompts, seed=seed, max_tokens=max_tokens, temperature=temperature,
-            model=model, tensor_parallel_size=tensor_parallel_size, engine_arg=engine_arg,
-            sampling_arg=sampling_arg, warmup=warmup, trust_remote_code=trust_remote_code, dry_run=dry_run,
-            json_out=json_out, verbose=verbose, quiet=quiet,
+            modality,
+            sources,
+            count,
+            per_prompt=per_prompt,
+            key=key,
+            question=question,
+            method=method,
+            num_prompts=num_prompts,
+            seed=seed,
+            max_tokens=max_tokens,
+            temperature=temperature,
+            model=model,
+            tensor_parallel_size=tensor_parallel_size,
+            engine_arg=engine_arg,
+            sampling_arg=sampling_arg,
+            warmup=warmup,
+            trust_remote_code=trust_remote_code,
+            dry_run=dry_run,
+            json_out=json_out,
+            verbose=verbose,
+            quiet=quiet,
         )
 
     command.__doc__ = {

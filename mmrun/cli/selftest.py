@@ -43,8 +43,10 @@ def _write_media(folder: Path) -> dict[str, list[str]]:
 def selftest(
     json_out: o.JsonOpt = False,
     verbose: o.VerboseOpt = False,
-    keep: Annotated[Path | None, typer.Option(
-        "--keep", help="Build into this folder and keep it.", show_default=False)] = None,
+    keep: Annotated[
+        Path | None,
+        typer.Option("--keep", help="Build into this folder and keep it.", show_default=False),
+    ] = None,
 ) -> None:
     """Check the installed vLLM offline: tiny image and audio models, end to end."""
     from mmrun.cli._output import print_json, stderr_console, stdout_console, stdout_to_stderr
@@ -77,30 +79,42 @@ def selftest(
     folder.mkdir(parents=True, exist_ok=True)
     try:
         registry = get_registry()
-        version = step("vLLM is installed and supports the selftest models",
-                       lambda: {check_supported(registry.get(m, k)) for m, k in CASES}.pop())
+        version = step(
+            "vLLM is installed and supports the selftest models",
+            lambda: {check_supported(registry.get(m, k)) for m, k in CASES}.pop(),
+        )
         media = step("write test media", lambda: _write_media(folder))
         for modality, key in CASES:
             build = builders()[(modality, key)]
             checkpoint = step(f"build tiny {key} checkpoint", partial(build, folder / key))
             opts = RunOptions(
-                modality=modality, key=key, model=str(checkpoint.path), sources=tuple(media[modality]),
-                max_tokens=8, num_prompts=2,
+                modality=modality,
+                key=key,
+                model=str(checkpoint.path),
+                sources=tuple(media[modality]),
+                max_tokens=8,
+                num_prompts=2,
                 # Eager: a check of the install, not of torch.compile (which adds ~40 s per start).
                 engine_args={**checkpoint.engine_args, "enforce_eager": True},
             )
-            result = step(f"run {key} through vLLM (generate, 2 prompts)",
-                          partial(run, opts, registry, HFTemplateRenderer))
+            result = step(
+                f"run {key} through vLLM (generate, 2 prompts)",
+                partial(run, opts, registry, HFTemplateRenderer),
+            )
             result.close()
             outputs = result.outputs
             if len(outputs) != 2 or not all(out.completion_tokens > 0 for out in outputs):
                 raise EngineError(f"{key}: expected 2 outputs with tokens, got {outputs}")
-            steps[-1].update(prompt_tokens=outputs[0].prompt_tokens,
-                             engine_start_s=round(result.timings.get("engine_start_s", 0.0), 2))
+            steps[-1].update(
+                prompt_tokens=outputs[0].prompt_tokens,
+                engine_start_s=round(result.timings.get("engine_start_s", 0.0), 2),
+            )
     finally:
         if keep is None:  # the tiny checkpoints and media were only for this check
             shutil.rmtree(folder, ignore_errors=True)
     if json_out:
         print_json({"ok": True, "vllm": version, "steps": steps})
     else:
-        stdout_console().print(f"[bold green]selftest passed[/] (vLLM {version}, {len(steps)} steps)")
+        stdout_console().print(
+            f"[bold green]selftest passed[/] (vLLM {version}, {len(steps)} steps)"
+        )

@@ -36,15 +36,37 @@ def items_per_prompt(modality: str, key: str) -> int:
     return 2 if spec.max_items is None else spec.max_items
 
 
-def run_cli(modality: str, key: str, checkpoint: TinyCheckpoint, server_url: str,
-            *extra: str) -> dict[str, Any]:
+def run_cli(
+    modality: str, key: str, checkpoint: TinyCheckpoint, server_url: str, *extra: str
+) -> dict[str, Any]:
     engine_args = [f"--engine-arg={k}={json.dumps(v)}" for k, v in checkpoint.engine_args.items()]
-    engine_args += [f"--sampling-arg={k}={json.dumps(v)}" for k, v in checkpoint.sampling_args.items()]
+    engine_args += [
+        f"--sampling-arg={k}={json.dumps(v)}" for k, v in checkpoint.sampling_args.items()
+    ]
     # Eager mode: torch.compile adds about 40 s to each engine start on these CPUs. One
     # worker: the seeds shard the big models (-tp 2 to 8); a tiny one runs on one CPU node.
-    args = [sys.executable, "-m", "mmrun", modality, "-m", key, "--model", str(checkpoint.path),
-            "-n", str(items_per_prompt(modality, key)), "--max-tokens", "6", "--json",
-            "--trust-remote-code", "--engine-arg", "enforce_eager=true", "-tp", "1", *engine_args, *extra]
+    args = [
+        sys.executable,
+        "-m",
+        "mmrun",
+        modality,
+        "-m",
+        key,
+        "--model",
+        str(checkpoint.path),
+        "-n",
+        str(items_per_prompt(modality, key)),
+        "--max-tokens",
+        "6",
+        "--json",
+        "--trust-remote-code",
+        "--engine-arg",
+        "enforce_eager=true",
+        "-tp",
+        "1",
+        *engine_args,
+        *extra,
+    ]
     env = {**os.environ, "MMRUN_ASSETS_BASE_URL": server_url, "HF_HUB_OFFLINE": "1"}
     proc = subprocess.run(args, capture_output=True, text=True, env=env, timeout=900)
     assert proc.returncode == 0, proc.stderr[-3000:]
@@ -80,7 +102,9 @@ def check_outputs(doc: dict[str, Any], text_tokens: int, encoder_decoder: bool) 
 
 
 @pytest.mark.parametrize(("modality", "key"), CASES, ids=[f"{m}-{k}" for m, k in CASES])
-def test_generate_and_chat(modality: str, key: str, tiny_checkpoint: Any, media_server: Any) -> None:
+def test_generate_and_chat(
+    modality: str, key: str, tiny_checkpoint: Any, media_server: Any
+) -> None:
     spec = REGISTRY.get(modality, key)
     checkpoint = tiny_checkpoint(modality, key)
     encoder_decoder = spec.architecture in ENCODER_DECODER
@@ -91,17 +115,31 @@ def test_generate_and_chat(modality: str, key: str, tiny_checkpoint: Any, media_
     text_tokens = text_only_tokens(checkpoint, doc)
     check_outputs(doc, text_tokens, encoder_decoder)
     if "chat" in spec.methods and has_chat_template(checkpoint):
-        chat = run_cli(modality, key, checkpoint, media_server.url, "--method", "chat",
-                       "--num-prompts", str(NUM_PROMPTS))
+        chat = run_cli(
+            modality,
+            key,
+            checkpoint,
+            media_server.url,
+            "--method",
+            "chat",
+            "--num-prompts",
+            str(NUM_PROMPTS),
+        )
         assert chat["method"] == "chat"
         check_outputs(chat, text_tokens, encoder_decoder)
 
 
 @pytest.mark.parametrize(("modality", "key"), [("image", "qwen2_5_vl"), ("audio", "whisper")])
-def test_same_seed_same_text(modality: str, key: str, tiny_checkpoint: Any, media_server: Any) -> None:
+def test_same_seed_same_text(
+    modality: str, key: str, tiny_checkpoint: Any, media_server: Any
+) -> None:
     checkpoint = tiny_checkpoint(modality, key)
-    runs = [run_cli(modality, key, checkpoint, media_server.url, "--seed", "1234",
-                    "--temperature", "1.0") for _ in range(2)]
+    runs = [
+        run_cli(
+            modality, key, checkpoint, media_server.url, "--seed", "1234", "--temperature", "1.0"
+        )
+        for _ in range(2)
+    ]
     texts = [[o["text"] for o in run["outputs"]] for run in runs]
     assert texts[0] == texts[1]
     assert all(o["completion_tokens"] > 0 for o in runs[0]["outputs"])

@@ -125,9 +125,22 @@ def test_ctrl_c_during_a_slow_download(media_server: Any, isolated_cache: Path) 
     media_server.latency_s = 30  # the server answers after 30 s
     env = {**os.environ, "MMRUN_DOWNLOAD_TIMEOUT": "60"}
     proc = subprocess.Popen(
-        [sys.executable, "-m", "mmrun", "image", "-m", "mistral3", "-i",
-         f"{media_server.url}/blue.png", "--dry-run"],
-        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env)
+        [
+            sys.executable,
+            "-m",
+            "mmrun",
+            "image",
+            "-m",
+            "mistral3",
+            "-i",
+            f"{media_server.url}/blue.png",
+            "--dry-run",
+        ],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        env=env,
+    )
     try:
         wait_for(lambda: bool(media_server.requests), 30, "the download to start")
         time.sleep(0.3)
@@ -144,6 +157,7 @@ def test_ctrl_c_during_a_slow_download(media_server: Any, isolated_cache: Path) 
 
 
 # --- the real engine -----------------------------------------------------------------------------
+
 
 @pytest.fixture(scope="module")
 def checkpoint(tiny_checkpoint: Callable[[str, str], TinyCheckpoint]) -> TinyCheckpoint:
@@ -162,23 +176,44 @@ def image(tmp_path: Path) -> Path:
 
 
 @pytest.fixture
-def run_mmrun(tmp_path: Path, checkpoint: TinyCheckpoint,
-              image: Path) -> Iterator[Callable[..., subprocess.Popen[str]]]:
+def run_mmrun(
+    tmp_path: Path, checkpoint: TinyCheckpoint, image: Path
+) -> Iterator[Callable[..., subprocess.Popen[str]]]:
     """Starts ``mmrun image -m qwen2_5_vl`` on the tiny checkpoint; kills what is left at the
     end (a test that fails must not leave an engine running)."""
     script = tmp_path / "mmrun_with_marker.py"
     script.write_text(WRAPPER)
     started: list[subprocess.Popen[str]] = []
 
-    def start(*extra: str, media: str = str(image), drop: tuple[str, ...] = (),
-              **env_vars: str) -> subprocess.Popen[str]:
+    def start(
+        *extra: str, media: str = str(image), drop: tuple[str, ...] = (), **env_vars: str
+    ) -> subprocess.Popen[str]:
         engine_args = [f"--engine-arg={k}={v}" for k, v in checkpoint.engine_args.items()]
-        env = {**{k: v for k, v in os.environ.items() if k not in drop}, "HF_HUB_OFFLINE": "1",
-               "MMRUN_TEST_GENERATING": str(tmp_path / "generating"), **env_vars}
+        env = {
+            **{k: v for k, v in os.environ.items() if k not in drop},
+            "HF_HUB_OFFLINE": "1",
+            "MMRUN_TEST_GENERATING": str(tmp_path / "generating"),
+            **env_vars,
+        }
         proc = subprocess.Popen(
-            [sys.executable, str(script), "image", "-m", KEY[1], "--model", str(checkpoint.path),
-             "-i", media, *engine_args, *extra],
-            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env)
+            [
+                sys.executable,
+                str(script),
+                "image",
+                "-m",
+                KEY[1],
+                "--model",
+                str(checkpoint.path),
+                "-i",
+                media,
+                *engine_args,
+                *extra,
+            ],
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+            env=env,
+        )
         started.append(proc)
         return proc
 
@@ -216,10 +251,12 @@ def test_ctrl_c_while_the_engine_starts(run_mmrun: Callable[..., subprocess.Pope
 
 
 @pytest.mark.e2e
-def test_ctrl_c_during_generation(run_mmrun: Callable[..., subprocess.Popen[str]],
-                                  tmp_path: Path) -> None:
-    proc = run_mmrun("--quiet", "--num-prompts", "4", "--max-tokens", "1500",
-                     "--sampling-arg", "ignore_eos=true")
+def test_ctrl_c_during_generation(
+    run_mmrun: Callable[..., subprocess.Popen[str]], tmp_path: Path
+) -> None:
+    proc = run_mmrun(
+        "--quiet", "--num-prompts", "4", "--max-tokens", "1500", "--sampling-arg", "ignore_eos=true"
+    )
     tree = Tree(proc.pid)
     marker = tmp_path / "generating"
     wait_for(lambda: marker.exists() or proc.poll() is not None, 300, "generation")
@@ -245,13 +282,15 @@ def test_a_failed_start_names_the_reason(run_mmrun: Callable[..., subprocess.Pop
     """vLLM's CPU worker refuses to start when less memory is free than the share it was
     given; the process that started the engine hears only "Engine core initialization
     failed. See root cause above." (and with --quiet nothing is above)."""
-    proc = run_mmrun("--quiet", "--engine-arg", "gpu_memory_utilization=0.999",
-                     drop=("VLLM_CPU_KVCACHE_SPACE",))
+    proc = run_mmrun(
+        "--quiet", "--engine-arg", "gpu_memory_utilization=0.999", drop=("VLLM_CPU_KVCACHE_SPACE",)
+    )
     out, err = proc.communicate(timeout=300)
     assert proc.returncode == 1, err[-3000:]
     assert out == "" and err.count("\n") == 1, err[-3000:]
-    assert err.startswith("mmrun: error: not enough free memory for the engine: ValueError: "
-                          "Available memory on node"), err
+    assert err.startswith(
+        "mmrun: error: not enough free memory for the engine: ValueError: Available memory on node"
+    ), err
     assert "gpu_memory_utilization" in err
 
 
@@ -264,7 +303,8 @@ def gone_within(tree: Tree, seconds: float) -> list[str]:
 
 @pytest.mark.e2e
 def test_a_download_that_fails_while_the_engine_starts_stops_it(
-        run_mmrun: Callable[..., subprocess.Popen[str]], media_server: Any) -> None:
+    run_mmrun: Callable[..., subprocess.Popen[str]], media_server: Any
+) -> None:
     media_server.hold.clear()  # the request waits until the engine core is up
     proc = run_mmrun("--quiet", media=f"{media_server.url}/missing.png")
     tree = Tree(proc.pid)
@@ -285,7 +325,8 @@ def test_a_download_that_fails_while_the_engine_starts_stops_it(
 
 @pytest.mark.e2e
 def test_a_finished_run_exits_at_once_and_leaves_nothing_behind(
-        run_mmrun: Callable[..., subprocess.Popen[str]], request: pytest.FixtureRequest) -> None:
+    run_mmrun: Callable[..., subprocess.Popen[str]], request: pytest.FixtureRequest
+) -> None:
     """vLLM's own stop takes ~4.5 s and the interpreter's teardown ~2 s more after the results
     are printed (CPU engine); mmrun kills the engine and skips the teardown. vLLM leaves its
     ZMQ socket files in the temporary folder; mmrun gives them a folder that it removes."""

@@ -14,9 +14,13 @@ pytestmark = pytest.mark.e2e
 
 def test_selftest_passes_offline(tmp_path) -> None:  # type: ignore[no-untyped-def]
     env = {**os.environ, "HF_HUB_OFFLINE": "1", "MMRUN_CACHE_DIR": str(tmp_path / "cache")}
-    proc = subprocess.run([sys.executable, "-m", "mmrun", "selftest", "--json", "--keep",
-                           str(tmp_path / "build")], capture_output=True, text=True, env=env,
-                          timeout=900)
+    proc = subprocess.run(
+        [sys.executable, "-m", "mmrun", "selftest", "--json", "--keep", str(tmp_path / "build")],
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=900,
+    )
     assert proc.returncode == 0, proc.stderr[-3000:]
     doc = json.loads(proc.stdout)
     assert doc["ok"] is True and doc["vllm"]

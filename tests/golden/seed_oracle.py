@@ -54,7 +54,9 @@ class RecordingRenderer:
     def __init__(self) -> None:
         self.lookups: list[str] = []
 
-    def render(self, messages: Sequence[Any], *, source: str, chat_template: str | None = None) -> str:
+    def render(
+        self, messages: Sequence[Any], *, source: str, chat_template: str | None = None
+    ) -> str:
         return render(source, messages, chat_template)
 
     def token_id(self, token: str) -> int:
@@ -85,9 +87,13 @@ class _FakeTemplates:
         self.source = source
         self.eos_token_id = EOS_TOKEN_ID
 
-    def apply_chat_template(self, messages: Any, tokenize: bool = False,
-                            add_generation_prompt: bool = True,
-                            chat_template: str | None = None) -> str:
+    def apply_chat_template(
+        self,
+        messages: Any,
+        tokenize: bool = False,
+        add_generation_prompt: bool = True,
+        chat_template: str | None = None,
+    ) -> str:
         assert tokenize is False and add_generation_prompt is True
         return render(self.source, messages, chat_template)
 
@@ -133,9 +139,13 @@ def _stand_ins() -> Iterator[None]:
         "vllm.lora": _module("vllm.lora"),
         "vllm.lora.request": _module("vllm.lora.request", LoRARequest=_LoRARequest),
         "vllm.multimodal": _module("vllm.multimodal"),
-        "vllm.multimodal.utils": _module("vllm.multimodal.utils", fetch_image=lambda url: _FakeImage()),
+        "vllm.multimodal.utils": _module(
+            "vllm.multimodal.utils", fetch_image=lambda url: _FakeImage()
+        ),
         "vllm.utils": _module("vllm.utils", FlexibleArgumentParser=object),
-        "vllm.utils.argparse_utils": _module("vllm.utils.argparse_utils", FlexibleArgumentParser=object),
+        "vllm.utils.argparse_utils": _module(
+            "vllm.utils.argparse_utils", FlexibleArgumentParser=object
+        ),
         "vllm.assets": _module("vllm.assets"),
         "vllm.assets.audio": _module("vllm.assets.audio", AudioAsset=lambda name: name),
         "transformers": _module(

@@ -23,7 +23,9 @@ from mmrun.request import LoaderContext
 REGISTRY = builtin_registry()
 GOLDEN = Path(__file__).parent / "requests"
 MEDIA_DEPENDENT = {("audio", "voxtral")}
-CASES = [(s.modality, s.key) for s in REGISTRY.specs() if (s.modality, s.key) not in MEDIA_DEPENDENT]
+CASES = [
+    (s.modality, s.key) for s in REGISTRY.specs() if (s.modality, s.key) not in MEDIA_DEPENDENT
+]
 
 
 def build(modality: str, key: str) -> dict[str, Any]:
@@ -36,7 +38,9 @@ def build(modality: str, key: str) -> dict[str, Any]:
     return {
         "question": question,
         "num_items": count,
-        "engine_args": compose_engine_args(spec, request, model=spec.repo_id, num_items=count, seed=None),
+        "engine_args": compose_engine_args(
+            spec, request, model=spec.repo_id, num_items=count, seed=None
+        ),
         "prompt": request.prompt,
         "prompt_token_ids": request.prompt_token_ids,
         "stop_tokens_looked_up": renderer.lookups,

@@ -35,7 +35,9 @@ CASES = [("image", key) for key in oracle.seed_keys(oracle.IMAGE_SEED)] + [
 def _counts(modality: str, key: str) -> list[int]:
     spec = REGISTRY.get(modality, key)
     wanted = [1, 3] if modality == "image" else [0, 1, 2]
-    return [n for n in wanted if n >= spec.min_items and (spec.max_items is None or n <= spec.max_items)]
+    return [
+        n for n in wanted if n >= spec.min_items and (spec.max_items is None or n <= spec.max_items)
+    ]
 
 
 def test_every_seed_key_is_registered() -> None:
@@ -56,8 +58,9 @@ def test_request_matches_seed(modality: str, key: str) -> None:
         else:
             seed = oracle.audio_request(key, question, count)
         model = seed.engine_args["model"]
-        ctx = LoaderContext(question=question, num_items=count, model=model,
-                            templates=oracle.RecordingRenderer())
+        ctx = LoaderContext(
+            question=question, num_items=count, model=model, templates=oracle.RecordingRenderer()
+        )
         request = spec(ctx)
         engine_args = compose_engine_args(spec, request, model=model, num_items=count, seed=None)
 
@@ -81,12 +84,16 @@ def test_request_matches_seed(modality: str, key: str) -> None:
             assert spec.repo_id == model, key
 
 
-def _image_request_and_seed(key: str) -> tuple[dict[str, object], dict[str, object], object, object]:
+def _image_request_and_seed(
+    key: str,
+) -> tuple[dict[str, object], dict[str, object], object, object]:
     spec = REGISTRY.get("image", key)
     question = REGISTRY.modalities["image"].question(2)
     seed = oracle.image_request(key, question, 2)
     model = seed.engine_args["model"]
-    ctx = LoaderContext(question=question, num_items=2, model=model, templates=oracle.RecordingRenderer())
+    ctx = LoaderContext(
+        question=question, num_items=2, model=model, templates=oracle.RecordingRenderer()
+    )
     request = spec(ctx)
     engine_args = compose_engine_args(spec, request, model=model, num_items=2, seed=None)
     expected = dict(seed.engine_args, limit_mm_per_prompt={"image": 2, "video": 0, "audio": 0})

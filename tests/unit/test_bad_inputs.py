@@ -54,8 +54,14 @@ def cli(*args: str, env: dict[str, str] | None = None) -> Outcome:
 
 
 def mmrun(*args: str, env: dict[str, str] | None = None, **popen: Any) -> Outcome:
-    proc = subprocess.run([sys.executable, "-m", "mmrun", *args], capture_output=True,
-                          text=True, env={**os.environ, **(env or {})}, timeout=120, **popen)
+    proc = subprocess.run(
+        [sys.executable, "-m", "mmrun", *args],
+        capture_output=True,
+        text=True,
+        env={**os.environ, **(env or {})},
+        timeout=120,
+        **popen,
+    )
     return Outcome(proc.returncode, proc.stdout, proc.stderr)
 
 
@@ -90,8 +96,12 @@ def bomb_png(width: int, height: int) -> bytes:
     packer = zlib.compressobj(9)
     pixels = b"".join(packer.compress(row) for _ in range(height)) + packer.flush()
     header = struct.pack(">IIBBBBB", width, height, 1, 0, 0, 0, 0)
-    return (b"\x89PNG\r\n\x1a\n" + _png_chunk(b"IHDR", header) + _png_chunk(b"IDAT", pixels)
-            + _png_chunk(b"IEND", b""))
+    return (
+        b"\x89PNG\r\n\x1a\n"
+        + _png_chunk(b"IHDR", header)
+        + _png_chunk(b"IDAT", pixels)
+        + _png_chunk(b"IEND", b"")
+    )
 
 
 @pytest.fixture(scope="session")
@@ -111,8 +121,13 @@ def bad(tmp_path_factory: pytest.TempPathFactory) -> Path:
     (folder / "blue.png").write_bytes(PNG)
     (folder / "not-audio.wav").write_bytes(b"RIFF? no: just some text pretending to be a wav\n")
     t = np.linspace(0, 31, 16000 * 31, dtype=np.float32)
-    soundfile.write(folder / "long.ogg", 0.3 * np.sin(2 * np.pi * 440 * t), 16000,
-                    format="OGG", subtype="VORBIS")
+    soundfile.write(
+        folder / "long.ogg",
+        0.3 * np.sin(2 * np.pi * 440 * t),
+        16000,
+        format="OGG",
+        subtype="VORBIS",
+    )
     ogg = (folder / "long.ogg").read_bytes()
     (folder / "corrupt.ogg").write_bytes(ogg[:200] + b"\0" * 500 + ogg[700:4000])
     soundfile.write(folder / "short.wav", 0.3 * np.sin(2 * np.pi * 440 * t[:16000]), 16000)
@@ -141,8 +156,15 @@ def engine_env() -> Iterator[None]:
     """A real (not dry) run sets vLLM's logging variables; keep them out of the session."""
     from mmrun import engine
 
-    names = ("VLLM_LOGGING_LEVEL", "VLLM_LOGGING_STREAM", "TOKENIZERS_PARALLELISM",
-             "TRANSFORMERS_VERBOSITY", "PYTHONWARNINGS", engine.RPC_DIR_ENV, "MMRUN_ENGINE_LOG")
+    names = (
+        "VLLM_LOGGING_LEVEL",
+        "VLLM_LOGGING_STREAM",
+        "TOKENIZERS_PARALLELISM",
+        "TRANSFORMERS_VERBOSITY",
+        "PYTHONWARNINGS",
+        engine.RPC_DIR_ENV,
+        "MMRUN_ENGINE_LOG",
+    )
     saved = {name: os.environ.get(name) for name in names}
     yield
     engine.remove_temporary_files()
@@ -160,11 +182,17 @@ DRY = ("--dry-run",)
 # --- the command line itself ----------------------------------------------------------------
 
 
-@pytest.mark.parametrize(("args", "fragments"), [
-    (["image", "-m", "qwen25_vl"], ["unknown image model 'qwen25_vl'", "did you mean 'qwen2_5_vl'"]),
-    (["image", "-m", "whisper"], ["'whisper' is an audio model", "mmrun audio -m whisper"]),
-    (["audio", "-m", "zzzzzz"], ["unknown audio model", "mmrun models audio"]),
-])
+@pytest.mark.parametrize(
+    ("args", "fragments"),
+    [
+        (
+            ["image", "-m", "qwen25_vl"],
+            ["unknown image model 'qwen25_vl'", "did you mean 'qwen2_5_vl'"],
+        ),
+        (["image", "-m", "whisper"], ["'whisper' is an audio model", "mmrun audio -m whisper"]),
+        (["audio", "-m", "zzzzzz"], ["unknown audio model", "mmrun models audio"]),
+    ],
+)
 def test_unknown_model_key(args: list[str], fragments: list[str], isolated_cache: Path) -> None:
     check(cli(*args, *DRY), EXIT_USAGE, *fragments, cache=isolated_cache)
 
@@ -179,19 +207,22 @@ CLICK_ERRORS = [
 ONE_LINE_GROUP_WIRED = app.info.cls is OneLineErrorsGroup
 
 
-@pytest.mark.xfail(not ONE_LINE_GROUP_WIRED, strict=True,
-                   reason="mmrun/cli/main.py must build the app with "
-                          "typer.Typer(cls=OneLineErrorsGroup, ...)")
+@pytest.mark.xfail(
+    not ONE_LINE_GROUP_WIRED,
+    strict=True,
+    reason="mmrun/cli/main.py must build the app with typer.Typer(cls=OneLineErrorsGroup, ...)",
+)
 @pytest.mark.parametrize(("args", "fragments"), CLICK_ERRORS)
-def test_click_usage_errors_are_one_line(args: list[str], fragments: list[str],
-                                         isolated_cache: Path) -> None:
+def test_click_usage_errors_are_one_line(
+    args: list[str], fragments: list[str], isolated_cache: Path
+) -> None:
     check(cli(*args), EXIT_USAGE, *fragments, cache=isolated_cache)
 
 
 @pytest.mark.parametrize(("args", "fragments"), CLICK_ERRORS)
-def test_one_line_group_formats_click_usage_errors(args: list[str], fragments: list[str],
-                                                   isolated_cache: Path,
-                                                   monkeypatch: pytest.MonkeyPatch) -> None:
+def test_one_line_group_formats_click_usage_errors(
+    args: list[str], fragments: list[str], isolated_cache: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     """The group class the app should use, proven on the real commands."""
     monkeypatch.setattr(app.info, "cls", OneLineErrorsGroup)
     check(cli(*args), EXIT_USAGE, *fragments, cache=isolated_cache)
@@ -209,84 +240,123 @@ def test_unknown_command_through_the_real_entry_point(isolated_cache: Path) -> N
         check(outcome, EXIT_USAGE, "no such command 'imag'", cache=isolated_cache)
 
 
-@pytest.mark.parametrize(("args", "fragments"), [
-    ([*IMAGE, "-n", "13"], ["-n 13 is out of range for mistral3", "use -n between"]),
-    ([*IMAGE, "-n", "0"], ["-n 0 is out of range"]),
-    ([*IMAGE, "-n", "-3"], ["-n -3 is out of range"]),
-    (["audio", "-m", "whisper", "-n", "2"], ["-n 2 is out of range for whisper"]),
-])
+@pytest.mark.parametrize(
+    ("args", "fragments"),
+    [
+        ([*IMAGE, "-n", "13"], ["-n 13 is out of range for mistral3", "use -n between"]),
+        ([*IMAGE, "-n", "0"], ["-n 0 is out of range"]),
+        ([*IMAGE, "-n", "-3"], ["-n -3 is out of range"]),
+        (["audio", "-m", "whisper", "-n", "2"], ["-n 2 is out of range for whisper"]),
+    ],
+)
 def test_count_out_of_range(args: list[str], fragments: list[str], isolated_cache: Path) -> None:
     check(cli(*args, *DRY), EXIT_USAGE, *fragments, cache=isolated_cache)
 
 
 def test_num_prompts_beyond_any_batch(isolated_cache: Path) -> None:
     """A typo of a few zeros must fail at once, not build a billion-entry plan in memory."""
-    check(cli(*IMAGE, "--num-prompts", "1000000000", *DRY), EXIT_USAGE,
-          "--num-prompts 1000000000 is more than", cache=isolated_cache)
+    check(
+        cli(*IMAGE, "--num-prompts", "1000000000", *DRY),
+        EXIT_USAGE,
+        "--num-prompts 1000000000 is more than",
+        cache=isolated_cache,
+    )
 
 
 @pytest.mark.parametrize("value", ["inf", "1e999"])  # nan is refused by the option parser
 def test_temperature_not_a_finite_number(value: str, isolated_cache: Path) -> None:
-    check(cli(*IMAGE, "--temperature", value, *DRY), EXIT_USAGE,
-          "--temperature must be a finite number", cache=isolated_cache)
+    check(
+        cli(*IMAGE, "--temperature", value, *DRY),
+        EXIT_USAGE,
+        "--temperature must be a finite number",
+        cache=isolated_cache,
+    )
 
 
 def test_more_media_than_the_model_takes(bad: Path, isolated_cache: Path) -> None:
     wav = str(bad / "short.wav")
-    check(cli("audio", "-m", "whisper", "-a", wav, "-a", wav, *DRY), EXIT_USAGE,
-          "whisper takes at most 1 audio per prompt, got 2", "give at most 1",
-          cache=isolated_cache)
+    check(
+        cli("audio", "-m", "whisper", "-a", wav, "-a", wav, *DRY),
+        EXIT_USAGE,
+        "whisper takes at most 1 audio per prompt, got 2",
+        "give at most 1",
+        cache=isolated_cache,
+    )
 
 
-@pytest.mark.parametrize(("option", "value"), [
-    ("--engine-arg", "oops"), ("--engine-arg", "=3"), ("--engine-arg", "1x=2"),
-    ("--sampling-arg", "ignore_eos"),
-])
+@pytest.mark.parametrize(
+    ("option", "value"),
+    [
+        ("--engine-arg", "oops"),
+        ("--engine-arg", "=3"),
+        ("--engine-arg", "1x=2"),
+        ("--sampling-arg", "ignore_eos"),
+    ],
+)
 def test_invalid_key_value_argument(option: str, value: str, isolated_cache: Path) -> None:
-    line = check(cli(*IMAGE, option, value, *DRY), EXIT_USAGE, f"{value!r}", "KEY=VALUE",
-                 cache=isolated_cache)
+    line = check(
+        cli(*IMAGE, option, value, *DRY),
+        EXIT_USAGE,
+        f"{value!r}",
+        "KEY=VALUE",
+        cache=isolated_cache,
+    )
     assert "invalid --" in line
 
 
 # --- local files -------------------------------------------------------------------------------
 
 
-@pytest.mark.parametrize(("name", "fragments"), [
-    ("missing.png", ["no such file", "check the path"]),
-    ("blue.png/inside", ["no such file"]),  # a path through a file
-    ("a-folder.png", ["is a directory, not a file"]),
-    ("fifo.png", ["is not a regular file"]),  # would block a plain read forever
-    ("empty.png", ["is empty (0 bytes)"]),
-    ("text.png", ["is not an image"]),
-    ("truncated.jpg", ["is not a readable image", "truncated"]),
-    ("bomb.png", ["more than the 178,956,970 pixels", "downscale"]),
-])
-def test_bad_image_file(bad: Path, name: str, fragments: list[str],
-                        isolated_cache: Path) -> None:
-    check(cli(*IMAGE, "-i", str(bad / name), *DRY), EXIT_USAGE, *fragments,
-          cache=isolated_cache)
+@pytest.mark.parametrize(
+    ("name", "fragments"),
+    [
+        ("missing.png", ["no such file", "check the path"]),
+        ("blue.png/inside", ["no such file"]),  # a path through a file
+        ("a-folder.png", ["is a directory, not a file"]),
+        ("fifo.png", ["is not a regular file"]),  # would block a plain read forever
+        ("empty.png", ["is empty (0 bytes)"]),
+        ("text.png", ["is not an image"]),
+        ("truncated.jpg", ["is not a readable image", "truncated"]),
+        ("bomb.png", ["more than the 178,956,970 pixels", "downscale"]),
+    ],
+)
+def test_bad_image_file(bad: Path, name: str, fragments: list[str], isolated_cache: Path) -> None:
+    check(cli(*IMAGE, "-i", str(bad / name), *DRY), EXIT_USAGE, *fragments, cache=isolated_cache)
 
 
-def test_pixel_limit_holds_whatever_pillow_is_told(bad: Path, isolated_cache: Path,
-                                                  monkeypatch: pytest.MonkeyPatch) -> None:
+def test_pixel_limit_holds_whatever_pillow_is_told(
+    bad: Path, isolated_cache: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     """Code that shares the process may lift Pillow's global limit (to read big scans, say);
     mmrun's own check still refuses the bomb, before decoding it."""
     from PIL import Image
 
     monkeypatch.setattr(Image, "MAX_IMAGE_PIXELS", None)
-    check(cli(*IMAGE, "-i", str(bad / "bomb.png"), *DRY), EXIT_USAGE,
-          "bomb.png is 20000x10000 pixels: more than the 178,956,970", cache=isolated_cache)
+    check(
+        cli(*IMAGE, "-i", str(bad / "bomb.png"), *DRY),
+        EXIT_USAGE,
+        "bomb.png is 20000x10000 pixels: more than the 178,956,970",
+        cache=isolated_cache,
+    )
 
 
 def test_a_device_is_not_read_forever(isolated_cache: Path) -> None:
-    check(cli(*IMAGE, "-i", "/dev/zero", *DRY), EXIT_USAGE, "/dev/zero is not a regular file",
-          cache=isolated_cache)
+    check(
+        cli(*IMAGE, "-i", "/dev/zero", *DRY),
+        EXIT_USAGE,
+        "/dev/zero is not a regular file",
+        cache=isolated_cache,
+    )
 
 
 def test_control_characters_in_a_source_stay_escaped_on_one_line(isolated_cache: Path) -> None:
     """A newline would split the one line; an escape sequence would reach the terminal raw."""
-    check(cli(*IMAGE, "-i", "two\nlines\x1b[2J.png", *DRY), EXIT_USAGE,
-          "no such file: two\\nlines\\x1b[2J.png", cache=isolated_cache)
+    check(
+        cli(*IMAGE, "-i", "two\nlines\x1b[2J.png", *DRY),
+        EXIT_USAGE,
+        "no such file: two\\nlines\\x1b[2J.png",
+        cache=isolated_cache,
+    )
 
 
 @pytest.mark.parametrize("source", ["", "   ", "nul\x00byte.png"])
@@ -324,47 +394,71 @@ def test_unreadable_file(tmp_path: Path, where: str, isolated_cache: Path) -> No
         pytest.skip(f"cannot drop root's read-any-file capabilities here: {exc}")
     finally:
         locked.chmod(0o700)
-    check(outcome, EXIT_USAGE, f"cannot read {image}: permission denied", "check its permissions",
-          cache=isolated_cache)
+    check(
+        outcome,
+        EXIT_USAGE,
+        f"cannot read {image}: permission denied",
+        "check its permissions",
+        cache=isolated_cache,
+    )
 
 
 # --- data: URIs and URLs ----------------------------------------------------------------------
 
 
-@pytest.mark.parametrize(("uri", "fragments"), [
-    ("data:image/png;base64", ["malformed data: URI (no comma)"]),
-    ("data:image/png;base64,!!!not-base64!!!", ["malformed data: URI (bad base64)"]),
-    ("data:image/png;base64,", ["data: URI is empty"]),
-    ("data:text/plain,hello", ["the data: URI is not an image"]),
-    ("data:image/png;base64," + base64.b64encode(b"GIF89a garbage").decode(),
-     ["the data: URI is not"]),
-])
+@pytest.mark.parametrize(
+    ("uri", "fragments"),
+    [
+        ("data:image/png;base64", ["malformed data: URI (no comma)"]),
+        ("data:image/png;base64,!!!not-base64!!!", ["malformed data: URI (bad base64)"]),
+        ("data:image/png;base64,", ["data: URI is empty"]),
+        ("data:text/plain,hello", ["the data: URI is not an image"]),
+        (
+            "data:image/png;base64," + base64.b64encode(b"GIF89a garbage").decode(),
+            ["the data: URI is not"],
+        ),
+    ],
+)
 def test_malformed_data_uri(uri: str, fragments: list[str], isolated_cache: Path) -> None:
     check(cli(*IMAGE, "-i", uri, *DRY), EXIT_USAGE, *fragments, cache=isolated_cache)
 
 
-@pytest.mark.parametrize(("url", "fragments"), [
-    ("ftp://example.com/a.png", ["unsupported URL scheme 'ftp'"]),
-    ("file:///etc/hostname", ["unsupported URL scheme 'file'"]),
-    ("http://[::1/a.png", ["malformed URL", "check the URL"]),
-    ("http://", ["malformed URL", "names no host"]),
-    ("http://a:port/a.png", ["malformed URL"]),
-])
+@pytest.mark.parametrize(
+    ("url", "fragments"),
+    [
+        ("ftp://example.com/a.png", ["unsupported URL scheme 'ftp'"]),
+        ("file:///etc/hostname", ["unsupported URL scheme 'file'"]),
+        ("http://[::1/a.png", ["malformed URL", "check the URL"]),
+        ("http://", ["malformed URL", "names no host"]),
+        ("http://a:port/a.png", ["malformed URL"]),
+    ],
+)
 def test_unusable_url(url: str, fragments: list[str], isolated_cache: Path) -> None:
     check(cli(*IMAGE, "-i", url, *DRY), EXIT_USAGE, *fragments, cache=isolated_cache)
 
 
 def test_http_404_is_one_request(server: ScriptedServer, isolated_cache: Path) -> None:
-    check(cli(*IMAGE, "-i", server.url("/missing.png"), *DRY), EXIT_FAILURE,
-          "HTTP 404", "check the URL", cache=isolated_cache)
+    check(
+        cli(*IMAGE, "-i", server.url("/missing.png"), *DRY),
+        EXIT_FAILURE,
+        "HTTP 404",
+        "check the URL",
+        cache=isolated_cache,
+    )
     assert server.count("/missing.png") == 1
 
 
-def test_http_500_is_retried_then_fails(server: ScriptedServer, fast_retries: None,
-                                        isolated_cache: Path) -> None:
+def test_http_500_is_retried_then_fails(
+    server: ScriptedServer, fast_retries: None, isolated_cache: Path
+) -> None:
     server.routes["/x.png"] = lambda h: reply(h, 500, b"oops")
-    check(cli(*IMAGE, "-i", server.url("/x.png"), *DRY), EXIT_FAILURE, "HTTP 500",
-          "try again later", cache=isolated_cache)
+    check(
+        cli(*IMAGE, "-i", server.url("/x.png"), *DRY),
+        EXIT_FAILURE,
+        "HTTP 500",
+        "try again later",
+        cache=isolated_cache,
+    )
     assert server.count("/x.png") == media.RETRIES
 
 
@@ -375,105 +469,158 @@ def test_connection_refused(fast_retries: None, isolated_cache: Path) -> None:
     probe.bind(("127.0.0.1", 0))
     port = probe.getsockname()[1]
     probe.close()
-    check(cli(*IMAGE, "-i", f"http://127.0.0.1:{port}/x.png", *DRY), EXIT_FAILURE,
-          "Connection refused", "check the network", cache=isolated_cache)
+    check(
+        cli(*IMAGE, "-i", f"http://127.0.0.1:{port}/x.png", *DRY),
+        EXIT_FAILURE,
+        "Connection refused",
+        "check the network",
+        cache=isolated_cache,
+    )
 
 
-def test_server_stalls_past_the_timeout(server: ScriptedServer, fast_retries: None,
-                                        isolated_cache: Path) -> None:
+def test_server_stalls_past_the_timeout(
+    server: ScriptedServer, fast_retries: None, isolated_cache: Path
+) -> None:
     def stalls(h: http.server.BaseHTTPRequestHandler) -> None:
         server.stall(30)
         reply(h, 200, PNG)
 
     server.routes["/slow.png"] = stalls
-    check(cli(*IMAGE, "-i", server.url("/slow.png"), *DRY,
-              env={"MMRUN_DOWNLOAD_TIMEOUT": "1"}), EXIT_FAILURE,
-          "timed out", "the timeout is 1 s (MMRUN_DOWNLOAD_TIMEOUT)", cache=isolated_cache)
+    check(
+        cli(*IMAGE, "-i", server.url("/slow.png"), *DRY, env={"MMRUN_DOWNLOAD_TIMEOUT": "1"}),
+        EXIT_FAILURE,
+        "timed out",
+        "the timeout is 1 s (MMRUN_DOWNLOAD_TIMEOUT)",
+        cache=isolated_cache,
+    )
 
 
 def test_redirect_loop(server: ScriptedServer, isolated_cache: Path) -> None:
     server.routes["/loop.png"] = lambda h: reply(h, 302, headers={"Location": "/loop.png"})
-    check(cli(*IMAGE, "-i", server.url("/loop.png"), *DRY), EXIT_FAILURE,
-          "too many redirects", cache=isolated_cache)
+    check(
+        cli(*IMAGE, "-i", server.url("/loop.png"), *DRY),
+        EXIT_FAILURE,
+        "too many redirects",
+        cache=isolated_cache,
+    )
 
 
 @pytest.mark.parametrize("chunked", [False, True], ids=["content-length", "no-content-length"])
-def test_download_over_the_size_cap(server: ScriptedServer, chunked: bool,
-                                    isolated_cache: Path) -> None:
+def test_download_over_the_size_cap(
+    server: ScriptedServer, chunked: bool, isolated_cache: Path
+) -> None:
     server.routes["/big.png"] = lambda h: reply(h, 200, b"\0" * (2 << 20), chunked=chunked)
-    check(cli(*IMAGE, "-i", server.url("/big.png"), *DRY, env={"MMRUN_MAX_DOWNLOAD_MB": "1"}),
-          EXIT_FAILURE, "larger than the 1 MB cap", "MMRUN_MAX_DOWNLOAD_MB",
-          cache=isolated_cache)
+    check(
+        cli(*IMAGE, "-i", server.url("/big.png"), *DRY, env={"MMRUN_MAX_DOWNLOAD_MB": "1"}),
+        EXIT_FAILURE,
+        "larger than the 1 MB cap",
+        "MMRUN_MAX_DOWNLOAD_MB",
+        cache=isolated_cache,
+    )
 
 
-def test_downloaded_bytes_that_are_not_an_image_are_not_kept(server: ScriptedServer,
-                                                             isolated_cache: Path) -> None:
+def test_downloaded_bytes_that_are_not_an_image_are_not_kept(
+    server: ScriptedServer, isolated_cache: Path
+) -> None:
     server.routes["/page.png"] = lambda h: reply(h, 200, b"<html>sign in first</html>")
     for attempt in (1, 2):
-        check(cli(*IMAGE, "-i", server.url("/page.png"), *DRY), EXIT_USAGE, "is not an image",
-              cache=isolated_cache)
+        check(
+            cli(*IMAGE, "-i", server.url("/page.png"), *DRY),
+            EXIT_USAGE,
+            "is not an image",
+            cache=isolated_cache,
+        )
         assert server.count("/page.png") == attempt  # fetched again: nothing cached to trust
 
 
 def test_cache_folder_not_writable(tmp_path: Path, server: ScriptedServer) -> None:
     not_a_folder = tmp_path / "cache-is-a-file"
     not_a_folder.write_text("")
-    line = check(cli(*IMAGE, "-i", server.url("/blue.png"), *DRY,
-                     env={"MMRUN_CACHE_DIR": str(not_a_folder)}), EXIT_FAILURE,
-                 "cannot write to the cache folder", "MMRUN_CACHE_DIR", cache=None)
+    line = check(
+        cli(
+            *IMAGE, "-i", server.url("/blue.png"), *DRY, env={"MMRUN_CACHE_DIR": str(not_a_folder)}
+        ),
+        EXIT_FAILURE,
+        "cannot write to the cache folder",
+        "MMRUN_CACHE_DIR",
+        cache=None,
+    )
     assert str(not_a_folder) in line
 
 
 # --- audio ----------------------------------------------------------------------------------
 
 
-@pytest.mark.parametrize(("name", "fragments"), [
-    ("not-audio.wav", ["is not readable audio", "Format not recognised"]),
-    ("corrupt.ogg", ["is not readable audio"]),
-    ("blue.png", ["is not readable audio"]),
-])
-def test_bad_audio_file(bad: Path, name: str, fragments: list[str],
-                        isolated_cache: Path) -> None:
-    line = check(cli("audio", "-m", "qwen2_audio", "-a", str(bad / name), *DRY), EXIT_USAGE,
-                 *fragments, cache=isolated_cache)
+@pytest.mark.parametrize(
+    ("name", "fragments"),
+    [
+        ("not-audio.wav", ["is not readable audio", "Format not recognised"]),
+        ("corrupt.ogg", ["is not readable audio"]),
+        ("blue.png", ["is not readable audio"]),
+    ],
+)
+def test_bad_audio_file(bad: Path, name: str, fragments: list[str], isolated_cache: Path) -> None:
+    line = check(
+        cli("audio", "-m", "qwen2_audio", "-a", str(bad / name), *DRY),
+        EXIT_USAGE,
+        *fragments,
+        cache=isolated_cache,
+    )
     assert "BytesIO" not in line  # libsndfile's words, not Python's object repr
 
 
 def test_audio_longer_than_the_model_takes(bad: Path, isolated_cache: Path) -> None:
-    check(cli("audio", "-m", "whisper", "-a", str(bad / "long.ogg"), *DRY), EXIT_USAGE,
-          "long.ogg is 31.0 s long; whisper takes at most 30 s", "trim it to 30 s",
-          "long-form model", cache=isolated_cache)
+    check(
+        cli("audio", "-m", "whisper", "-a", str(bad / "long.ogg"), *DRY),
+        EXIT_USAGE,
+        "long.ogg is 31.0 s long; whisper takes at most 30 s",
+        "trim it to 30 s",
+        "long-form model",
+        cache=isolated_cache,
+    )
 
 
-def test_audio_too_long_fails_before_the_engine_starts(bad: Path, isolated_cache: Path,
-                                                       engine_env: None,
-                                                       monkeypatch: pytest.MonkeyPatch) -> None:
+def test_audio_too_long_fails_before_the_engine_starts(
+    bad: Path, isolated_cache: Path, engine_env: None, monkeypatch: pytest.MonkeyPatch
+) -> None:
     from mmrun import engine
 
     def must_not_start(engine_args: Any) -> Any:
         raise AssertionError("the engine was started for a clip the model cannot take")
 
     monkeypatch.setattr(engine, "start", must_not_start)
-    check(cli("audio", "-m", "whisper", "-a", str(bad / "long.ogg"), "--quiet"), EXIT_USAGE,
-          "whisper takes at most 30 s", cache=isolated_cache)
+    check(
+        cli("audio", "-m", "whisper", "-a", str(bad / "long.ogg"), "--quiet"),
+        EXIT_USAGE,
+        "whisper takes at most 30 s",
+        cache=isolated_cache,
+    )
 
 
 # --- the model and vLLM --------------------------------------------------------------------------
 
 
 def test_remote_code_not_allowed(isolated_cache: Path) -> None:
-    check(cli("image", "-m", "phi3_v", *DRY), EXIT_USAGE,
-          "phi3_v runs Python code from the model repository microsoft/Phi-3.5-vision-instruct",
-          "pass --trust-remote-code", cache=isolated_cache)
+    check(
+        cli("image", "-m", "phi3_v", *DRY),
+        EXIT_USAGE,
+        "phi3_v runs Python code from the model repository microsoft/Phi-3.5-vision-instruct",
+        "pass --trust-remote-code",
+        cache=isolated_cache,
+    )
 
 
-def test_model_not_supported_by_the_installed_vllm(bad: Path, isolated_cache: Path,
-                                                   engine_env: None) -> None:
+def test_model_not_supported_by_the_installed_vllm(
+    bad: Path, isolated_cache: Path, engine_env: None
+) -> None:
     from mmrun.support import vllm_info
 
-    line = check(cli("image", "-m", "aya_vision", "-i", str(bad / "blue.png"), "--quiet"),
-                 EXIT_USAGE, f"the installed vLLM {vllm_info().version} does not support "
-                 "aya_vision", cache=isolated_cache)
+    line = check(
+        cli("image", "-m", "aya_vision", "-i", str(bad / "blue.png"), "--quiet"),
+        EXIT_USAGE,
+        f"the installed vLLM {vllm_info().version} does not support aya_vision",
+        cache=isolated_cache,
+    )
     last = vllm_info().removed["AyaVisionForConditionalGeneration"]
     assert f"vLLM {last} and earlier support it" in line and f"vllm<={last}" in line
 
@@ -489,10 +636,15 @@ sys.modules["vllm"] = None
 def test_vllm_not_installed(tmp_path: Path, bad: Path, isolated_cache: Path) -> None:
     (tmp_path / "sitecustomize.py").write_text(SHIM_NO_VLLM)
     pythonpath = os.pathsep.join(filter(None, [str(tmp_path), os.environ.get("PYTHONPATH")]))
-    outcome = mmrun(*IMAGE, "-i", str(bad / "blue.png"), "--quiet",
-                    env={"PYTHONPATH": pythonpath})
-    check(outcome, EXIT_USAGE, "vLLM is not installed", "make install", "pip install vllm",
-          cache=isolated_cache)
+    outcome = mmrun(*IMAGE, "-i", str(bad / "blue.png"), "--quiet", env={"PYTHONPATH": pythonpath})
+    check(
+        outcome,
+        EXIT_USAGE,
+        "vLLM is not installed",
+        "make install",
+        "pip install vllm",
+        cache=isolated_cache,
+    )
     # A dry run does not need vLLM at all.
     dry = mmrun(*IMAGE, "-i", str(bad / "blue.png"), *DRY, env={"PYTHONPATH": pythonpath})
     assert dry.code == 0, dry.stderr
@@ -511,8 +663,10 @@ def test_vllm_that_cannot_be_imported(monkeypatch: pytest.MonkeyPatch) -> None:
 
 
 # vllm/v1/worker/cpu_worker.py's start-up check, as logged in a worker process.
-MEMORY_REASON = ("Available memory on node 0 (18.44/20.21 GiB) on startup is less than desired "
-                 "CPU memory utilization (0.92, 18.6 GiB).")
+MEMORY_REASON = (
+    "Available memory on node 0 (18.44/20.21 GiB) on startup is less than desired "
+    "CPU memory utilization (0.92, 18.6 GiB)."
+)
 
 
 class OutOfMemoryError(RuntimeError):
@@ -526,30 +680,41 @@ OOM_FAILURES: list[BaseException] = [
         "No available memory for the cache blocks. Try increasing `gpu_memory_utilization` "
         "when initializing the engine (this flag also controls CPU memory reservation on the "
         "CPU backend, despite its name). See "
-        "https://docs.vllm.ai/en/latest/configuration/conserving_memory/ for more details."),
+        "https://docs.vllm.ai/en/latest/configuration/conserving_memory/ for more details."
+    ),
     ValueError(
         "To serve at least one request with the model's max seq len (128000), (15.62 GiB KV "
         "cache is needed, which is larger than the available KV cache memory (4.10 GiB). Based "
         "on the available memory, the estimated maximum model length is 33584. Try increasing "
         "`gpu_memory_utilization` (which also controls CPU memory on the CPU backend) or "
         "decreasing `max_model_len` when initializing the engine. See "
-        "https://docs.vllm.ai/en/latest/configuration/conserving_memory/ for more details."),
+        "https://docs.vllm.ai/en/latest/configuration/conserving_memory/ for more details."
+    ),
     ValueError(
         "Available memory on node 0 (1.20/23.47 GiB) on kv cache allocation is less than "
         "requested memory for kv (4.00 GiB). Decrease --kv-cache-memory-bytes, "
-        "VLLM_CPU_KVCACHE_SPACE, or reduce CPU memory used by other processes."),
+        "VLLM_CPU_KVCACHE_SPACE, or reduce CPU memory used by other processes."
+    ),
     OutOfMemoryError(
         "CUDA out of memory. Tried to allocate 2.00 GiB. GPU 0 has a total capacity of 79.19 "
         "GiB of which 1.06 GiB is free. Including non-PyTorch memory, this process has 78.12 "
-        "GiB memory in use."),
+        "GiB memory in use."
+    ),
     RuntimeError(
         "CUDA out of memory occurred when warming up sampler with 256 dummy requests. Please "
         "try lowering `max_num_seqs` or `gpu_memory_utilization` when initializing the "
-        "engine."),
+        "engine."
+    ),
     MemoryError(),
 ]
-OOM_IDS = ["no-cache-blocks", "kv-cache-too-small", "cpu-kv-memory",
-           "torch-oom", "sampler-warmup", "memoryerror"]
+OOM_IDS = [
+    "no-cache-blocks",
+    "kv-cache-too-small",
+    "cpu-kv-memory",
+    "torch-oom",
+    "sampler-warmup",
+    "memoryerror",
+]
 
 
 class FakeLLM:
@@ -563,7 +728,8 @@ class FakeLLM:
         if FakeLLM.fail_start is not None:
             raise FakeLLM.fail_start
         self.llm_engine = types.SimpleNamespace(
-            engine_core=types.SimpleNamespace(shutdown=self._shutdown))
+            engine_core=types.SimpleNamespace(shutdown=self._shutdown)
+        )
 
     def _shutdown(self) -> None:
         FakeLLM.shutdowns += 1
@@ -592,50 +758,96 @@ def run_with_fake_engine(bad: Path) -> Outcome:
     return cli(*IMAGE, "-i", str(bad / "blue.png"), "--quiet")
 
 
-@pytest.mark.parametrize("failure", [
-    ValueError(
-        "Free memory on device cuda:0 (10.53/79.19 GiB) on startup is less than desired GPU "
-        "memory utilization (0.9, 71.27 GiB). Decrease GPU memory utilization or reduce GPU "
-        "memory used by other processes."),
-    ValueError(MEMORY_REASON),
-], ids=["gpu", "cpu"])
+@pytest.mark.parametrize(
+    "failure",
+    [
+        ValueError(
+            "Free memory on device cuda:0 (10.53/79.19 GiB) on startup is less than desired GPU "
+            "memory utilization (0.9, 71.27 GiB). Decrease GPU memory utilization or reduce GPU "
+            "memory used by other processes."
+        ),
+        ValueError(MEMORY_REASON),
+    ],
+    ids=["gpu", "cpu"],
+)
 def test_too_little_free_memory_for_the_share_asked(
-        fake_vllm: type[FakeLLM], bad: Path, failure: BaseException, isolated_cache: Path) -> None:
+    fake_vllm: type[FakeLLM], bad: Path, failure: BaseException, isolated_cache: Path
+) -> None:
     """vLLM's start-up check that the share of memory it was given is free: the knob is
     gpu_memory_utilization, not the model's size."""
     fake_vllm.fail_start = failure
-    check(run_with_fake_engine(bad), EXIT_FAILURE, "not enough free memory for the engine: ",
-          "less than desired", "gpu_memory_utilization", cache=isolated_cache)
+    check(
+        run_with_fake_engine(bad),
+        EXIT_FAILURE,
+        "not enough free memory for the engine: ",
+        "less than desired",
+        "gpu_memory_utilization",
+        cache=isolated_cache,
+    )
 
 
 @pytest.mark.parametrize("failure", OOM_FAILURES, ids=OOM_IDS)
 @pytest.mark.parametrize("when", ["start", "generate"])
-def test_out_of_memory_names_the_knobs(fake_vllm: type[FakeLLM], bad: Path, when: str,
-                                       failure: BaseException, isolated_cache: Path) -> None:
+def test_out_of_memory_names_the_knobs(
+    fake_vllm: type[FakeLLM], bad: Path, when: str, failure: BaseException, isolated_cache: Path
+) -> None:
     setattr(fake_vllm, f"fail_{when}", failure)
-    line = check(run_with_fake_engine(bad), EXIT_FAILURE, "the engine ran out of memory",
-                 "max_model_len", "max_num_seqs", "-tp", cache=isolated_cache)
+    line = check(
+        run_with_fake_engine(bad),
+        EXIT_FAILURE,
+        "the engine ran out of memory",
+        "max_model_len",
+        "max_num_seqs",
+        "-tp",
+        cache=isolated_cache,
+    )
     assert len(line) < 600
     assert fake_vllm.shutdowns == (1 if when == "generate" else 0)
 
 
-@pytest.mark.parametrize(("failure", "code", "fragments"), [
-    (TypeError("EngineArgs.__init__() got an unexpected keyword argument 'not_a_field'"),
-     EXIT_USAGE, ["vLLM rejected an engine argument", "not_a_field", "--engine-arg"]),
-    (ValueError("max_model_len (99999999) is greater than the derived max_model_len"),
-     EXIT_USAGE, ["vLLM rejected the engine arguments"]),
-    (ValueError("1 validation error for VllmConfig\n  Value error, Tensor parallel size (4) "
+@pytest.mark.parametrize(
+    ("failure", "code", "fragments"),
+    [
+        (
+            TypeError("EngineArgs.__init__() got an unexpected keyword argument 'not_a_field'"),
+            EXIT_USAGE,
+            ["vLLM rejected an engine argument", "not_a_field", "--engine-arg"],
+        ),
+        (
+            ValueError("max_model_len (99999999) is greater than the derived max_model_len"),
+            EXIT_USAGE,
+            ["vLLM rejected the engine arguments"],
+        ),
+        (
+            ValueError(
+                "1 validation error for VllmConfig\n  Value error, Tensor parallel size (4) "
                 "is larger than the number of devices [type=value_error, input_value=...]\n"
-                "    For further information visit https://errors.pydantic.dev"),
-     EXIT_USAGE, ["vLLM rejected the engine arguments: 1 validation error for VllmConfig: "
-                  "Tensor parallel size (4) is larger than the number of devices ("]),
-    (RuntimeError("Engine core initialization failed. See root cause above. "
-                  "Failed core proc(s): {'EngineCore_DP0': 1}"),
-     EXIT_FAILURE, ["vLLM failed: RuntimeError: Engine core initialization failed", "-v"]),
-])
-def test_other_engine_start_failures(fake_vllm: type[FakeLLM], bad: Path,
-                                     failure: BaseException, code: int,
-                                     fragments: Sequence[str], isolated_cache: Path) -> None:
+                "    For further information visit https://errors.pydantic.dev"
+            ),
+            EXIT_USAGE,
+            [
+                "vLLM rejected the engine arguments: 1 validation error for VllmConfig: "
+                "Tensor parallel size (4) is larger than the number of devices ("
+            ],
+        ),
+        (
+            RuntimeError(
+                "Engine core initialization failed. See root cause above. "
+                "Failed core proc(s): {'EngineCore_DP0': 1}"
+            ),
+            EXIT_FAILURE,
+            ["vLLM failed: RuntimeError: Engine core initialization failed", "-v"],
+        ),
+    ],
+)
+def test_other_engine_start_failures(
+    fake_vllm: type[FakeLLM],
+    bad: Path,
+    failure: BaseException,
+    code: int,
+    fragments: Sequence[str],
+    isolated_cache: Path,
+) -> None:
     fake_vllm.fail_start = failure
     check(run_with_fake_engine(bad), code, *fragments, cache=isolated_cache)
 
@@ -652,7 +864,8 @@ class SlowStartLLM(FakeLLM):
 
     def __init__(self, **engine_args: Any) -> None:
         core = multiprocessing.get_context("spawn").Process(
-            target=_engine_core, args=(self.start_s,), name="EngineCore", daemon=True)
+            target=_engine_core, args=(self.start_s,), name="EngineCore", daemon=True
+        )
         core.start()
         core.join()
         if core.exitcode != 0:
@@ -681,25 +894,36 @@ def _failing_engine_core(reason: str) -> None:
 class FailingStartLLM(FakeLLM):
     def __init__(self, **engine_args: Any) -> None:
         core = multiprocessing.get_context("spawn").Process(
-            target=_failing_engine_core, args=(MEMORY_REASON,), name="EngineCore")
+            target=_failing_engine_core, args=(MEMORY_REASON,), name="EngineCore"
+        )
         core.start()
         core.join()
-        raise RuntimeError("Engine core initialization failed. See root cause above. "
-                           "Failed core proc(s): {'EngineCore': 1}")
+        raise RuntimeError(
+            "Engine core initialization failed. See root cause above. "
+            "Failed core proc(s): {'EngineCore': 1}"
+        )
 
 
 def test_a_failed_start_names_the_reason_the_engine_process_logged(
-        fake_vllm: type[FakeLLM], bad: Path, isolated_cache: Path,
-        monkeypatch: pytest.MonkeyPatch) -> None:
+    fake_vllm: type[FakeLLM], bad: Path, isolated_cache: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     monkeypatch.setattr(sys.modules["vllm"], "LLM", FailingStartLLM)
-    check(run_with_fake_engine(bad), EXIT_FAILURE,
-          f"not enough free memory for the engine: ValueError: {MEMORY_REASON}",
-          "gpu_memory_utilization", "VLLM_CPU_KVCACHE_SPACE", cache=isolated_cache)
+    check(
+        run_with_fake_engine(bad),
+        EXIT_FAILURE,
+        f"not enough free memory for the engine: ValueError: {MEMORY_REASON}",
+        "gpu_memory_utilization",
+        "VLLM_CPU_KVCACHE_SPACE",
+        cache=isolated_cache,
+    )
 
 
 def test_a_download_that_fails_while_the_engine_starts_stops_the_start(
-        fake_vllm: type[FakeLLM], server: ScriptedServer, isolated_cache: Path,
-        monkeypatch: pytest.MonkeyPatch) -> None:
+    fake_vllm: type[FakeLLM],
+    server: ScriptedServer,
+    isolated_cache: Path,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
     """The engine starts while media download: a 404 ends the run at once with the download's
     error (not vLLM's), instead of after the engine start (tens of seconds on a real one)."""
     monkeypatch.setattr(sys.modules["vllm"], "LLM", SlowStartLLM)
@@ -710,24 +934,33 @@ def test_a_download_that_fails_while_the_engine_starts_stops_the_start(
 
     server.routes["/late.png"] = late_404
     started = time.monotonic()
-    check(cli(*IMAGE, "-i", server.url("/late.png"), "--quiet"), EXIT_FAILURE,
-          "HTTP 404", cache=isolated_cache)
+    check(
+        cli(*IMAGE, "-i", server.url("/late.png"), "--quiet"),
+        EXIT_FAILURE,
+        "HTTP 404",
+        cache=isolated_cache,
+    )
     assert time.monotonic() - started < 15  # SlowStartLLM alone takes 60 s
     assert multiprocessing.active_children() == []  # the engine core was killed
 
 
 def test_engine_is_shut_down_when_a_media_item_fails_after_it_started(
-        fake_vllm: type[FakeLLM], server: ScriptedServer, fast_retries: None,
-        isolated_cache: Path) -> None:
+    fake_vllm: type[FakeLLM], server: ScriptedServer, fast_retries: None, isolated_cache: Path
+) -> None:
     """Media download overlaps engine start: a download that fails then must not leave the
     engine's processes to the interpreter's exit."""
+
     def late_503(handler: http.server.BaseHTTPRequestHandler) -> None:
         time.sleep(0.5)  # after the (instant) fake engine start
         reply(handler, 503, b"busy")
 
     server.routes["/x.png"] = late_503
-    check(cli(*IMAGE, "-i", server.url("/x.png"), "--quiet"), EXIT_FAILURE, "HTTP 503",
-          cache=isolated_cache)
+    check(
+        cli(*IMAGE, "-i", server.url("/x.png"), "--quiet"),
+        EXIT_FAILURE,
+        "HTTP 503",
+        cache=isolated_cache,
+    )
     assert fake_vllm.shutdowns == 1
 
 
@@ -747,7 +980,8 @@ class RecordingRenderer:
 
 
 def test_the_prompt_is_rendered_after_the_engine_has_started(
-        fake_vllm: type[FakeLLM], bad: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    fake_vllm: type[FakeLLM], bad: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     """Rendering imports transformers, and so does vLLM's start. Both at once, from two
     threads, broke vLLM's start on the H200 ("cannot import name 'PretrainedConfig' from
     'transformers'", in every run): the prompt is rendered after the start, in this thread."""
@@ -764,8 +998,9 @@ def test_the_prompt_is_rendered_after_the_engine_has_started(
         return llm
 
     monkeypatch.setattr(engine, "start", start)
-    opts = runner.RunOptions(modality="image", key="qwen2_5_vl", model="x",
-                             sources=(str(bad / "blue.png"),))
+    opts = runner.RunOptions(
+        modality="image", key="qwen2_5_vl", model="x", sources=(str(bad / "blue.png"),)
+    )
     with pytest.raises(EngineError):  # the stand-in engine cannot generate
         runner.run(opts, get_registry(), lambda model, trust: RecordingRenderer(events))
     assert events == ["started", "render"]

@@ -25,8 +25,13 @@ def invoke(*args: str) -> tuple[int, str, str]:
 
 
 def mmrun(*args: str, **env: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([sys.executable, "-m", "mmrun", *args], capture_output=True, text=True,
-                          env={**os.environ, **env}, timeout=120)
+    return subprocess.run(
+        [sys.executable, "-m", "mmrun", *args],
+        capture_output=True,
+        text=True,
+        env={**os.environ, **env},
+        timeout=120,
+    )
 
 
 def test_models_json_lists_every_seed_row_with_its_repo() -> None:
@@ -36,8 +41,10 @@ def test_models_json_lists_every_seed_row_with_its_repo() -> None:
     builtin = {(spec.modality, spec.key) for spec in builtin_registry().specs()}
     rows = {(r["modality"], r["key"]): r for r in json.loads(out)["models"]}
     assert builtin <= rows.keys() and len(builtin) == 52
-    for modality, path, request in (("image", oracle.IMAGE_SEED, oracle.image_request),
-                                    ("audio", oracle.AUDIO_SEED, oracle.audio_request)):
+    for modality, path, request in (
+        ("image", oracle.IMAGE_SEED, oracle.image_request),
+        ("audio", oracle.AUDIO_SEED, oracle.audio_request),
+    ):
         for key in oracle.seed_keys(path):
             if (modality, key) == ("audio", "voxtral"):
                 assert rows[(modality, key)]["repo_id"] == "mistralai/Voxtral-Mini-3B-2507"
@@ -57,22 +64,44 @@ def test_models_table_and_filter() -> None:
 
 
 def test_idefics3_dry_run_prints_seed_prompt_exactly(media_dir: Path) -> None:
-    code, out, err = invoke("image", "-m", "idefics3", "-i", str(media_dir / "duck.jpg"),
-                            "-i", str(media_dir / "lion.jpg"), "--dry-run", "--json")
+    code, out, err = invoke(
+        "image",
+        "-m",
+        "idefics3",
+        "-i",
+        str(media_dir / "duck.jpg"),
+        "-i",
+        str(media_dir / "lion.jpg"),
+        "--dry-run",
+        "--json",
+    )
     assert code == 0, err
     doc = json.loads(out)
     assert doc["prompt"] == (
         "<|begin_of_text|>User:Image-1: <image>\n\nImage-2: <image>\n\n"
         "What is the content of each image?<end_of_utterance>\nAssistant:"
     )
-    assert doc["request"]["engine_args"]["limit_mm_per_prompt"] == {"image": 2, "video": 0, "audio": 0}
+    assert doc["request"]["engine_args"]["limit_mm_per_prompt"] == {
+        "image": 2,
+        "video": 0,
+        "audio": 0,
+    }
     assert [m["width"] for m in doc["media"]] == [64, 72]
     assert doc["outputs"] == [] and doc["dry_run"] is True
 
 
 def test_qwen2_audio_dry_run_prints_seed_prompt_exactly(media_dir: Path) -> None:
-    code, out, err = invoke("audio", "-m", "qwen2_audio", "-a", str(media_dir / "tone.wav"),
-                            "-a", str(media_dir / "mary_had_lamb.ogg"), "--dry-run", "--json")
+    code, out, err = invoke(
+        "audio",
+        "-m",
+        "qwen2_audio",
+        "-a",
+        str(media_dir / "tone.wav"),
+        "-a",
+        str(media_dir / "mary_had_lamb.ogg"),
+        "--dry-run",
+        "--json",
+    )
     assert code == 0, err
     doc = json.loads(out)
     assert doc["prompt"] == (
@@ -87,15 +116,19 @@ def test_qwen2_audio_dry_run_prints_seed_prompt_exactly(media_dir: Path) -> None
 
 def test_default_assets_come_from_mirror_and_second_run_makes_no_request(media_server) -> None:  # type: ignore[no-untyped-def]
     env = {"MMRUN_ASSETS_BASE_URL": media_server.url}
-    first = mmrun("image", "-m", "phi3_v", "-n", "4",
-                  "--dry-run", "--json", "--trust-remote-code", **env)
+    first = mmrun(
+        "image", "-m", "phi3_v", "-n", "4", "--dry-run", "--json", "--trust-remote-code", **env
+    )
     assert first.returncode == 0, first.stderr
     assert sorted(media_server.requests) == sorted(
-        ["/duck.jpg", "/lion.jpg", "/flycatcher.jpeg", "/somefish.jpg"])
+        ["/duck.jpg", "/lion.jpg", "/flycatcher.jpeg", "/somefish.jpg"]
+    )
     doc = json.loads(first.stdout)
     assert [m["source"] for m in doc["media"]] == ["duck", "lion", "flycatcher", "somefish"]
     media_server.requests.clear()
-    second = mmrun("image", "-m", "phi3_v", "-n", "4", "--dry-run", "--json", "--trust-remote-code", **env)
+    second = mmrun(
+        "image", "-m", "phi3_v", "-n", "4", "--dry-run", "--json", "--trust-remote-code", **env
+    )
     assert second.returncode == 0
     assert media_server.requests == []
     assert json.loads(second.stdout)["media"] == doc["media"]
@@ -103,7 +136,9 @@ def test_default_assets_come_from_mirror_and_second_run_makes_no_request(media_s
 
 def test_audio_batch_varies_single_clip_like_the_seed(media_server) -> None:  # type: ignore[no-untyped-def]
     code_env = {"MMRUN_ASSETS_BASE_URL": media_server.url}
-    out = mmrun("audio", "-m", "qwen2_audio", "--num-prompts", "3", "--dry-run", "--json", **code_env)
+    out = mmrun(
+        "audio", "-m", "qwen2_audio", "--num-prompts", "3", "--dry-run", "--json", **code_env
+    )
     assert out.returncode == 0, out.stderr
     doc = json.loads(out.stdout)
     assert [m["source"] for m in doc["media"]] == ["mary_had_lamb", "winning_call"]
@@ -112,14 +147,35 @@ def test_audio_batch_varies_single_clip_like_the_seed(media_server) -> None:  # 
 
 def test_url_and_data_uri_sources(media_server, media_dir: Path) -> None:  # type: ignore[no-untyped-def]
     data = base64.b64encode((media_dir / "blue.png").read_bytes()).decode()
-    code, out, err = invoke("image", "-m", "llava", "-i", f"{media_server.url}/blue.png",
-                            "-i", f"data:image/png;base64,{data}", "--dry-run", "--json",
-                            "--model", "llava-hf/llava-1.5-7b-hf", "-q", "Same?")
+    code, out, err = invoke(
+        "image",
+        "-m",
+        "llava",
+        "-i",
+        f"{media_server.url}/blue.png",
+        "-i",
+        f"data:image/png;base64,{data}",
+        "--dry-run",
+        "--json",
+        "--model",
+        "llava-hf/llava-1.5-7b-hf",
+        "-q",
+        "Same?",
+    )
     # llava renders the model's own chat template, which needs its processor from the Hub:
     # here (offline) that fails cleanly; the media path is what this test checks.
     assert code == 1 and "cannot load the processor" in err
-    code, out, err = invoke("image", "-m", "mistral3", "-i", f"{media_server.url}/blue.png",
-                            "-i", f"data:image/png;base64,{data}", "--dry-run", "--json")
+    code, out, err = invoke(
+        "image",
+        "-m",
+        "mistral3",
+        "-i",
+        f"{media_server.url}/blue.png",
+        "-i",
+        f"data:image/png;base64,{data}",
+        "--dry-run",
+        "--json",
+    )
     assert code == 0, err
     doc = json.loads(out)
     assert doc["media"][0]["sha256"] == doc["media"][1]["sha256"]
@@ -135,14 +191,28 @@ def test_url_and_data_uri_sources(media_server, media_dir: Path) -> None:  # typ
         (["audio", "-m", "whisper", "-n", "2", "--dry-run"], 2, "-n 2 is out of range for whisper"),
         (["image", "-m", "qwen_vl_chat", "--dry-run"], 2, "--trust-remote-code"),
         (["image", "-m", "mistral3", "-i", "/nonexistent.png", "--dry-run"], 2, "no such file"),
-        (["image", "-m", "mistral3", "-i", "ftp://x/y.png", "--dry-run"], 2, "unsupported URL scheme"),
+        (
+            ["image", "-m", "mistral3", "-i", "ftp://x/y.png", "--dry-run"],
+            2,
+            "unsupported URL scheme",
+        ),
         (["image", "-m", "mistral3", "--method", "beam", "--dry-run"], 2, "unknown --method"),
-        (["audio", "-m", "whisper", "--method", "chat", "--dry-run"], 2, "cannot run with --method chat"),
-        (["image", "-m", "mistral3", "--engine-arg", "oops", "--dry-run"], 2, "invalid --engine-arg"),
+        (
+            ["audio", "-m", "whisper", "--method", "chat", "--dry-run"],
+            2,
+            "cannot run with --method chat",
+        ),
+        (
+            ["image", "-m", "mistral3", "--engine-arg", "oops", "--dry-run"],
+            2,
+            "invalid --engine-arg",
+        ),
         (["audio", "-m", "funaudiochat", "--dry-run"], 2, "pass --model"),
     ],
 )
-def test_user_errors_are_one_line_with_documented_code(args: list[str], code: int, message: str) -> None:
+def test_user_errors_are_one_line_with_documented_code(
+    args: list[str], code: int, message: str
+) -> None:
     got, out, err = invoke(*args)
     assert got == code, err
     assert message in err
@@ -151,13 +221,23 @@ def test_user_errors_are_one_line_with_documented_code(args: list[str], code: in
 
 
 def test_more_media_than_model_takes(media_dir: Path) -> None:
-    got, _, err = invoke("audio", "-m", "whisper", "-a", str(media_dir / "tone.wav"),
-                         "-a", str(media_dir / "tone.wav"), "--dry-run")
+    got, _, err = invoke(
+        "audio",
+        "-m",
+        "whisper",
+        "-a",
+        str(media_dir / "tone.wav"),
+        "-a",
+        str(media_dir / "tone.wav"),
+        "--dry-run",
+    )
     assert got == 2 and "whisper takes at most 1 audio per prompt, got 2" in err
 
 
 def test_http_404_is_a_run_failure(media_server) -> None:  # type: ignore[no-untyped-def]
-    got, _, err = invoke("image", "-m", "mistral3", "-i", f"{media_server.url}/missing.png", "--dry-run")
+    got, _, err = invoke(
+        "image", "-m", "mistral3", "-i", f"{media_server.url}/missing.png", "--dry-run"
+    )
     assert got == 1 and "HTTP 404" in err
 
 
@@ -168,16 +248,32 @@ def test_unsupported_architecture_is_refused_before_loading(media_dir: Path) -> 
 
 
 def test_engine_args_override_and_tp(media_dir: Path) -> None:
-    got, out, err = invoke("image", "-m", "mistral3", "-i", str(media_dir / "blue.png"), "-tp", "1",
-                           "--engine-arg", "max_model_len=2048", "--engine-arg",
-                           'mm_processor_kwargs={"a": 1}', "--seed", "7", "--dry-run", "--json")
+    got, out, err = invoke(
+        "image",
+        "-m",
+        "mistral3",
+        "-i",
+        str(media_dir / "blue.png"),
+        "-tp",
+        "1",
+        "--engine-arg",
+        "max_model_len=2048",
+        "--engine-arg",
+        'mm_processor_kwargs={"a": 1}',
+        "--seed",
+        "7",
+        "--dry-run",
+        "--json",
+    )
     assert got == 0, err
     args = json.loads(out)["request"]["engine_args"]
     assert args["tensor_parallel_size"] == 1 and args["max_model_len"] == 2048
     assert args["mm_processor_kwargs"] == {"a": 1} and args["seed"] == 7
 
 
-@pytest.mark.parametrize("args", [["--help"], ["image", "--help"], ["audio", "--help"], ["models", "--json"]])
+@pytest.mark.parametrize(
+    "args", [["--help"], ["image", "--help"], ["audio", "--help"], ["models", "--json"]]
+)
 def test_fast_commands_import_nothing_heavy(args: list[str]) -> None:
     code = (
         "import sys\nfrom mmrun.cli.main import app\n"
@@ -199,7 +295,9 @@ def test_version_and_no_args() -> None:
 def test_per_prompt_splits_named_media_into_prompts(media_dir: Path) -> None:
     files = [str(media_dir / name) for name in ("duck.jpg", "lion.jpg", "snail.jpg", "blue.png")]
     args = [a for f in files for a in ("-i", f)]
-    code, out, err = invoke("image", "-m", "mistral3", *args, "--per-prompt", "2", "--dry-run", "--json")
+    code, out, err = invoke(
+        "image", "-m", "mistral3", *args, "--per-prompt", "2", "--dry-run", "--json"
+    )
     assert code == 0, err
     doc = json.loads(out)
     assert doc["media_per_prompt"] == [[0, 1], [2, 3]]
@@ -219,7 +317,8 @@ def test_download_progress_reports_chunks_and_draws_only_on_a_terminal(media_ser
 
     seen: list[tuple[str, int, int | None]] = []
     Downloader(on_progress=lambda url, done, total: seen.append((url, done, total))).fetch(
-        f"{media_server.url}/duck.jpg")
+        f"{media_server.url}/duck.jpg"
+    )
     assert seen and seen[-1][1] == seen[-1][2] and seen[-1][1] > 0
 
     drawn = io.StringIO()

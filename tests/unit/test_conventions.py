@@ -25,7 +25,7 @@ ESC = "\x1b"
 
 # A stand-in for vLLM, for the output conventions of a real (not dry) run: it prints on
 # file descriptors 1 and 2 the way vLLM and its worker processes do, then answers.
-FAKE_ENGINE = '''
+FAKE_ENGINE = """
 import os
 import sys
 
@@ -56,17 +56,24 @@ engine.shutdown = lambda llm, now=False: None
 from mmrun.cli.main import main
 
 main()
-'''
+"""
 
 
-def mmrun(args: Sequence[str], *, drop: Sequence[str] = (), script: Path | None = None,
-          timeout: float = 120, **env: str) -> subprocess.CompletedProcess[str]:
+def mmrun(
+    args: Sequence[str],
+    *,
+    drop: Sequence[str] = (),
+    script: Path | None = None,
+    timeout: float = 120,
+    **env: str,
+) -> subprocess.CompletedProcess[str]:
     """Run mmrun in a fresh process; ``drop`` removes variables the test session set."""
     environ = {k: v for k, v in os.environ.items() if k not in drop}
     environ.update(env)
     command = [sys.executable, str(script)] if script else [sys.executable, "-m", "mmrun"]
-    return subprocess.run([*command, *args], capture_output=True, text=True, env=environ,
-                          timeout=timeout)
+    return subprocess.run(
+        [*command, *args], capture_output=True, text=True, env=environ, timeout=timeout
+    )
 
 
 @pytest.fixture
@@ -88,8 +95,9 @@ def test_hf_variables_reach_the_template_renderer_untouched(
         def __init__(self, model: str, trust_remote_code: bool = False) -> None:
             self.model = model
 
-        def render(self, messages: Sequence[Any], *, source: str,
-                   chat_template: str | None = None) -> str:
+        def render(
+            self, messages: Sequence[Any], *, source: str, chat_template: str | None = None
+        ) -> str:
             seen.update({name: os.environ.get(name) for name in HF_VARIABLES})
             return "USER: <image>\nQ ASSISTANT:"
 
@@ -103,21 +111,29 @@ def test_hf_variables_reach_the_template_renderer_untouched(
     for name, value in expected.items():
         monkeypatch.setenv(name, value)
     monkeypatch.setattr("mmrun.templates.HFTemplateRenderer", RecordingRenderer)
-    result = CliRunner().invoke(app, ["image", "-m", "llava", "-i", str(media_dir / "blue.png"),
-                                      "--dry-run", "--json"])
+    result = CliRunner().invoke(
+        app, ["image", "-m", "llava", "-i", str(media_dir / "blue.png"), "--dry-run", "--json"]
+    )
     assert result.exit_code == 0, result.stderr
     assert seen == expected
     assert json.loads(result.stdout)["prompt"] == "USER: <image>\nQ ASSISTANT:"
 
 
-def test_offline_without_a_cached_processor_fails_fast_in_one_line(media_dir: Path,
-                                                                   tmp_path: Path) -> None:
+def test_offline_without_a_cached_processor_fails_fast_in_one_line(
+    media_dir: Path, tmp_path: Path
+) -> None:
     start = time.monotonic()
-    proc = mmrun(["image", "-m", "llava", "-i", str(media_dir / "blue.png"), "--dry-run"],
-                 HF_HOME=str(tmp_path / "empty-hf-home"), HF_HUB_OFFLINE="1", timeout=60)
+    proc = mmrun(
+        ["image", "-m", "llava", "-i", str(media_dir / "blue.png"), "--dry-run"],
+        HF_HOME=str(tmp_path / "empty-hf-home"),
+        HF_HUB_OFFLINE="1",
+        timeout=60,
+    )
     assert time.monotonic() - start < 45
     assert proc.returncode == 1
-    assert proc.stderr.startswith("mmrun: error: cannot load the processor of llava-hf/llava-1.5-7b-hf")
+    assert proc.stderr.startswith(
+        "mmrun: error: cannot load the processor of llava-hf/llava-1.5-7b-hf"
+    )
     assert proc.stderr.count("\n") == 1 and proc.stdout == ""
 
 
@@ -136,12 +152,20 @@ def hf_home_with_llava(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return hf_home
 
 
-def test_hf_home_cache_serves_the_chat_template_offline(hf_home_with_llava: Path,
-                                                        media_dir: Path) -> None:
-    proc = mmrun(["image", "-m", "llava", "-i", str(media_dir / "blue.png"), "--dry-run", "--json"],
-                 HF_HOME=str(hf_home_with_llava), HF_HUB_OFFLINE="1", timeout=90)
+def test_hf_home_cache_serves_the_chat_template_offline(
+    hf_home_with_llava: Path, media_dir: Path
+) -> None:
+    proc = mmrun(
+        ["image", "-m", "llava", "-i", str(media_dir / "blue.png"), "--dry-run", "--json"],
+        HF_HOME=str(hf_home_with_llava),
+        HF_HUB_OFFLINE="1",
+        timeout=90,
+    )
     assert proc.returncode == 0, proc.stderr
-    assert json.loads(proc.stdout)["prompt"] == "USER: <image>\nWhat is the content of each image? ASSISTANT:"
+    assert (
+        json.loads(proc.stdout)["prompt"]
+        == "USER: <image>\nWhat is the content of each image? ASSISTANT:"
+    )
 
 
 # --- the XDG cache folder ------------------------------------------------------------------
@@ -216,22 +240,29 @@ def test_quiet_run_prints_each_answer_and_nothing_else(fake_engine: Path, media_
 
 
 def test_quiet_failure_is_still_one_line_on_stderr(fake_engine: Path, media_dir: Path) -> None:
-    proc = mmrun(["image", "-m", "mistral3", "-i", str(media_dir / "blue.png"), "--quiet"],
-                 script=fake_engine, FAKE_ENGINE_FAIL="1")
+    proc = mmrun(
+        ["image", "-m", "mistral3", "-i", str(media_dir / "blue.png"), "--quiet"],
+        script=fake_engine,
+        FAKE_ENGINE_FAIL="1",
+    )
     assert proc.returncode == 1 and proc.stdout == ""
-    assert proc.stderr == ("mmrun: error: the engine ran out of memory: fake "
-                           "(lower max_model_len)\n")
+    assert proc.stderr == (
+        "mmrun: error: the engine ran out of memory: fake (lower max_model_len)\n"
+    )
 
 
 def test_quiet_dry_run_prints_the_prompt_alone(media_dir: Path) -> None:
-    proc = mmrun(["image", "-m", "mistral3", "-i", str(media_dir / "blue.png"), "--dry-run", "--quiet"])
+    proc = mmrun(
+        ["image", "-m", "mistral3", "-i", str(media_dir / "blue.png"), "--dry-run", "--quiet"]
+    )
     assert proc.returncode == 0 and proc.stderr == ""
     assert proc.stdout == "<s>[INST]What is the content of each image?\n[IMG][/INST]\n"
 
 
 def test_quiet_and_verbose_together_is_a_usage_error(media_dir: Path) -> None:
-    proc = mmrun(["image", "-m", "mistral3", "-i", str(media_dir / "blue.png"), "--dry-run",
-                  "--quiet", "-v"])
+    proc = mmrun(
+        ["image", "-m", "mistral3", "-i", str(media_dir / "blue.png"), "--dry-run", "--quiet", "-v"]
+    )
     assert proc.returncode == 2
     assert proc.stderr.startswith("mmrun: error: --quiet and --verbose contradict each other")
 
@@ -245,18 +276,26 @@ def test_json_is_alone_on_stdout_in_a_dry_run(media_server: Any, tmp_path: Path)
     info = tmp_path / "brokenplugin-1.0.dist-info"
     info.mkdir()
     (info / "METADATA").write_text("Metadata-Version: 2.1\nName: brokenplugin\nVersion: 1.0\n")
-    (info / "entry_points.txt").write_text("[mmrun.plugins]\nbrokenplugin = brokenplugin:register\n")
-    proc = mmrun(["audio", "-m", "qwen2_audio", "-n", "2", "--dry-run", "--json"],
-                 PYTHONPATH=str(tmp_path), MMRUN_ASSETS_BASE_URL=media_server.url)
+    (info / "entry_points.txt").write_text(
+        "[mmrun.plugins]\nbrokenplugin = brokenplugin:register\n"
+    )
+    proc = mmrun(
+        ["audio", "-m", "qwen2_audio", "-n", "2", "--dry-run", "--json"],
+        PYTHONPATH=str(tmp_path),
+        MMRUN_ASSETS_BASE_URL=media_server.url,
+    )
     assert proc.returncode == 0, proc.stderr
     document = json.loads(proc.stdout)
     assert document["schema"] == "mmrun.result/1" and document["dry_run"] is True
     assert "plugin 'brokenplugin' skipped" in proc.stderr
 
 
-def test_json_is_alone_on_stdout_while_the_engine_prints(fake_engine: Path, media_dir: Path) -> None:
-    proc = mmrun(["image", "-m", "mistral3", "-i", str(media_dir / "blue.png"), "--json"],
-                 script=fake_engine)
+def test_json_is_alone_on_stdout_while_the_engine_prints(
+    fake_engine: Path, media_dir: Path
+) -> None:
+    proc = mmrun(
+        ["image", "-m", "mistral3", "-i", str(media_dir / "blue.png"), "--json"], script=fake_engine
+    )
     assert proc.returncode == 0, proc.stderr
     assert json.loads(proc.stdout)["outputs"][0]["text"] == "  answer 0\n"
     assert "engine noise on stdout" in proc.stderr and "a print() inside the engine" in proc.stderr
@@ -282,7 +321,7 @@ def test_install_completion_writes_the_script_under_home(tmp_path: Path) -> None
     assert f"source '{script}'" in (tmp_path / ".bashrc").read_text()
 
 
-COMPLETE_AND_REPORT_IMPORTS = textwrap.dedent('''
+COMPLETE_AND_REPORT_IMPORTS = textwrap.dedent("""
     import atexit
     import sys
 
@@ -291,18 +330,26 @@ COMPLETE_AND_REPORT_IMPORTS = textwrap.dedent('''
     from mmrun.cli.main import main
 
     main()
-''')
+""")
 
 
-@pytest.mark.parametrize(("words", "modality", "prefix"),
-                         [("mmrun image -m qwen", "image", "qwen"), ("mmrun audio -m ", "audio", "")])
+@pytest.mark.parametrize(
+    ("words", "modality", "prefix"),
+    [("mmrun image -m qwen", "image", "qwen"), ("mmrun audio -m ", "audio", "")],
+)
 def test_model_key_completion_lists_the_modality_keys_without_heavy_imports(
     words: str, modality: str, prefix: str, tmp_path: Path
 ) -> None:
     script = tmp_path / "complete.py"
     script.write_text(COMPLETE_AND_REPORT_IMPORTS)
-    proc = mmrun([], script=script, _MMRUN_COMPLETE="complete_bash", COMP_WORDS=words,
-                 COMP_CWORD=str(len(words.split(" ")) - 1), MMRUN_PLUGINS="")
+    proc = mmrun(
+        [],
+        script=script,
+        _MMRUN_COMPLETE="complete_bash",
+        COMP_WORDS=words,
+        COMP_CWORD=str(len(words.split(" ")) - 1),
+        MMRUN_PLUGINS="",
+    )
     assert proc.returncode == 0, proc.stderr
     expected = [s.key for s in builtin_registry().specs(modality) if s.key.startswith(prefix)]
     assert proc.stdout.split() == expected

@@ -71,8 +71,9 @@ class ScriptedServer:
 
         self._server = Server(("127.0.0.1", 0), Handler)
         self.base = f"http://127.0.0.1:{self._server.server_address[1]}"
-        self._thread = threading.Thread(target=self._server.serve_forever, args=(0.05,),
-                                        daemon=True)
+        self._thread = threading.Thread(
+            target=self._server.serve_forever, args=(0.05,), daemon=True
+        )
         self._thread.start()
 
     def url(self, path: str) -> str:
@@ -90,9 +91,16 @@ class ScriptedServer:
         self._server.server_close()
 
 
-def reply(handler: http.server.BaseHTTPRequestHandler, status: int = 200, body: bytes = b"", *,
-          headers: dict[str, str] | None = None, length: int | None = None,
-          chunked: bool = False, close: bool = False) -> None:
+def reply(
+    handler: http.server.BaseHTTPRequestHandler,
+    status: int = 200,
+    body: bytes = b"",
+    *,
+    headers: dict[str, str] | None = None,
+    length: int | None = None,
+    chunked: bool = False,
+    close: bool = False,
+) -> None:
     """Send a response. ``length`` overrides Content-Length (a lie); ``chunked`` sends none;
     ``close`` closes the connection after the body, however much of it was promised."""
     handler.send_response(status)
@@ -109,7 +117,7 @@ def reply(handler: http.server.BaseHTTPRequestHandler, status: int = 200, body: 
     try:
         if chunked:
             for i in range(0, len(body), 1 << 16):
-                part = body[i:i + (1 << 16)]
+                part = body[i : i + (1 << 16)]
                 handler.wfile.write(b"%x\r\n%s\r\n" % (len(part), part))
             handler.wfile.write(b"0\r\n\r\n")
         else:
@@ -169,8 +177,9 @@ PNG = png_bytes()
 # --- success, and the cache ------------------------------------------------------------------
 
 
-def test_download_lands_complete_in_the_cache_and_is_reused(server: ScriptedServer,
-                                                             isolated_cache: Path) -> None:
+def test_download_lands_complete_in_the_cache_and_is_reused(
+    server: ScriptedServer, isolated_cache: Path
+) -> None:
     server.routes["/a.png"] = lambda h: reply(h, 200, PNG)
     path = fetch(server.url("/a.png"))
     assert path.read_bytes() == PNG and path == _cache_path(server.url("/a.png"))
@@ -179,8 +188,9 @@ def test_download_lands_complete_in_the_cache_and_is_reused(server: ScriptedServ
     assert server.count("/a.png") == 1
 
 
-def test_stale_partial_file_of_a_killed_run_is_removed(server: ScriptedServer,
-                                                       isolated_cache: Path) -> None:
+def test_stale_partial_file_of_a_killed_run_is_removed(
+    server: ScriptedServer, isolated_cache: Path
+) -> None:
     server.routes["/a.png"] = lambda h: reply(h, 200, PNG)
     target = _cache_path(server.url("/a.png"))
     target.parent.mkdir(parents=True)
@@ -194,8 +204,9 @@ def test_stale_partial_file_of_a_killed_run_is_removed(server: ScriptedServer,
 
 
 @pytest.mark.parametrize("status", [400, 403, 404, 410])
-def test_client_errors_are_not_retried(server: ScriptedServer, status: int,
-                                       isolated_cache: Path) -> None:
+def test_client_errors_are_not_retried(
+    server: ScriptedServer, status: int, isolated_cache: Path
+) -> None:
     server.routes["/x.png"] = lambda h: reply(h, status, b"no")
     with pytest.raises(DownloadError, match=f"HTTP {status}"):
         fetch(server.url("/x.png"))
@@ -205,7 +216,8 @@ def test_client_errors_are_not_retried(server: ScriptedServer, status: int,
 
 @pytest.mark.parametrize("status", [429, 500, 502, 503])
 def test_transient_errors_are_retried_a_bounded_number_of_times(
-        server: ScriptedServer, status: int, fast_retries: None, isolated_cache: Path) -> None:
+    server: ScriptedServer, status: int, fast_retries: None, isolated_cache: Path
+) -> None:
     server.routes["/x.png"] = lambda h: reply(h, status, b"busy")
     with pytest.raises(DownloadError, match=f"HTTP {status}"):
         fetch(server.url("/x.png"))
@@ -213,8 +225,9 @@ def test_transient_errors_are_retried_a_bounded_number_of_times(
     assert trusted_files(isolated_cache) == []
 
 
-def test_retries_back_off_exponentially(server: ScriptedServer,
-                                        monkeypatch: pytest.MonkeyPatch) -> None:
+def test_retries_back_off_exponentially(
+    server: ScriptedServer, monkeypatch: pytest.MonkeyPatch
+) -> None:
     monkeypatch.setattr(media, "RETRY_BACKOFF_S", 0.15)
     server.routes["/x.png"] = lambda h: reply(h, 500, b"busy")
     with pytest.raises(DownloadError):
@@ -240,8 +253,12 @@ def test_a_transient_error_then_success(server: ScriptedServer, fast_retries: No
 # --- timeouts --------------------------------------------------------------------------------
 
 
-def test_read_timeout(server: ScriptedServer, fast_retries: None, isolated_cache: Path,
-                      monkeypatch: pytest.MonkeyPatch) -> None:
+def test_read_timeout(
+    server: ScriptedServer,
+    fast_retries: None,
+    isolated_cache: Path,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
     monkeypatch.setenv("MMRUN_DOWNLOAD_TIMEOUT", "0.3")
 
     def stalls(h: http.server.BaseHTTPRequestHandler) -> None:
@@ -304,7 +321,8 @@ def test_connection_refused_is_retried_then_fails(fast_retries: None) -> None:
 
 
 def test_size_cap_from_content_length_stops_before_the_body(
-        server: ScriptedServer, monkeypatch: pytest.MonkeyPatch, isolated_cache: Path) -> None:
+    server: ScriptedServer, monkeypatch: pytest.MonkeyPatch, isolated_cache: Path
+) -> None:
     monkeypatch.setenv("MMRUN_MAX_DOWNLOAD_MB", "0.5")
     server.routes["/big.png"] = lambda h: reply(h, 200, b"\0" * (1 << 20))
     with pytest.raises(DownloadError, match=r"larger than the 0.5 MB cap") as info:
@@ -315,9 +333,9 @@ def test_size_cap_from_content_length_stops_before_the_body(
 
 
 @pytest.mark.parametrize("how", ["chunked", "understated"])
-def test_size_cap_counts_the_bytes_themselves(server: ScriptedServer, how: str,
-                                              monkeypatch: pytest.MonkeyPatch,
-                                              isolated_cache: Path) -> None:
+def test_size_cap_counts_the_bytes_themselves(
+    server: ScriptedServer, how: str, monkeypatch: pytest.MonkeyPatch, isolated_cache: Path
+) -> None:
     """Without a Content-Length (chunked), the cap is enforced while reading. A server that
     understates its length gets the body cut at the stated length by the HTTP parser."""
     monkeypatch.setenv("MMRUN_MAX_DOWNLOAD_MB", "1")
@@ -344,8 +362,9 @@ def test_redirects_are_followed_up_to_the_limit(server: ScriptedServer) -> None:
     assert fetch(server.url("/r0")).read_bytes() == PNG
 
 
-def test_redirect_loop_is_bounded_and_not_retried(server: ScriptedServer,
-                                                  isolated_cache: Path) -> None:
+def test_redirect_loop_is_bounded_and_not_retried(
+    server: ScriptedServer, isolated_cache: Path
+) -> None:
     server.routes["/loop"] = lambda h: reply(h, 302, headers={"Location": "/loop"})
     with pytest.raises(DownloadError, match="too many redirects"):
         fetch(server.url("/loop"))
@@ -354,8 +373,9 @@ def test_redirect_loop_is_bounded_and_not_retried(server: ScriptedServer,
 
 
 @pytest.mark.parametrize("location", ["file:///etc/passwd", "ftp://127.0.0.1/x.png"])
-def test_redirect_to_another_scheme_is_refused_at_once(server: ScriptedServer,
-                                                       location: str) -> None:
+def test_redirect_to_another_scheme_is_refused_at_once(
+    server: ScriptedServer, location: str
+) -> None:
     server.routes["/x.png"] = lambda h: reply(h, 302, headers={"Location": location})
     with pytest.raises(DownloadError, match="cannot fetch"):
         fetch(server.url("/x.png"))
@@ -365,9 +385,9 @@ def test_redirect_to_another_scheme_is_refused_at_once(server: ScriptedServer,
 # --- incomplete bodies -----------------------------------------------------------------------
 
 
-def test_connection_closed_mid_body_leaves_no_cached_file(server: ScriptedServer,
-                                                          fast_retries: None,
-                                                          isolated_cache: Path) -> None:
+def test_connection_closed_mid_body_leaves_no_cached_file(
+    server: ScriptedServer, fast_retries: None, isolated_cache: Path
+) -> None:
     server.routes["/x.png"] = lambda h: reply(h, 200, PNG[:20], length=len(PNG), close=True)
     with pytest.raises(DownloadError):
         fetch(server.url("/x.png"))
@@ -376,8 +396,9 @@ def test_connection_closed_mid_body_leaves_no_cached_file(server: ScriptedServer
     assert not _cache_path(server.url("/x.png")).exists()
 
 
-def test_closing_the_downloader_stops_a_dripping_download(server: ScriptedServer,
-                                                          isolated_cache: Path) -> None:
+def test_closing_the_downloader_stops_a_dripping_download(
+    server: ScriptedServer, isolated_cache: Path
+) -> None:
     """What a run does on Ctrl-C or on another item's error: downloads give up at once."""
 
     def drips(h: http.server.BaseHTTPRequestHandler) -> None:
@@ -420,9 +441,23 @@ def test_closing_the_downloader_stops_a_dripping_download(server: ScriptedServer
 def mmrun_proc(url: str, cache: Path) -> subprocess.Popen[str]:
     env = {**os.environ, "MMRUN_CACHE_DIR": str(cache), "HF_HUB_OFFLINE": "1"}
     return subprocess.Popen(
-        [sys.executable, "-m", "mmrun", "image", "-m", "mistral3", "-i", url, "--dry-run",
-         "--json"],
-        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env)
+        [
+            sys.executable,
+            "-m",
+            "mmrun",
+            "image",
+            "-m",
+            "mistral3",
+            "-i",
+            url,
+            "--dry-run",
+            "--json",
+        ],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        env=env,
+    )
 
 
 def wait_for(condition: Callable[[], bool], timeout: float = 30.0) -> None:
@@ -432,8 +467,9 @@ def wait_for(condition: Callable[[], bool], timeout: float = 30.0) -> None:
         time.sleep(0.02)
 
 
-def test_sigkill_mid_download_leaves_nothing_a_later_run_trusts(server: ScriptedServer,
-                                                                 isolated_cache: Path) -> None:
+def test_sigkill_mid_download_leaves_nothing_a_later_run_trusts(
+    server: ScriptedServer, isolated_cache: Path
+) -> None:
     def half_then_stall(h: http.server.BaseHTTPRequestHandler) -> None:
         if server.count("/k.png") > 1:  # the second run: the whole file
             reply(h, 200, PNG)
@@ -469,8 +505,9 @@ def test_sigkill_mid_download_leaves_nothing_a_later_run_trusts(server: Scripted
     assert partial_files(isolated_cache) == []  # the killed run's leftover is gone
 
 
-def test_two_processes_fetching_one_url_make_one_request(server: ScriptedServer,
-                                                         isolated_cache: Path) -> None:
+def test_two_processes_fetching_one_url_make_one_request(
+    server: ScriptedServer, isolated_cache: Path
+) -> None:
     go = threading.Event()
 
     def slow(h: http.server.BaseHTTPRequestHandler) -> None:

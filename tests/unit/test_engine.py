@@ -41,8 +41,11 @@ def test_the_users_folder_is_kept(temp: Path, monkeypatch: pytest.MonkeyPatch) -
 
 
 def test_no_private_folder_where_socket_paths_would_be_too_long(
-        temp: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    deep = temp / ("d" * 50)  # <deep>/<uuid> fits in 107 bytes, <deep>/mmrun-xxxxxxxx/<uuid> does not
+    temp: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    deep = temp / (
+        "d" * 50
+    )  # <deep>/<uuid> fits in 107 bytes, <deep>/mmrun-xxxxxxxx/<uuid> does not
     deep.mkdir()
     monkeypatch.setattr(tempfile, "tempdir", str(deep))
     engine._use_private_rpc_dir()
@@ -74,27 +77,35 @@ def test_the_root_cause_is_the_failing_process_s_exception() -> None:
         "ValueError: Available memory on node 0 (18.44/20.21 GiB) on startup is less than "
         "desired CPU memory utilization (0.92, 18.6 GiB). On the CPU backend, the "
         "`--gpu-memory-utilization` flag controls the fraction of CPU memory reserved (despite "
-        "its name).")
+        "its name)."
+    )
     wrappers_only = "\n".join(FAILED_START_LOG.splitlines()[-4:])
     assert root_cause(wrappers_only) is None
-    assert root_cause("torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 2.00 GiB") \
+    assert (
+        root_cause("torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 2.00 GiB")
         == "OutOfMemoryError: CUDA out of memory. Tried to allocate 2.00 GiB"
+    )
     assert root_cause("INFO all is well\n") is None
     # With -v the log also holds warnings with tracebacks that vLLM survived.
-    survived = ("(EngineCore pid=3230) WARNING 11-30 02:06:11 [x.py:1] Falling back\n"
-                "(EngineCore pid=3230) WARNING 11-30 02:06:11 [x.py:1] ImportError: no flashinfer\n")
+    survived = (
+        "(EngineCore pid=3230) WARNING 11-30 02:06:11 [x.py:1] Falling back\n"
+        "(EngineCore pid=3230) WARNING 11-30 02:06:11 [x.py:1] ImportError: no flashinfer\n"
+    )
     assert root_cause(survived + FAILED_START_LOG).startswith("ValueError: Available memory")
     # vLLM 0.26 on CUDA: the process prefix is not part of the logged line.
     assert root_cause(
         "ERROR 11-30 03:47:37 [core.py:1330] EngineCore failed to start.\r\n"
         "ERROR 11-30 03:47:37 [core.py:1330] ValueError: Free memory on device cuda:0 "
         "(139.29/139.8 GiB) on startup is less than desired GPU memory utilization\r\n"
-    ) == ("ValueError: Free memory on device cuda:0 (139.29/139.8 GiB) on startup is less "
-          "than desired GPU memory utilization")
+    ) == (
+        "ValueError: Free memory on device cuda:0 (139.29/139.8 GiB) on startup is less "
+        "than desired GPU memory utilization"
+    )
 
 
 def test_the_log_stream_copies_to_the_file_it_is_told(
-        tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]) -> None:
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
     from mmrun import engine_log
 
     stream = engine_log._Tee()

@@ -21,14 +21,20 @@ EXAMPLE_FILES = ("pyproject.toml", "mmrun_example_plugin/__init__.py")
 
 
 def mmrun_cli(*args: str, **env: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([sys.executable, "-m", "mmrun", *args], capture_output=True, text=True,
-                          env={**os.environ, **env}, timeout=60)
+    return subprocess.run(
+        [sys.executable, "-m", "mmrun", *args],
+        capture_output=True,
+        text=True,
+        env={**os.environ, **env},
+        timeout=60,
+    )
 
 
 def test_installed_as_a_distribution_with_an_entry_point() -> None:
     dist = distribution("mmrun-example-plugin")  # missing: run `make install`
     assert [(ep.name, ep.value) for ep in dist.entry_points if ep.group == "mmrun.plugins"] == [
-        ("example", "mmrun_example_plugin:register")]
+        ("example", "mmrun_example_plugin:register")
+    ]
     assert "example" in entry_points(group="mmrun.plugins").names
 
 
@@ -70,10 +76,23 @@ def test_dry_run_prints_its_exact_prompt(media_dir: Path) -> None:
         "max_model_len": 16384,
         "limit_mm_per_prompt": {"image": 1, "video": 0, "audio": 0},
     }
-    two = mmrun_cli("image", "-m", "llava-interleave", "-i", blue, "-i", duck, "-q", "Same?",
-                    "--dry-run", "--quiet")
+    two = mmrun_cli(
+        "image",
+        "-m",
+        "llava-interleave",
+        "-i",
+        blue,
+        "-i",
+        duck,
+        "-q",
+        "Same?",
+        "--dry-run",
+        "--quiet",
+    )
     assert two.returncode == 0 and two.stderr == ""
-    assert two.stdout == "<|im_start|>user\n<image><image>\nSame?<|im_end|>\n<|im_start|>assistant\n\n"
+    assert (
+        two.stdout == "<|im_start|>user\n<image><image>\nSame?<|im_end|>\n<|im_start|>assistant\n\n"
+    )
 
 
 def test_it_imports_only_the_public_api() -> None:
@@ -94,15 +113,29 @@ def test_it_imports_only_the_public_api() -> None:
 def test_the_tutorial_shows_the_example_files_exactly() -> None:
     blocks = re.findall(r"```[a-z]*\n(.*?)```", TUTORIAL.read_text(), flags=re.DOTALL)
     for name in EXAMPLE_FILES:
-        assert (EXAMPLE / name).read_text() in blocks, f"{name} differs from docs/writing-plugins.md"
+        assert (EXAMPLE / name).read_text() in blocks, (
+            f"{name} differs from docs/writing-plugins.md"
+        )
 
 
 def test_the_tutorial_test_snippet_passes(tmp_path: Path) -> None:
     blocks = re.findall(r"```python\n(.*?)```", TUTORIAL.read_text(), flags=re.DOTALL)
     snippet = next(block for block in blocks if "def test_" in block)
     (tmp_path / "test_llava_interleave.py").write_text(snippet)
-    proc = subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider",
-                           "test_llava_interleave.py"], cwd=tmp_path, capture_output=True,
-                          text=True, timeout=120)
+    proc = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "pytest",
+            "-q",
+            "-p",
+            "no:cacheprovider",
+            "test_llava_interleave.py",
+        ],
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
     assert proc.returncode == 0, proc.stdout + proc.stderr
     assert "1 passed" in proc.stdout

@@ -32,28 +32,56 @@ KEYS = {m: sorted(spec.key for spec in REGISTRY.specs(m)) for m in ("image", "au
 EXAMPLES = int(os.environ.get("MMRUN_FUZZ_EXAMPLES", "300"))
 # Keys whose request is planned without the Hub (a written prompt, no template to fetch), so a
 # dry run gets all the way through; the other keys fail early, offline.
-OFFLINE = {"image": ["idefics3", "smolvlm", "mistral3", "pixtral_hf", "deepseek_vl_v2"],
-           "audio": ["qwen2_audio", "whisper", "gemma3n", "qwen2_5_omni", "granite_speech"]}
+OFFLINE = {
+    "image": ["idefics3", "smolvlm", "mistral3", "pixtral_hf", "deepseek_vl_v2"],
+    "audio": ["qwen2_audio", "whisper", "gemma3n", "qwen2_5_omni", "granite_speech"],
+}
 
 # Text that tends to break parsers: separators, quotes, unicode, control characters.
-NASTY = st.text(alphabet=st.sampled_from("ab=_-.:/\\,;[]{}\"' \t\n\x00é🙂%0123456789"),
-                max_size=12)
+NASTY = st.text(alphabet=st.sampled_from("ab=_-.:/\\,;[]{}\"' \t\n\x00é🙂%0123456789"), max_size=12)
 
 
 def sources(media_dir: Path, server: str) -> dict[str, list[str]]:
     png = base64.b64encode((media_dir / "blue.png").read_bytes()).decode()
     wav = base64.b64encode((media_dir / "tone.wav").read_bytes()).decode()
     return {
-        "image": [str(media_dir / "blue.png"), str(media_dir / "duck.jpg"), "lion",
-                  f"data:image/png;base64,{png}", f"{server}/blue.png"],
-        "audio": [str(media_dir / "tone.wav"), str(media_dir / "mary_had_lamb.ogg"),
-                  "winning_call", f"data:audio/wav;base64,{wav}", f"{server}/tone.wav"],
+        "image": [
+            str(media_dir / "blue.png"),
+            str(media_dir / "duck.jpg"),
+            "lion",
+            f"data:image/png;base64,{png}",
+            f"{server}/blue.png",
+        ],
+        "audio": [
+            str(media_dir / "tone.wav"),
+            str(media_dir / "mary_had_lamb.ogg"),
+            "winning_call",
+            f"data:audio/wav;base64,{wav}",
+            f"{server}/tone.wav",
+        ],
         "bad": [
-            str(media_dir), str(media_dir / "missing.png"), "/dev/null", "/dev/zero", "", " ",
-            "data:,", "data:image/png;base64,@@@", "data:", f"data:image/png;base64,{png[:40]}",
-            f"{server}/missing.png", f"{server}/", "http://", "http://[::1",
-            "https://127.0.0.1:1/x.png", "ftp://x/y.png", "file:///etc/passwd",
-            "~/nothing-here.png", "-", "C:\\a.png", "duck", "mary_had_lamb",
+            str(media_dir),
+            str(media_dir / "missing.png"),
+            "/dev/null",
+            "/dev/zero",
+            "",
+            " ",
+            "data:,",
+            "data:image/png;base64,@@@",
+            "data:",
+            f"data:image/png;base64,{png[:40]}",
+            f"{server}/missing.png",
+            f"{server}/",
+            "http://",
+            "http://[::1",
+            "https://127.0.0.1:1/x.png",
+            "ftp://x/y.png",
+            "file:///etc/passwd",
+            "~/nothing-here.png",
+            "-",
+            "C:\\a.png",
+            "duck",
+            "mary_had_lamb",
         ],
     }
 
@@ -72,25 +100,60 @@ def command_lines(draw: st.DrawFn, media_dir: Path, server: str) -> list[str]:
     count: int | None = None
     most = spec.max_items or 3
     if draw(st.booleans()):
-        items = draw(st.lists(st.sampled_from(known[modality]), min_size=max(spec.min_items, 1),
-                              max_size=min(most, 3)))
+        items = draw(
+            st.lists(
+                st.sampled_from(known[modality]),
+                min_size=max(spec.min_items, 1),
+                max_size=min(most, 3),
+            )
+        )
     elif draw(st.booleans()):
         count = draw(st.integers(max(spec.min_items, 1), min(most, 2)))
     options: list[str] = []
     if draw(st.booleans()):
         options += ["--num-prompts", str(draw(st.integers(1, 6)))]
     if draw(st.booleans()):
-        options += ["--engine-arg", draw(st.sampled_from(
-            ["max_model_len=4096", "seed=3", 'mm_processor_kwargs={"a": [1, {"b": null}]}',
-             "enforce_eager=true", "limit_mm_per_prompt=null", "x={", "a=b=c"]))]
+        options += [
+            "--engine-arg",
+            draw(
+                st.sampled_from(
+                    [
+                        "max_model_len=4096",
+                        "seed=3",
+                        'mm_processor_kwargs={"a": [1, {"b": null}]}',
+                        "enforce_eager=true",
+                        "limit_mm_per_prompt=null",
+                        "x={",
+                        "a=b=c",
+                    ]
+                )
+            ),
+        ]
     if draw(st.booleans()):
         options += ["--sampling-arg", draw(st.sampled_from(["ignore_eos=true", "top_p=0.5"]))]
     switches = draw(st.sampled_from([[], ["--json"], ["--quiet"], ["--json", "-v"]]))
 
     # ...with a few mutations.
-    mutations = draw(st.lists(st.sampled_from([
-        "key", "other-key", "any-key", "bad-source", "random-source", "count", "prompts",
-        "engine-arg", "sampling-arg", "option", "switches"]), max_size=3))
+    mutations = draw(
+        st.lists(
+            st.sampled_from(
+                [
+                    "key",
+                    "other-key",
+                    "any-key",
+                    "bad-source",
+                    "random-source",
+                    "count",
+                    "prompts",
+                    "engine-arg",
+                    "sampling-arg",
+                    "option",
+                    "switches",
+                ]
+            ),
+            max_size=3,
+        )
+    )
     for mutation in mutations:
         if mutation == "key":
             key = draw(st.one_of(st.none(), NASTY))
@@ -99,29 +162,48 @@ def command_lines(draw: st.DrawFn, media_dir: Path, server: str) -> list[str]:
         elif mutation == "any-key":
             key = draw(st.sampled_from(KEYS[modality]))
         elif mutation == "bad-source":
-            items.insert(draw(st.integers(0, len(items))), draw(st.sampled_from(known["bad"] +
-                                                                                known[other])))
+            items.insert(
+                draw(st.integers(0, len(items))), draw(st.sampled_from(known["bad"] + known[other]))
+            )
         elif mutation == "random-source":
-            items.append(draw(st.one_of(NASTY, NASTY.map(lambda s: f"{server}/{s}"),
-                                        NASTY.map(lambda s: f"data:{s}"))))
+            items.append(
+                draw(
+                    st.one_of(
+                        NASTY,
+                        NASTY.map(lambda s: f"{server}/{s}"),
+                        NASTY.map(lambda s: f"data:{s}"),
+                    )
+                )
+            )
         elif mutation == "count":
             count = draw(st.integers(-3, 14))
         elif mutation == "prompts":
             options += ["--num-prompts", str(draw(st.integers(-1, 10**10)))]
         elif mutation in ("engine-arg", "sampling-arg"):
-            options += [f"--{mutation}", draw(st.one_of(
-                NASTY, st.tuples(NASTY, NASTY).map("=".join),
-                st.sampled_from(["not_a_field=1", "=", "-x=1", "a.b=1"])))]
+            options += [
+                f"--{mutation}",
+                draw(
+                    st.one_of(
+                        NASTY,
+                        st.tuples(NASTY, NASTY).map("=".join),
+                        st.sampled_from(["not_a_field=1", "=", "-x=1", "a.b=1"]),
+                    )
+                ),
+            ]
         elif mutation == "option":
-            option, value = draw(st.sampled_from([
-                ("--method", st.sampled_from(["chat", "beam", ""])),
-                ("--max-tokens", st.integers(-2, 10**12)),
-                ("--temperature", st.sampled_from(["-1", "inf", "nan", "1e999", "x", "2"])),
-                ("--seed", st.integers(-(2**70), 2**70)),
-                ("-q", NASTY),
-                ("-tp", st.integers(-1, 9)),
-                ("--model", st.sampled_from(["", str(media_dir), "/dev/null", "x/y"])),
-            ]))
+            option, value = draw(
+                st.sampled_from(
+                    [
+                        ("--method", st.sampled_from(["chat", "beam", ""])),
+                        ("--max-tokens", st.integers(-2, 10**12)),
+                        ("--temperature", st.sampled_from(["-1", "inf", "nan", "1e999", "x", "2"])),
+                        ("--seed", st.integers(-(2**70), 2**70)),
+                        ("-q", NASTY),
+                        ("-tp", st.integers(-1, 9)),
+                        ("--model", st.sampled_from(["", str(media_dir), "/dev/null", "x/y"])),
+                    ]
+                )
+            )
             options += [option, str(draw(value))]
         elif mutation == "switches":
             switches = draw(st.sampled_from([["--quiet", "--verbose"], ["--trust-remote-code"]]))
@@ -145,11 +227,15 @@ def fuzz_env(monkeypatch: pytest.MonkeyPatch, media_server: Any) -> None:
     monkeypatch.setenv("MMRUN_ASSETS_BASE_URL", media_server.url)  # default media, locally
 
 
-@settings(max_examples=EXAMPLES, deadline=None,
-          suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow])
+@settings(
+    max_examples=EXAMPLES,
+    deadline=None,
+    suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow],
+)
 @given(data=st.data())
-def test_cli_never_crashes(data: st.DataObject, media_dir: Path, media_server: Any,
-                           fuzz_env: None) -> None:
+def test_cli_never_crashes(
+    data: st.DataObject, media_dir: Path, media_server: Any, fuzz_env: None
+) -> None:
     args = data.draw(command_lines(media_dir, media_server.url), label="args")
     result = runner.invoke(app, args)
     output = result.stdout + result.stderr
@@ -158,7 +244,9 @@ def test_cli_never_crashes(data: st.DataObject, media_dir: Path, media_server: A
     event(f"exit {result.exit_code}: {' '.join(w for w in words if '/' not in w)[:40]}")
 
     assert result.exception is None or isinstance(result.exception, SystemExit), (
-        args, repr(result.exception))
+        args,
+        repr(result.exception),
+    )
     assert "Traceback" not in output, (args, output)
     assert result.exit_code in (0, 1, 2), (args, result.exit_code, output)
     if result.exit_code == 0:

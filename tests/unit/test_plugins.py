@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-PLUGIN = '''
+PLUGIN = """
 from mmrun import LoaderContext, ModelRequest, loader
 
 @loader("toy_vl", "image", repo_id="acme/toy-vl", architecture="LlavaForConditionalGeneration")
@@ -20,18 +20,18 @@ def toy_vl(ctx: LoaderContext) -> ModelRequest:
 
 def register(registry):
     registry.add(toy_vl)
-'''
+"""
 
-BROKEN = '''
+BROKEN = """
 raise RuntimeError("boom at import")
-'''
+"""
 
-DUPLICATE = '''
+DUPLICATE = """
 from mmrun.plugins import builtin_registry
 
 def register(registry):
     registry.add(builtin_registry().get("image", "llava"))
-'''
+"""
 
 
 FIXTURE_PLUGINS = {"toyplugin": PLUGIN, "brokenplugin": BROKEN, "dupplugin": DUPLICATE}
@@ -53,8 +53,13 @@ def _mmrun(args: list[str], plugin_path: Path, **env: str) -> subprocess.Complet
     # Only the plugins under test: others installed here (the example plugin) change the counts.
     allow = ",".join(FIXTURE_PLUGINS)
     environ = {**os.environ, "PYTHONPATH": str(plugin_path), "MMRUN_PLUGINS": allow, **env}
-    return subprocess.run([sys.executable, "-m", "mmrun", *args], capture_output=True, text=True,
-                          env=environ, timeout=60)
+    return subprocess.run(
+        [sys.executable, "-m", "mmrun", *args],
+        capture_output=True,
+        text=True,
+        env=environ,
+        timeout=60,
+    )
 
 
 def test_plugin_loader_is_listed_and_runs_dry(plugin_path: Path, media_dir: Path) -> None:
@@ -62,10 +67,15 @@ def test_plugin_loader_is_listed_and_runs_dry(plugin_path: Path, media_dir: Path
     assert listed.returncode == 0, listed.stderr
     keys = [row["key"] for row in json.loads(listed.stdout)["models"]]
     assert "toy_vl" in keys and len(keys) == 36
-    run = _mmrun(["image", "-m", "toy_vl", "-i", str(media_dir / "blue.png"), "--dry-run", "--json"],
-                 plugin_path)
+    run = _mmrun(
+        ["image", "-m", "toy_vl", "-i", str(media_dir / "blue.png"), "--dry-run", "--json"],
+        plugin_path,
+    )
     assert run.returncode == 0, run.stderr
-    assert json.loads(run.stdout)["prompt"] == "USER: <image>What is the content of each image? ASSISTANT:"
+    assert (
+        json.loads(run.stdout)["prompt"]
+        == "USER: <image>What is the content of each image? ASSISTANT:"
+    )
 
 
 def test_broken_and_duplicate_plugins_are_reported_and_skipped(plugin_path: Path) -> None:

@@ -9,8 +9,13 @@ import urllib.request
 from typing import Any
 
 
-def smart_resize(width: int, height: int, factor: int = 28, min_pixels: int = 56 * 56,
-                 max_pixels: int = 1024 * 28 * 28) -> tuple[int, int]:
+def smart_resize(
+    width: int,
+    height: int,
+    factor: int = 28,
+    min_pixels: int = 56 * 56,
+    max_pixels: int = 1024 * 28 * 28,
+) -> tuple[int, int]:
     """qwen_vl_utils' rule, which the seed applies to Qwen2.5-VL images (as mmrun does)."""
     h = max(factor, round(height / factor) * factor)
     w = max(factor, round(width / factor) * factor)
@@ -44,8 +49,14 @@ def fetch(url: str, resize: dict[str, int] | None) -> Any:
 def summary(outputs: list[Any], start: float, marks: dict[str, float]) -> dict[str, Any]:
     """One JSON-able result: vLLM's own counts, and the phases since the script started."""
     return {
-        "outputs": [{"text": o.outputs[0].text, "prompt_tokens": len(o.prompt_token_ids or []),
-                     "completion_tokens": len(o.outputs[0].token_ids)} for o in outputs],
+        "outputs": [
+            {
+                "text": o.outputs[0].text,
+                "prompt_tokens": len(o.prompt_token_ids or []),
+                "completion_tokens": len(o.outputs[0].token_ids),
+            }
+            for o in outputs
+        ],
         "phases_s": {k: round(v - start, 4) for k, v in marks.items()},
         "result_at": time.monotonic(),
     }

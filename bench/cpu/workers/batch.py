@@ -21,19 +21,26 @@ def main() -> None:
     config = json.loads(Path(sys.argv[1]).read_text())
 
     def prompts(pairs: list[list[str]]) -> list[dict]:
-        return [{"prompt": config["prompt"],
-                 "multi_modal_data": {"image": [Image.open(p).convert("RGB") for p in pair]}}
-                for pair in pairs]
+        return [
+            {
+                "prompt": config["prompt"],
+                "multi_modal_data": {"image": [Image.open(p).convert("RGB") for p in pair]},
+            }
+            for pair in pairs
+        ]
 
     warmup, separate, batched, again = (
-        prompts(config[k]) for k in ("warmup", "separate", "batched", "batched_again"))
+        prompts(config[k]) for k in ("warmup", "separate", "batched", "batched_again")
+    )
     llm = LLM(**config["engine_args"])
     params = SamplingParams(**config["sampling"])
 
     def counts(outputs: list) -> dict:
-        return {"prompts": len(outputs),
-                "prompt_tokens": sum(len(o.prompt_token_ids or []) for o in outputs),
-                "completion_tokens": sum(len(o.outputs[0].token_ids) for o in outputs)}
+        return {
+            "prompts": len(outputs),
+            "prompt_tokens": sum(len(o.prompt_token_ids or []) for o in outputs),
+            "completion_tokens": sum(len(o.outputs[0].token_ids) for o in outputs),
+        }
 
     t = time.perf_counter()
     llm.generate(warmup, sampling_params=params, use_tqdm=False)
@@ -60,12 +67,17 @@ def main() -> None:
     separate_s = statistics.median(separate_all)
     batched_s = statistics.median(batched_all)
     outs = batched_outs
-    print(json.dumps({
-        "warmup_s": warmup_s,
-        "separate": {"s": separate_s, "all_s": separate_all, **separate_counts},
-        "batched_first": {"s": first_s, **counts(first)},
-        "batched": {"s": batched_s, "all_s": batched_all, **counts(outs)},
-    }), flush=True)
+    print(
+        json.dumps(
+            {
+                "warmup_s": warmup_s,
+                "separate": {"s": separate_s, "all_s": separate_all, **separate_counts},
+                "batched_first": {"s": first_s, **counts(first)},
+                "batched": {"s": batched_s, "all_s": batched_all, **counts(outs)},
+            }
+        ),
+        flush=True,
+    )
 
 
 if __name__ == "__main__":

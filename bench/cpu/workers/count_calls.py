@@ -23,8 +23,9 @@ def main() -> None:
             original = getattr(cls, name)
 
             def wrapper(self, prompts, *a, _original=original, _name=name, **k):  # type: ignore[no-untyped-def]
-                calls.append({"method": _name,
-                              "prompts": len(prompts) if isinstance(prompts, list) else 1})
+                calls.append(
+                    {"method": _name, "prompts": len(prompts) if isinstance(prompts, list) else 1}
+                )
                 with open(out, "w") as f:  # now: mmrun ends its process without unwinding
                     json.dump(calls, f)
                 return _original(self, prompts, *a, **k)

@@ -20,9 +20,17 @@ def main() -> None:
     pid = os.posix_spawn(argv[0], argv, dict(os.environ), file_actions=actions)
     _, status, usage = os.wait4(pid, 0)
     wall = time.perf_counter() - start
-    print(json.dumps({"wall_s": wall, "maxrss_mib": usage.ru_maxrss / 1024,
-                      "cpu_s": usage.ru_utime + usage.ru_stime,
-                      "returncode": os.waitstatus_to_exitcode(status)}), flush=True)
+    print(
+        json.dumps(
+            {
+                "wall_s": wall,
+                "maxrss_mib": usage.ru_maxrss / 1024,
+                "cpu_s": usage.ru_utime + usage.ru_stime,
+                "returncode": os.waitstatus_to_exitcode(status),
+            }
+        ),
+        flush=True,
+    )
 
 
 if __name__ == "__main__":

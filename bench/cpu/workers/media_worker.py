@@ -21,11 +21,34 @@ from pathlib import Path  # noqa: E402
 CONFIG = json.loads(Path(sys.argv[1]).read_text())
 BASE = CONFIG["base_url"]
 TMP = Path(CONFIG["tmp"])
-NAMES = ["duck", "lion", "flycatcher", "somefish", "starfish", "snail", "thistle", "husky",
-         "orangetabbycat", "guineapig", "rabbit", "horsepony"]
-FILES = ["duck.jpg", "lion.jpg", "flycatcher.jpeg", "somefish.jpg", "starfish.jpg", "snail.jpg",
-         "thistle.jpg", "husky.jpg", "orangetabbycat.jpg", "guineapig.jpg", "rabbit.jpg",
-         "horsepony.jpg"]
+NAMES = [
+    "duck",
+    "lion",
+    "flycatcher",
+    "somefish",
+    "starfish",
+    "snail",
+    "thistle",
+    "husky",
+    "orangetabbycat",
+    "guineapig",
+    "rabbit",
+    "horsepony",
+]
+FILES = [
+    "duck.jpg",
+    "lion.jpg",
+    "flycatcher.jpeg",
+    "somefish.jpg",
+    "starfish.jpg",
+    "snail.jpg",
+    "thistle.jpg",
+    "husky.jpg",
+    "orangetabbycat.jpg",
+    "guineapig.jpg",
+    "rabbit.jpg",
+    "horsepony.jpg",
+]
 os.environ["MMRUN_ASSETS_BASE_URL"] = BASE
 
 
@@ -143,7 +166,8 @@ def suite() -> dict:
                 what_if["12_workers"].append(timed(resolve, fresh()))
                 if "shared_client_12_workers" in what_if:
                     what_if["shared_client_12_workers"].append(
-                        timed(resolve, fresh(), shared_client=True))
+                        timed(resolve, fresh(), shared_client=True)
+                    )
             finally:
                 media.DOWNLOAD_WORKERS = default_workers
     warm, warm_requests = [], []
@@ -166,11 +190,18 @@ def suite() -> dict:
     return {
         "download_workers": default_workers,
         "http_clients_built_per_cold_resolve": clients,
-        "baseline_s": baseline, "cold_s": cold, "cold_requests": cold_requests,
-        "what_if_cold_s": what_if, "warm_s": warm, "warm_requests": warm_requests,
-        "warm_sequential_breakdown_s": {"read_and_sha256": read_hash, "decode": decode,
-                                        "files": len(files),
-                                        "bytes": sum(len(b) for b in blobs)},
+        "baseline_s": baseline,
+        "cold_s": cold,
+        "cold_requests": cold_requests,
+        "what_if_cold_s": what_if,
+        "warm_s": warm,
+        "warm_requests": warm_requests,
+        "warm_sequential_breakdown_s": {
+            "read_and_sha256": read_hash,
+            "decode": decode,
+            "files": len(files),
+            "bytes": sum(len(b) for b in blobs),
+        },
     }
 
 

@@ -25,8 +25,11 @@ def main() -> None:
     marks["read"] = time.perf_counter()
     llm = LLM(**config["engine_args"])
     marks["engine_started"] = time.perf_counter()
-    outputs = llm.generate({"prompt": config["prompt"], "multi_modal_data": {"image": images}},
-                           sampling_params=SamplingParams(**config["sampling"]), use_tqdm=False)
+    outputs = llm.generate(
+        {"prompt": config["prompt"], "multi_modal_data": {"image": images}},
+        sampling_params=SamplingParams(**config["sampling"]),
+        use_tqdm=False,
+    )
     marks["generated"] = time.perf_counter()
     print(json.dumps(summary(outputs, START, marks)), flush=True)
 

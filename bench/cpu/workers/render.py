@@ -42,15 +42,16 @@ def main() -> None:
     from mmrun.support import vllm_info
     from mmrun.templates import HFTemplateRenderer
 
-    messages = [{"role": "system", "content": "You are a helpful assistant."},
-                *media_first_messages("image", count, "What is the content of each image?")]
+    messages = [
+        {"role": "system", "content": "You are a helpful assistant."},
+        *media_first_messages("image", count, "What is the content of each image?"),
+    ]
     renderer = HFTemplateRenderer(model)
     _, result["load_processor_s"] = clock(lambda: renderer.processor)
     prompt, result["render_s"] = clock(lambda: renderer.render(messages, source="processor"))
     if mode == "alone":
         _, result["load_processor_again_s"] = clock(lambda: HFTemplateRenderer(model).processor)
-        _, result["render_again_s"] = clock(
-            lambda: renderer.render(messages, source="processor"))
+        _, result["render_again_s"] = clock(lambda: renderer.render(messages, source="processor"))
         vllm_info.cache_clear()
         _, result["vllm_info_s"] = clock(vllm_info)
         vllm_part()

@@ -23,16 +23,20 @@ def main() -> None:
     config = json.loads(Path(sys.argv[1]).read_text())
     marks = {"imported": time.perf_counter()}
     processor = AutoProcessor.from_pretrained(config["engine_args"]["model"])
-    prompt = processor.apply_chat_template(config["messages"], tokenize=False,
-                                           add_generation_prompt=True)
+    prompt = processor.apply_chat_template(
+        config["messages"], tokenize=False, add_generation_prompt=True
+    )
     marks["rendered"] = time.perf_counter()
     images = [fetch(url, config["resize"]) for url in config["urls"]]
     marks["fetched"] = time.perf_counter()
     llm = LLM(**config["engine_args"])
     marks["engine_started"] = time.perf_counter()
     params = SamplingParams(**config["sampling"])
-    outputs = llm.generate({"prompt": config["prompt"], "multi_modal_data": {"image": images}},
-                           sampling_params=params, use_tqdm=False)
+    outputs = llm.generate(
+        {"prompt": config["prompt"], "multi_modal_data": {"image": images}},
+        sampling_params=params,
+        use_tqdm=False,
+    )
     marks["generated"] = time.perf_counter()
     result = summary(outputs, START, marks)
     result["prompt_matches_mmrun"] = prompt == config["prompt"]

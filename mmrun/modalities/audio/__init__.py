@@ -28,8 +28,20 @@ AUDIO = Modality(
 )
 
 FAMILIES = (
-    "cohere", "flamingo", "funaudio", "gemma", "glm", "granite", "kimi", "midasheng",
-    "minicpm", "phi", "qwen", "ultravox", "voxtral", "whisper",
+    "cohere",
+    "flamingo",
+    "funaudio",
+    "gemma",
+    "glm",
+    "granite",
+    "kimi",
+    "midasheng",
+    "minicpm",
+    "phi",
+    "qwen",
+    "ultravox",
+    "voxtral",
+    "whisper",
 )
 
 

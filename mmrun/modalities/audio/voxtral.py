@@ -19,8 +19,10 @@ def _mistral_tokenizer(model: str) -> Any:
             return MistralTokenizer.from_file(local / "tekken.json")
         return MistralTokenizer.from_hf_hub(model)
     except (OSError, ValueError) as exc:  # no tekken.json, or the Hub unreachable
-        raise MmrunError(f"cannot load the mistral tokenizer of {model}: {exc}",
-                         hint="check the model id or path (a local model needs tekken.json)") from exc
+        raise MmrunError(
+            f"cannot load the mistral tokenizer of {model}: {exc}",
+            hint="check the model id or path (a local model needs tekken.json)",
+        ) from exc
 
 
 @loader(
