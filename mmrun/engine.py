@@ -13,12 +13,13 @@ import tempfile
 import threading
 import time
 from collections.abc import Iterator, Mapping, Sequence
-from dataclasses import dataclass
 from types import FrameType
 from typing import Any
 
 from mmrun import engine_log
 from mmrun.errors import EngineError, MissingDependencyError, UsageError
+from mmrun.request import Prompt
+from mmrun.results import Completion
 
 # vLLM's and torch's own wording for "the model, its KV cache or a batch does not fit"
 # (vllm/v1/core/kv_cache_utils.py, vllm/v1/worker/utils.py and cpu_worker.py, torch's
@@ -34,16 +35,6 @@ _OOM_PATTERNS = re.compile(
 
 
 _QUIET_RESOURCE_TRACKER = "ignore::UserWarning:multiprocessing.resource_tracker"
-
-
-@dataclass(frozen=True)
-class Completion:
-    """One prompt's result, from vLLM's own counts."""
-
-    text: str
-    prompt_tokens: int
-    completion_tokens: int
-    finish_reason: str | None
 
 
 def import_vllm() -> Any:
@@ -108,8 +99,8 @@ class StartAborted(Exception):
 
 @contextlib.contextmanager
 def interruptible(abort: threading.Event | None = None) -> Iterator[threading.Event]:
-    """Make Ctrl-C stop vLLM for sure while it starts or generates; yields the "interrupted"
-    flag.
+    """Make Ctrl-C (or SIGTERM) stop vLLM for sure while it starts or generates; yields the
+    "interrupted" flag.
 
     vLLM swallows KeyboardInterrupt in part of its start-up (its ``zmq_socket_ctx`` catches it)
     and then waits up to 10 minutes for an engine that was told to stop, or finishes starting
@@ -153,6 +144,7 @@ def interruptible(abort: threading.Event | None = None) -> Iterator[threading.Ev
                         _kill_engine_processes()
 
     previous = signal.signal(signal.SIGINT, on_interrupt)
+    previous_term = signal.signal(signal.SIGTERM, on_interrupt)
     if abort is not None:
         threading.Thread(target=watch_abort, args=(abort,), name="mmrun-abort", daemon=True).start()
     try:
@@ -168,6 +160,9 @@ def interruptible(abort: threading.Event | None = None) -> Iterator[threading.Ev
         finally:
             signal.signal(
                 signal.SIGINT, previous if previous is not None else signal.default_int_handler
+            )
+            signal.signal(
+                signal.SIGTERM, previous_term if previous_term is not None else signal.SIG_DFL
             )
 
 
@@ -334,55 +329,185 @@ def lora_request(name: str, int_id: int, path: str) -> Any:
     return LoRARequest(name, int_id, path)
 
 
-def _completions(outputs: Sequence[Any]) -> list[Completion]:
-    results = []
-    for output in outputs:
-        best = output.outputs[0]
-        results.append(
-            Completion(
-                text=best.text,
-                prompt_tokens=len(output.prompt_token_ids or []),
-                completion_tokens=len(best.token_ids),
-                finish_reason=best.finish_reason,
-            )
-        )
-    return results
-
-
-def generate(
-    llm: Any, inputs: Sequence[Mapping[str, Any]], params: Any, lora: Any | None
-) -> list[Completion]:
-    """All prompts in one ``LLM.generate`` call."""
+def device_name() -> str:
+    """The kind of device the installed vLLM runs on ("cuda", "cpu", ...)."""
     try:
-        with interruptible():
-            outputs = llm.generate(
-                list(inputs), sampling_params=params, lora_request=lora, use_tqdm=False
-            )
-    except Exception as exc:
-        raise _engine_failure(exc) from exc
-    return _completions(outputs)
+        from vllm.platforms import current_platform
+
+        return str(current_platform.device_type or "unknown")
+    except Exception:  # an install too broken to tell: the selftest reports its own failure
+        return "unknown"
 
 
-def chat(
-    llm: Any,
-    conversations: Sequence[Sequence[Mapping[str, Any]]],
-    params: Any,
-    lora: Any | None,
-    chat_template: str | None,
-) -> list[Completion]:
-    """All conversations in one ``LLM.chat`` call."""
-    try:
-        with interruptible():
-            outputs = llm.chat(
-                [list(c) for c in conversations],
-                sampling_params=params,
-                lora_request=lora,
-                chat_template=chat_template,
-                use_tqdm=False,
-            )
-    except Exception as exc:
-        raise _engine_failure(exc) from exc
-    return _completions(outputs)
+def load_video(data: bytes, num_frames: int) -> Any:
+    """A clip's frames and metadata, sampled by vLLM's own video loader (OpenCV, uniform)."""
+    from vllm.multimodal.video import VIDEO_LOADER_REGISTRY
+
+    loader = VIDEO_LOADER_REGISTRY.load("opencv")
+    return loader.load_bytes(data, num_frames=num_frames)
+
+
+# Shaping requests, as vLLM's own examples do in run_generate / run_chat.
+
+
+def generate_input(prompt: Prompt, modality: str, media: Sequence[Any]) -> dict[str, Any]:
+    """One ``LLM.generate`` prompt: the text (or token ids) and its media."""
+    request: dict[str, Any] = (
+        {"prompt": prompt.text}
+        if prompt.text is not None
+        else {"prompt_token_ids": list(prompt.token_ids or ())}
+    )
+    data = list(prompt.multi_modal_data) if prompt.multi_modal_data is not None else list(media)
+    if data:
+        request["multi_modal_data"] = {modality: data}
+    return request
+
+
+def chat_input(question: str, parts: Sequence[Mapping[str, Any]]) -> list[dict[str, Any]]:
+    """One ``LLM.chat`` conversation: a user turn with the question, then the media parts."""
+    return [{"role": "user", "content": [{"type": "text", "text": question}, *parts]}]
+
+
+class RequestRejected(Exception):
+    """vLLM refused one request (too many items, a prompt longer than the model takes, media
+    its processor cannot use); the engine itself is fine."""
+
+
+Finished = tuple[str, "Completion | str"]  # request id, and its completion or why it failed
+
+
+class Engine:
+    """A started ``vllm.LLM``: requests go in one at a time and come out as they finish.
+
+    Use it inside ``interruptible()``. Each request is checked and prepared by vLLM when it is
+    submitted, so one that vLLM
+    refuses fails alone (``RequestRejected``) and the others go on; results come back per
+    request, as soon as each is finished, from the engine's own loop (what ``LLM.generate``
+    runs internally, without waiting for the whole batch). Only the thread that started it
+    may use it.
+    """
+
+    def __init__(self, llm: Any) -> None:
+        self.llm = llm
+        self._streaming = hasattr(llm, "enqueue") and hasattr(llm, "llm_engine")
+        self._pending: list[tuple[str, Any, Any, Any, str | None]] = []
+        self._ids = 0
+        self.in_flight = 0
+
+    def submit(
+        self, request: Any, params: Any, lora: Any | None, *, chat: bool, template: str | None
+    ) -> str:
+        """Queue one request (a generate prompt, or a chat conversation); its request id."""
+        if not self._streaming:  # an older vLLM: the request goes with the next batched call
+            self._ids += 1
+            request_id = f"w{self._ids}"
+            self._pending.append((request_id, request, params, lora, template if chat else "-"))
+            self.in_flight += 1
+            return request_id
+        try:
+            if chat:
+                ids = self.llm.enqueue_chat(
+                    [request], params, use_tqdm=False, lora_request=lora, chat_template=template
+                )
+            else:
+                ids = self.llm.enqueue([request], params, lora_request=lora, use_tqdm=False)
+        except Exception as exc:
+            if _engine_is_dead(exc):
+                raise _engine_failure(exc) from exc
+            raise RequestRejected(_one_line(exc)) from exc
+        self.in_flight += 1
+        return _external_id(str(ids[0]))
+
+    def poll(self) -> list[Finished]:
+        """The requests that finished since the last call; waits for at least one engine
+        step. Only call it with requests in flight."""
+        if not self._streaming:
+            return self._run_pending()
+        try:
+            outputs = self.llm.llm_engine.step()
+        except Exception as exc:
+            raise _engine_failure(exc) from exc
+        finished: list[Finished] = []
+        for output in outputs:
+            if not getattr(output, "finished", False):
+                continue
+            self.in_flight -= 1
+            finished.append((str(output.request_id), _finished(output)))
+        return finished
+
+    def _run_pending(self) -> list[Finished]:
+        """Older vLLM (no ``LLM.enqueue``): one ``generate`` or ``chat`` call for what was
+        submitted; a call vLLM refuses is split in halves until the request at fault is alone."""
+        batch, self._pending = self._pending, []
+        self.in_flight -= len(batch)
+        return self._call(batch)
+
+    def _call(self, batch: list[tuple[str, Any, Any, Any, str | None]]) -> list[Finished]:
+        if not batch:
+            return []
+        _, _, params, lora, template = batch[0]
+        try:
+            if template != "-":
+                outputs = self.llm.chat(
+                    [r for _, r, *_ in batch],
+                    params,
+                    use_tqdm=False,
+                    lora_request=lora,
+                    chat_template=template,
+                )
+            else:
+                outputs = self.llm.generate(
+                    [r for _, r, *_ in batch],
+                    sampling_params=params,
+                    lora_request=lora,
+                    use_tqdm=False,
+                )
+        except Exception as exc:
+            if _engine_is_dead(exc):
+                raise _engine_failure(exc) from exc
+            if len(batch) == 1:
+                return [(batch[0][0], _one_line(exc))]
+            half = len(batch) // 2
+            return self._call(batch[:half]) + self._call(batch[half:])
+        return [(rid, _finished(out)) for (rid, *_), out in zip(batch, outputs, strict=True)]
+
+    def close(self) -> None:
+        """Stop the engine now (the results are in)."""
+        shutdown(self.llm, now=True)
+
+
+def _external_id(request_id: str) -> str:
+    """The id a request's outputs carry. ``LLM.enqueue`` answers with vLLM's internal id, the
+    counter's id and 8 random characters ("12-1f3a9c0e", vllm/v1/engine/input_processor.py
+    assign_request_id); the outputs carry the counter's id alone."""
+    head, sep, _ = request_id.partition("-")
+    return head if sep and head.isdigit() else request_id
+
+
+def _finished(output: Any) -> Completion | str:
+    best = output.outputs[0]
+    if best.finish_reason in ("abort", "error"):
+        return f"vLLM ended the request ({best.finish_reason})"
+    return Completion(
+        text=best.text,
+        prompt_tokens=len(output.prompt_token_ids or []),
+        completion_tokens=len(best.token_ids),
+        finish_reason=best.finish_reason,
+    )
+
+
+def _engine_is_dead(exc: BaseException) -> bool:
+    """An error of the engine as a whole (its process died), not of one request."""
+    names = {cls.__name__ for cls in type(exc).__mro__}
+    return bool(names & {"EngineDeadError", "EngineGenerateError"}) or bool(
+        _OOM_PATTERNS.search(str(exc))
+    )
+
+
+def _one_line(exc: BaseException) -> str:
+    text = str(exc).strip() or type(exc).__name__
+    first = next((line.strip() for line in text.splitlines() if line.strip()), text)
+    return first[:500]
 
 
 def shutdown(llm: Any, *, now: bool = False) -> None:

@@ -4,6 +4,7 @@ Exit codes (documented in the README and docs/usage.md):
   0  success
   1  a failure while running (download failed, engine failed, out of memory, ...)
   2  a usage or input error (unknown model, bad option, bad media, missing dependency)
+  3  a batch finished, but some of its prompts failed (their error lines say why)
   130 interrupted (Ctrl-C)
 """
 
@@ -12,6 +13,7 @@ from __future__ import annotations
 EXIT_OK = 0
 EXIT_FAILURE = 1
 EXIT_USAGE = 2
+EXIT_PARTIAL = 3
 EXIT_INTERRUPTED = 130
 
 

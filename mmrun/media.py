@@ -441,44 +441,51 @@ def decode_audio(data: bytes, label: str) -> tuple[Any, dict[str, Any]]:
     }
 
 
-DECODERS = {"image": decode_image, "audio": decode_audio}
-
-
 class _DaemonPool:
     """Runs jobs on daemon threads, at most ``workers`` at a time.
 
     Not a ThreadPoolExecutor: the interpreter joins those threads at exit, so after Ctrl-C
-    during a stalled download the process would hang until the download's timeout.
+    during a stalled download the process would hang until the download's timeout. Only
+    jobs not yet finished are remembered: a batch's decoded media are not kept alive here.
     """
 
     def __init__(self, workers: int, name: str) -> None:
         self._slots = threading.BoundedSemaphore(workers)
         self._name = name
-        self._futures: list[Future[Any]] = []
+        self._pending: set[Future[Any]] = set()
+        self._lock = threading.Lock()
+        self._count = 0
 
     def submit(self, fn: Callable[..., Any], *args: Any) -> Future[Any]:
         future: Future[Any] = Future()
 
         def work() -> None:
-            with self._slots:
-                if not future.set_running_or_notify_cancel():  # cancelled while queued
-                    return
-                try:
-                    result = fn(*args)
-                except BaseException as exc:
-                    future.set_exception(exc)
-                else:
-                    future.set_result(result)
+            try:
+                with self._slots:
+                    if not future.set_running_or_notify_cancel():  # cancelled while queued
+                        return
+                    try:
+                        result = fn(*args)
+                    except BaseException as exc:
+                        future.set_exception(exc)
+                    else:
+                        future.set_result(result)
+            finally:
+                with self._lock:
+                    self._pending.discard(future)
 
-        self._futures.append(future)
-        threading.Thread(
-            target=work, name=f"{self._name}-{len(self._futures)}", daemon=True
-        ).start()
+        with self._lock:
+            self._pending.add(future)
+            self._count += 1
+            name = f"{self._name}-{self._count}"
+        threading.Thread(target=work, name=name, daemon=True).start()
         return future
 
     def shutdown(self) -> None:
         """Cancel the jobs not started; running ones are left to end (or die with the process)."""
-        for future in self._futures:
+        with self._lock:
+            pending = list(self._pending)
+        for future in pending:
             future.cancel()
 
 
@@ -515,7 +522,7 @@ class MediaResolver:
             data = _read_path(source)
         label = source.text if source.kind != "data" else "the data: URI"
         try:
-            decoded, info = DECODERS[self.modality.name](data, label)
+            decoded, info = self.modality.decode(data, label)
         except MediaError:
             if source.kind in ("asset", "url") and path is not None:
                 # Complete but not media (an error page served with 200, the wrong file):
@@ -534,22 +541,3 @@ class MediaResolver:
     def close(self) -> None:
         self._pool.shutdown()
         self.downloader.close()
-
-
-def smart_resize_size(
-    width: int, height: int, factor: int, min_pixels: int, max_pixels: int
-) -> tuple[int, int]:
-    """Qwen-VL's resize rule: sides rounded to ``factor``, area within [min, max] pixels."""
-    import math
-
-    h = max(factor, round(height / factor) * factor)
-    w = max(factor, round(width / factor) * factor)
-    if h * w > max_pixels:
-        beta = math.sqrt((height * width) / max_pixels)
-        h = max(factor, math.floor(height / beta / factor) * factor)
-        w = max(factor, math.floor(width / beta / factor) * factor)
-    elif h * w < min_pixels:
-        beta = math.sqrt(min_pixels / (height * width))
-        h = math.ceil(height * beta / factor) * factor
-        w = math.ceil(width * beta / factor) * factor
-    return w, h

@@ -1,39 +1,210 @@
-"""Turn a loader's ModelRequest and the user's options into the exact vLLM call.
+"""Planning: what the user asked for (RunOptions) into what will run (Plan).
 
-This is the one place where the parts every model shares are added: the model id, the
-``trust_remote_code`` flag, the per-prompt media limits, the seed, tensor parallelism and the
-user's own engine arguments.
+``plan`` is pure: no threads, no vLLM, no network. It checks the options against the
+model's spec, chooses each prompt's media, composes the engine arguments and the sampling,
+and, for batches, reads the manifest once to check it. It is the one place where the parts
+every model shares are added: the model id, ``trust_remote_code``, the per-prompt media
+limits, the seed, tensor parallelism and the user's own engine arguments.
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+import copy
+import importlib.util
+import json
+import math
+import os
+from collections.abc import Iterable, Iterator, Mapping, Sequence
+from dataclasses import dataclass, field
 from typing import Any
 
-from mmrun.registry import LoaderSpec
-from mmrun.request import ModelRequest
+from mmrun.errors import (
+    MissingDependencyError,
+    RemoteCodeError,
+    UnsupportedModelError,
+    UsageError,
+)
+from mmrun.inputs import Item, Manifest, expand_sources
+from mmrun.registry import LoaderSpec, Method, Modality, Registry
+from mmrun.support import VllmInfo
 
-# Modalities a model is not asked to take get a limit of 0, so vLLM reserves no memory for them.
-ALL_MODALITIES = ("image", "video", "audio")
+TRUST_REMOTE_CODE_ENV = "MMRUN_TRUST_REMOTE_CODE"
+# More prompts than this in one batched call is a typo (an extra zero or three), not a plan:
+# refused before mmrun builds per-prompt lists that would exhaust memory.
+MAX_NUM_PROMPTS = 100_000
+# The kinds of media vLLM knows. Those a model is not asked to take get a limit of 0, so vLLM
+# reserves no memory for them.
+VLLM_MODALITIES = ("image", "video", "audio")
+
+
+@dataclass(frozen=True)
+class RunOptions:
+    """What the user asked for; None means "the model's or modality's default"."""
+
+    modality: str
+    key: str | None = None
+    sources: tuple[str, ...] = ()
+    count: int | None = None
+    question: str | None = None
+    method: Method = "generate"
+    num_prompts: int = 1
+    seed: int | None = None
+    max_tokens: int | None = None
+    temperature: float | None = None
+    model: str | None = None
+    tensor_parallel_size: int | None = None
+    engine_args: Mapping[str, Any] = field(default_factory=dict)
+    sampling_args: Mapping[str, Any] = field(default_factory=dict)
+    trust_remote_code: bool = False
+    dry_run: bool = False
+    per_prompt: int | None = None
+    warmup: int = 0
+    input: str | None = None
+    output: str | None = None
+    fail_fast: bool = False
+    retry_errors: bool = False
+    overwrite: bool = False
+
+
+class Items:
+    """The prompts of a run, iterable more than once: a list, or a manifest read as a
+    stream. ``total`` counts them; ``max_count`` is the most media items one carries."""
+
+    def __init__(self, source: Iterable[Item], total: int, max_count: int) -> None:
+        self._source = source
+        self.total = total
+        self.max_count = max_count
+
+    def __iter__(self) -> Iterator[Item]:
+        return iter(self._source)
+
+
+@dataclass(frozen=True)
+class Plan:
+    """What will run.
+
+    batch: the run streams one result per prompt and records failures per prompt (a manifest,
+        a folder or pattern of media, or ``--output``), instead of one document at the end.
+    count: the media items per prompt, when every prompt carries the same number.
+    question: the run's question (``-q``, else the modality's default for ``count``); a
+        manifest line's own question replaces it for that prompt.
+    """
+
+    options: RunOptions
+    modality: Modality
+    spec: LoaderSpec
+    model: str
+    method: Method
+    question: str | None
+    count: int | None
+    items: Items
+    engine_args: dict[str, Any]
+    sampling: dict[str, Any]
+    batch: bool
+    vllm_version: str | None
+
+    def question_for(self, item: Item) -> str:
+        if item.question is not None:
+            return item.question
+        if self.options.question is not None:
+            return self.options.question
+        return self.modality.question(len(item.sources))
+
+
+def plan(opts: RunOptions, registry: Registry, vllm: VllmInfo) -> Plan:
+    modality = registry.modality(opts.modality)
+    spec = registry.get(opts.modality, opts.key or modality.default_model)
+    check_allowed(opts, spec)
+    check_numbers(opts, modality)
+    vllm_version = vllm.version if opts.dry_run else check_supported(spec, vllm)
+    model = opts.model or spec.repo_id
+    sources, expanded = expand_sources(opts.sources, modality)
+    batch = opts.input is not None or expanded or opts.output is not None
+    if opts.input is not None:
+        if opts.sources:
+            raise UsageError(
+                f"--input and {modality.option} name the prompts twice",
+                hint="put the media in the manifest, or drop --input",
+            )
+        manifest = Manifest(opts.input, modality)
+        manifest.check()
+        items = Items(manifest, manifest.total, manifest.max_count)
+        count = None
+    else:
+        per_prompt_opts = opts
+        if expanded and opts.per_prompt is None:  # a folder or pattern: one file per prompt
+            per_prompt_opts = _with(opts, per_prompt=1)
+        count, groups = choose_sources(
+            _with(per_prompt_opts, sources=tuple(sources)), spec, modality
+        )
+        listed = [Item(_item_id(groups, i), i, tuple(group)) for i, group in enumerate(groups)]
+        items = Items(listed, len(listed), count)
+    if opts.warmup and batch:
+        raise UsageError("--warmup is for timing one batch", hint="drop --warmup")
+    limit = items.max_count if spec.max_items is None else min(items.max_count, spec.max_items)
+    question = opts.question
+    if question is None and count is not None:
+        question = modality.question(count)
+    return Plan(
+        options=opts,
+        modality=modality,
+        spec=spec,
+        model=model,
+        method=opts.method,
+        question=question,
+        count=count,
+        items=items,
+        engine_args=compose_engine_args(
+            spec,
+            model=model,
+            num_items=max(limit, 0),
+            seed=opts.seed if opts.seed is not None else modality.seed,
+            tensor_parallel_size=opts.tensor_parallel_size,
+            overrides=opts.engine_args,
+            engine_key=modality.engine_key,
+        ),
+        sampling=compose_sampling(spec, modality, opts),
+        batch=batch,
+        vllm_version=vllm_version,
+    )
+
+
+def _item_id(groups: list[list[str]], index: int) -> str:
+    """A prompt's id: its file when each prompt has a file of its own (an id that stays the same
+    when files are added to the folder, so a resumed run skips the right ones), else its place."""
+    if (
+        len(groups) > 1
+        and all(len(g) == 1 for g in groups)
+        and len({g[0] for g in groups}) == len(groups)
+    ):
+        return groups[index][0]
+    return str(index)
+
+
+def _with(opts: RunOptions, **changes: Any) -> RunOptions:
+    from dataclasses import replace
+
+    return replace(opts, **changes)
 
 
 def compose_engine_args(
     spec: LoaderSpec,
-    request: ModelRequest,
     *,
     model: str,
     num_items: int,
     seed: int | None,
     tensor_parallel_size: int | None = None,
     overrides: Mapping[str, Any] | None = None,
+    engine_key: str | None = None,
 ) -> dict[str, Any]:
-    """The keyword arguments for ``vllm.LLM``, in a stable order."""
+    """The keyword arguments for ``vllm.LLM``, in a stable order. ``engine_key``: vLLM's name
+    for the model's kind of media, where the modality's differs from it."""
     args: dict[str, Any] = {"model": model}
     if spec.trust_remote_code:
         args["trust_remote_code"] = True
-    args.update(request.engine_args)
-    limits = {name: 0 for name in ALL_MODALITIES}
-    limits[spec.modality] = num_items
+    args.update(copy.deepcopy(dict(spec.engine_args)))  # nested values: this run's own
+    limits = {name: 0 for name in VLLM_MODALITIES}
+    limits[engine_key or spec.modality] = num_items
     args["limit_mm_per_prompt"] = limits
     if seed is not None:
         args["seed"] = seed
@@ -41,3 +212,177 @@ def compose_engine_args(
         args["tensor_parallel_size"] = tensor_parallel_size
     args.update(overrides or {})
     return args
+
+
+def compose_sampling(spec: LoaderSpec, modality: Modality, opts: RunOptions) -> dict[str, Any]:
+    """Sampling: the modality's defaults, then the model's own, then the user's flags."""
+    sampling: dict[str, Any] = {
+        "temperature": modality.temperature,
+        "max_tokens": modality.max_tokens,
+        **spec.sampling,
+    }
+    if opts.temperature is not None:
+        sampling["temperature"] = opts.temperature
+    if opts.max_tokens is not None:
+        sampling["max_tokens"] = opts.max_tokens
+    sampling.update(opts.sampling_args)
+    return sampling
+
+
+def parse_key_values(pairs: Sequence[str], option: str = "--engine-arg") -> dict[str, Any]:
+    """``KEY=VALUE`` pairs; VALUE is read as JSON when it parses (numbers, booleans, objects).
+
+    option: the flag the pairs came from, named in the error message.
+    """
+    example = "max_model_len=4096" if option == "--engine-arg" else "ignore_eos=true"
+    parsed: dict[str, Any] = {}
+    for pair in pairs:
+        key, sep, raw = pair.partition("=")
+        key = key.strip().replace("-", "_")
+        if not sep or not key.isidentifier():
+            raise UsageError(
+                f"invalid {option} {pair!r}", hint=f"write KEY=VALUE, e.g. {option} {example}"
+            )
+        try:
+            parsed[key] = json.loads(raw)
+        except json.JSONDecodeError:
+            parsed[key] = raw
+    return parsed
+
+
+def check_numbers(opts: RunOptions, modality: Modality) -> None:
+    if opts.num_prompts < 1:
+        raise UsageError(f"--num-prompts must be at least 1, got {opts.num_prompts}")
+    if opts.num_prompts > MAX_NUM_PROMPTS:
+        raise UsageError(
+            f"--num-prompts {opts.num_prompts} is more than mmrun sends in one call "
+            f"({MAX_NUM_PROMPTS:,})",
+            hint="put the prompts in a manifest (--input) to run more",
+        )
+    if opts.temperature is not None and not math.isfinite(opts.temperature):
+        raise UsageError(
+            f"--temperature must be a finite number, got {opts.temperature}",
+            hint="e.g. --temperature 0.7",
+        )
+    if opts.per_prompt is not None and not opts.sources:
+        raise UsageError("--per-prompt needs named media", hint=f"add {modality.option} files")
+    if opts.retry_errors and opts.output is None:
+        raise UsageError("--retry-errors needs the output file of the earlier run", hint="add -o")
+
+
+def _count_bounds(
+    spec: LoaderSpec, modality: Modality, from_assets: bool
+) -> tuple[int, int | None]:
+    low = max(spec.min_items, modality.min_count)
+    high = spec.max_items
+    if from_assets:
+        high = len(modality.assets) if high is None else min(high, len(modality.assets))
+    return low, high
+
+
+def _plural(n: int | None, noun: str) -> str:
+    return f"{n} {noun}" + ("" if n == 1 else "s")
+
+
+def choose_sources(
+    opts: RunOptions, spec: LoaderSpec, modality: Modality
+) -> tuple[int, list[list[str]]]:
+    """The number of items per prompt and each prompt's sources."""
+    noun = modality.name
+    if opts.sources:
+        count = len(opts.sources) if opts.per_prompt is None else opts.per_prompt
+        if opts.count is not None and opts.count != count:
+            raise UsageError(
+                f"-n {opts.count} does not match the {count} {noun} sources given",
+                hint="drop -n when you name the media",
+            )
+        low, high = _count_bounds(spec, modality, from_assets=False)
+        if high is not None and count > high:
+            raise UsageError(
+                f"{spec.key} takes at most {_plural(high, noun)} per prompt, got {count}",
+                hint=f"give at most {high}",
+            )
+        if count < low:
+            raise UsageError(
+                f"{spec.key} needs at least {_plural(low, noun)} per prompt, got {count}",
+                hint=f"give at least {low}",
+            )
+        if opts.per_prompt is None:
+            return count, [list(opts.sources)] * opts.num_prompts
+        return count, _groups(opts, count, noun)
+    low, high = _count_bounds(spec, modality, from_assets=True)
+    if high is None:
+        raise UsageError(f"`mmrun {noun}` has no default media", hint=f"name {noun} files")
+    if opts.count is None:
+        count = min(max(modality.default_count, low), high)
+    else:
+        count = opts.count
+        if not low <= count <= high:
+            raise UsageError(
+                f"-n {count} is out of range for {spec.key}: it takes {low} to {high}",
+                hint=f"use -n between {low} and {high}, or name files with {modality.option}",
+            )
+    names = [asset.name for asset in modality.assets]
+    if count == 1 and opts.num_prompts > 1:
+        # One item per prompt: vary it across prompts, as the audio seed does, so a batch
+        # is not the same request repeated.
+        return count, [[names[i % len(names)]] for i in range(opts.num_prompts)]
+    return count, [names[:count]] * opts.num_prompts
+
+
+def _groups(opts: RunOptions, count: int, noun: str) -> list[list[str]]:
+    """Split the named sources into consecutive groups of ``count``, one group per prompt."""
+    total = len(opts.sources)
+    if count < 1 or total % count:
+        raise UsageError(
+            f"--per-prompt {count} does not divide the {total} {noun} sources given",
+            hint=f"give a multiple of {count} sources",
+        )
+    groups = [list(opts.sources[i : i + count]) for i in range(0, total, count)]
+    if opts.num_prompts not in (1, len(groups)):
+        raise UsageError(
+            f"--num-prompts {opts.num_prompts} does not match the {len(groups)} groups of {count}",
+            hint="drop --num-prompts with --per-prompt",
+        )
+    return groups
+
+
+def check_allowed(opts: RunOptions, spec: LoaderSpec) -> None:
+    if opts.method not in spec.methods:
+        raise UsageError(
+            f"{spec.key} cannot run with --method {opts.method}",
+            hint=f"use --method {' or '.join(spec.methods)}",
+        )
+    allowed = opts.trust_remote_code or os.environ.get(TRUST_REMOTE_CODE_ENV) == "1"
+    if spec.trust_remote_code and not allowed:
+        raise RemoteCodeError(
+            f"{spec.key} runs Python code from the model repository {opts.model or spec.repo_id}",
+            hint=f"pass --trust-remote-code (or set {TRUST_REMOTE_CODE_ENV}=1) if you trust it",
+        )
+    if spec.needs_model and not opts.model:
+        raise UsageError(
+            f"{spec.key} has no public checkpoint", hint="pass --model <path or repo id>"
+        )
+    for module in spec.requires:
+        if importlib.util.find_spec(module) is None:
+            raise MissingDependencyError(
+                f"{spec.key} needs the Python package {module!r}",
+                hint=f"pip install {module.replace('_', '-')}",
+            )
+
+
+def check_supported(spec: LoaderSpec, info: VllmInfo) -> str:
+    if not info.installed:
+        raise MissingDependencyError(
+            "vLLM is not installed", hint="run `make install` (CPU) or `pip install vllm` (GPU)"
+        )
+    if not info.supports(spec.architecture):
+        last = info.removed.get(spec.architecture)
+        since = f"; vLLM {last} and earlier support it" if last else ""
+        raise UnsupportedModelError(
+            f"the installed vLLM {info.version} does not support {spec.key} "
+            f"({spec.architecture}){since}",
+            hint=f"pip install 'vllm<={last}'" if last else "upgrade vLLM",
+        )
+    assert info.version is not None
+    return info.version

@@ -1,10 +1,13 @@
-"""Plugin loading: the built-in modality packages and third-party ``mmrun.plugins`` entry points.
+"""Plugin loading: mmrun's built-in modality packages and third-party ``mmrun.plugins`` entry
+points, through the same hook.
 
-Built-in plugins register exactly as third-party ones do: each is a callable
-``register(registry)``. Third-party plugins are found through the entry-point group
-``mmrun.plugins``; ``MMRUN_PLUGINS`` restricts which load (a comma-separated allow-list of
-entry-point names; empty loads none). A plugin that fails to import or register is reported
-on stderr and skipped, and leaves no half-registered loaders behind.
+A plugin is a module-level ``register(register)`` function; mmrun calls it with a
+``register`` callable that takes modalities, loaders and modules (see
+:class:`mmrun.registry.Register`), and records what each plugin registered (``mmrun
+plugins``). Third-party plugins are found through the entry-point group ``mmrun.plugins``;
+``MMRUN_PLUGINS`` restricts which load (a comma-separated allow-list of entry-point names;
+empty loads none). A plugin that fails to import or register is reported on stderr and
+skipped, and leaves nothing half-registered behind.
 """
 
 from __future__ import annotations
@@ -17,48 +20,47 @@ from importlib import import_module
 from importlib.metadata import entry_points
 
 from mmrun.errors import MmrunError
-from mmrun.registry import Registry
+from mmrun.registry import Register, Registry
 
 ENTRY_POINT_GROUP = "mmrun.plugins"
 ALLOW_ENV = "MMRUN_PLUGINS"
-BUILTIN_PLUGINS = ("mmrun.modalities.image", "mmrun.modalities.audio")
+# Loaded in this order, exactly as third-party plugins are (video after image: its loaders
+# are the image models that also take video).
+BUILTIN_PLUGINS = ("mmrun.modalities.image", "mmrun.modalities.audio", "mmrun.modalities.video")
 
-RegisterFn = Callable[[Registry], None]
+RegisterHook = Callable[[Register], None]
 
 
 def builtin_registry() -> Registry:
     """A registry holding only mmrun's own modalities and loaders."""
     registry = Registry()
     for name in BUILTIN_PLUGINS:
-        import_module(name).register(registry)
+        registry = register_plugin(registry, name, import_module(name).register)
     return registry
 
 
-def _register_isolated(registry: Registry, name: str, register: RegisterFn) -> None:
-    """Run one plugin's register function; on failure, undo what it added and report it."""
-    scratch = Registry(
-        modalities=dict(registry.modalities),
-        loaders={m: dict(specs) for m, specs in registry.loaders.items()},
-    )
+def register_plugin(registry: Registry, name: str, hook: RegisterHook) -> Registry:
+    """Run one plugin's hook against a copy of ``registry``: the copy if it succeeded; on
+    failure, the registry unchanged (and a warning on stderr)."""
+    scratch = registry.copy()
     try:
-        register(scratch)
+        hook(scratch.registrar(name))
     except Exception as exc:  # a broken plugin must not break mmrun
         reason = exc.message if isinstance(exc, MmrunError) else f"{type(exc).__name__}: {exc}"
         print(f"mmrun: warning: plugin {name!r} skipped: {reason}", file=sys.stderr)
-        return
-    registry.modalities, registry.loaders = scratch.modalities, scratch.loaders
+        return registry
+    return scratch
 
 
-def load_entry_point_plugins(registry: Registry) -> list[str]:
-    """Register the allowed third-party plugins; return the names that loaded."""
+def load_entry_point_plugins(registry: Registry) -> Registry:
+    """The registry with the allowed third-party plugins added."""
     allow = os.environ.get(ALLOW_ENV)
     allowed = None if allow is None else {n.strip() for n in allow.split(",") if n.strip()}
-    loaded = []
     for ep in entry_points(group=ENTRY_POINT_GROUP):
         if allowed is not None and ep.name not in allowed:
             continue
         try:
-            register = ep.load()
+            hook = ep.load()
         except Exception as exc:
             print(
                 f"mmrun: warning: plugin {ep.name!r} skipped: cannot import {ep.value}: "
@@ -66,16 +68,11 @@ def load_entry_point_plugins(registry: Registry) -> list[str]:
                 file=sys.stderr,
             )
             continue
-        before = sum(len(v) for v in registry.loaders.values())
-        _register_isolated(registry, ep.name, register)
-        if sum(len(v) for v in registry.loaders.values()) > before:
-            loaded.append(ep.name)
-    return loaded
+        registry = register_plugin(registry, ep.name, hook)
+    return registry
 
 
 @cache
 def get_registry() -> Registry:
     """The registry the CLI uses: built-ins, then the allowed third-party plugins, once."""
-    registry = builtin_registry()
-    load_entry_point_plugins(registry)
-    return registry
+    return load_entry_point_plugins(builtin_registry())

@@ -1,9 +1,9 @@
-"""The registry of modalities and model loaders.
+"""The registry: modalities, model loaders, and which plugin registered each.
 
 Importing this module, and registering every built-in loader, imports nothing heavy: no
 vllm, torch or transformers. A loader is declared with :func:`loader`, which wraps the
-function in a frozen :class:`LoaderSpec`; a plugin's ``register(registry)`` hands its specs
-to :meth:`Registry.add`.
+function in a frozen :class:`LoaderSpec`; a modality is a :class:`Modality`. A plugin's
+``register(register)`` hook hands them to the ``register`` callable it receives.
 """
 
 from __future__ import annotations
@@ -11,15 +11,18 @@ from __future__ import annotations
 import difflib
 from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, field
-from types import ModuleType
-from typing import Literal
+from types import MappingProxyType, ModuleType
+from typing import Any, Literal, Protocol
 
 from mmrun.errors import PluginError, UnknownModelError
-from mmrun.request import LoaderContext, ModelRequest
+from mmrun.request import ImageResize, LoaderContext, LoraAdapter, Prompt
 
 Method = Literal["generate", "chat"]
-LoadFn = Callable[[LoaderContext], ModelRequest]
+LoadFn = Callable[[LoaderContext], Prompt]
 ALL_METHODS: tuple[Method, ...] = ("generate", "chat")
+# What a modality's decoder returns: the decoded item, and facts about it for the output
+# ({"width", "height"} for images, {"duration_s", "sample_rate"} for audio, ...).
+Decoded = tuple[Any, dict[str, Any]]
 
 
 @dataclass(frozen=True)
@@ -31,17 +34,36 @@ class Asset:
     mirror_name: str
 
 
+def _as_is(item: Any, spec: LoaderSpec) -> Any:
+    return item
+
+
+def _describe(info: Mapping[str, Any]) -> str:
+    return " ".join(f"{k}={v}" for k, v in info.items())
+
+
 @dataclass(frozen=True)
 class Modality:
-    """A kind of media a model takes, with the defaults of its command.
+    """A kind of media, with its command, its defaults and how its media reach vLLM.
 
-    name: the command and the ``limit_mm_per_prompt`` key ("image", "audio").
+    name: the command (``mmrun <name>``), the media option (``--<name>``) and vLLM's key for
+        this kind of media (``multi_modal_data`` and ``limit_mm_per_prompt``).
     assets: the default media, used in order when the user names none.
     questions: the default question for each number of items; the last one serves larger counts.
     default_count: how many default items one prompt carries when the user says nothing.
     min_count: the fewest items a prompt may carry (0 lets a prompt be text only).
     temperature, max_tokens, seed: the default sampling and engine seed of the seed script.
     default_model: the model key used when ``-m`` is not given.
+    decode: ``(bytes, label) -> (item, info)``; raises :class:`mmrun.errors.MediaError`.
+    chat_part: one decoded item as an ``LLM.chat`` content part, for a model's spec.
+    short_option: the one-letter media option (``-i``).
+    extensions: the file suffixes a folder or glob pattern given as a source expands to.
+    to_engine: one decoded item as vLLM's ``multi_modal_data`` takes it, for a model's spec
+        (images are resized where the spec says so); the item itself by default.
+    describe: a few words about an item's ``info`` for the terminal output.
+    summary: the command's one-line help; examples: command lines for its help epilog.
+    vllm_modality: the kind of media vLLM receives, where it is not ``name`` (a "document"
+        modality whose pages reach the model as images says "image").
     """
 
     name: str
@@ -53,6 +75,28 @@ class Modality:
     max_tokens: int
     seed: int | None
     default_model: str
+    decode: Callable[[bytes, str], Decoded]
+    chat_part: Callable[[Any, LoaderSpec], dict[str, Any]]
+    short_option: str
+    extensions: tuple[str, ...] = ()
+    to_engine: Callable[[Any, LoaderSpec], Any] = _as_is
+    describe: Callable[[Mapping[str, Any]], str] = _describe
+    summary: str = ""
+    examples: tuple[str, ...] = ()
+    vllm_modality: str = ""
+
+    @property
+    def engine_key(self) -> str:
+        """vLLM's name for this kind of media (``multi_modal_data``, ``limit_mm_per_prompt``)."""
+        return self.vllm_modality or self.name
+
+    @property
+    def option(self) -> str:
+        return f"--{self.name}"
+
+    @property
+    def count_option(self) -> str:
+        return f"--num-{self.name}s"
 
     def question(self, count: int) -> str:
         known = [n for n in sorted(self.questions) if n <= count]
@@ -64,12 +108,22 @@ class LoaderSpec:
     """One model key: the loader and the facts the CLI, the docs and the tests read.
 
     key: the name users pass to ``-m`` (the seed script's key).
-    modality: the modality name ("image", "audio").
+    modality: the modality name ("image", "audio", ...).
     repo_id: the Hugging Face repository the seed runs.
     architecture: the architecture vLLM must support (``config.json``'s ``architectures``,
         or the ``hf_overrides`` the loader sets).
-    load: the loader function.
+    load: the loader function; it builds the prompt side of a request.
     family: the module (model family) that declares it.
+    engine_args: the model's own ``vllm.LLM`` arguments (max_model_len, max_num_seqs,
+        mm_processor_kwargs, hf_overrides, ...), without model, trust_remote_code or
+        limit_mm_per_prompt, which mmrun adds from the spec and the command line.
+    sampling: the model's own sampling defaults (``SamplingParams`` fields); the user's
+        ``--temperature``, ``--max-tokens`` and ``--sampling-arg`` override them.
+    chat_template: a chat template for ``LLM.chat`` (models that ship none).
+    lora: the LoRA adapter every prompt must use.
+    image_resize: resize images before they reach vLLM (Qwen2-VL, Qwen2.5-VL).
+    reads_media: the loader encodes the decoded media itself (voxtral): it is called for each
+        prompt with that prompt's media, instead of once per question and item count.
     trust_remote_code: the model runs code from its repository; mmrun refuses without
         ``--trust-remote-code``.
     max_items: the most media items one prompt may carry (None: no model limit).
@@ -88,6 +142,12 @@ class LoaderSpec:
     architecture: str
     load: LoadFn
     family: str = ""
+    engine_args: Mapping[str, Any] = field(default_factory=dict)
+    sampling: Mapping[str, Any] = field(default_factory=dict)
+    chat_template: str | None = None
+    lora: LoraAdapter | None = None
+    image_resize: ImageResize | None = None
+    reads_media: bool = False
     trust_remote_code: bool = False
     max_items: int | None = None
     min_items: int = 0
@@ -97,7 +157,7 @@ class LoaderSpec:
     max_audio_seconds: float | None = None
     note: str = ""
 
-    def __call__(self, ctx: LoaderContext) -> ModelRequest:
+    def __call__(self, ctx: LoaderContext) -> Prompt:
         return self.load(ctx)
 
 
@@ -107,6 +167,12 @@ def loader(
     *,
     repo_id: str,
     architecture: str,
+    engine_args: Mapping[str, Any] | None = None,
+    sampling: Mapping[str, Any] | None = None,
+    chat_template: str | None = None,
+    lora: LoraAdapter | None = None,
+    image_resize: ImageResize | None = None,
+    reads_media: bool = False,
     trust_remote_code: bool = False,
     max_items: int | None = None,
     min_items: int = 0,
@@ -116,7 +182,8 @@ def loader(
     max_audio_seconds: float | None = None,
     note: str = "",
 ) -> Callable[[LoadFn], LoaderSpec]:
-    """Declare a loader: ``@loader("qwen2_vl", "image", repo_id=..., architecture=...)``."""
+    """Declare a loader: ``@loader("qwen2_vl", "image", repo_id=..., architecture=...,
+    engine_args={"max_model_len": 4096})`` over a function ``(LoaderContext) -> Prompt``."""
 
     def wrap(fn: LoadFn) -> LoaderSpec:
         return LoaderSpec(
@@ -126,6 +193,12 @@ def loader(
             architecture=architecture,
             load=fn,
             family=fn.__module__.rsplit(".", 1)[-1],
+            engine_args=MappingProxyType(dict(engine_args or {})),
+            sampling=MappingProxyType(dict(sampling or {})),
+            chat_template=chat_template,
+            lora=lora,
+            image_resize=image_resize,
+            reads_media=reads_media,
             trust_remote_code=trust_remote_code,
             max_items=max_items,
             min_items=min_items,
@@ -139,20 +212,62 @@ def loader(
     return wrap
 
 
+Registrable = Modality | LoaderSpec | ModuleType
+
+
+class Register(Protocol):
+    """What a plugin's ``register`` hook receives: call it with modalities, loaders, or
+    modules (every LoaderSpec at a module's top level, in file order)."""
+
+    def __call__(self, *items: Registrable) -> None: ...
+
+
 @dataclass
 class Registry:
-    """Modalities and loaders, keyed by name. Keys are unique within a modality."""
+    """Modalities and loaders, keyed by name (keys are unique within a modality), and the
+    plugin that registered each."""
 
     modalities: dict[str, Modality] = field(default_factory=dict)
     loaders: dict[str, dict[str, LoaderSpec]] = field(default_factory=dict)
+    # plugin name -> what it registered, in order ("image" for a modality, "image/llava")
+    origins: dict[str, list[str]] = field(default_factory=dict)
 
-    def add_modality(self, modality: Modality) -> None:
+    def copy(self) -> Registry:
+        return Registry(
+            modalities=dict(self.modalities),
+            loaders={m: dict(specs) for m, specs in self.loaders.items()},
+            origins={p: list(names) for p, names in self.origins.items()},
+        )
+
+    def registrar(self, plugin: str) -> Register:
+        """The ``register`` callable handed to the plugin named ``plugin``."""
+
+        def register(*items: Registrable) -> None:
+            for item in items:
+                if isinstance(item, Modality):
+                    self._add_modality(item, plugin)
+                elif isinstance(item, LoaderSpec):
+                    self._add_loader(item, plugin)
+                elif isinstance(item, ModuleType):
+                    for value in vars(item).values():
+                        if isinstance(value, LoaderSpec):
+                            self._add_loader(value, plugin)
+                else:
+                    raise PluginError(
+                        f"plugin {plugin!r} registered {type(item).__name__!r}",
+                        hint="register a Modality, a LoaderSpec (from @loader) or a module",
+                    )
+
+        return register
+
+    def _add_modality(self, modality: Modality, plugin: str) -> None:
         if modality.name in self.modalities:
             raise PluginError(f"modality {modality.name!r} is registered twice")
         self.modalities[modality.name] = modality
         self.loaders.setdefault(modality.name, {})
+        self.origins.setdefault(plugin, []).append(modality.name)
 
-    def add(self, spec: LoaderSpec) -> None:
+    def _add_loader(self, spec: LoaderSpec, plugin: str) -> None:
         if spec.modality not in self.modalities:
             raise PluginError(
                 f"loader {spec.key!r} names unknown modality {spec.modality!r}",
@@ -165,12 +280,18 @@ class Registry:
                 hint=f"first by {keys[spec.key].load.__module__}, then by {spec.load.__module__}",
             )
         keys[spec.key] = spec
+        self.origins.setdefault(plugin, []).append(f"{spec.modality}/{spec.key}")
 
-    def add_module(self, module: ModuleType) -> None:
-        """Register every LoaderSpec defined at the top level of a module, in file order."""
-        for value in vars(module).values():
-            if isinstance(value, LoaderSpec):
-                self.add(value)
+    def plugin_of(self, spec: LoaderSpec) -> str | None:
+        name = f"{spec.modality}/{spec.key}"
+        return next((p for p, names in self.origins.items() if name in names), None)
+
+    def modality(self, name: str) -> Modality:
+        if name not in self.modalities:
+            raise UnknownModelError(
+                f"unknown modality {name!r}", hint=f"use one of: {', '.join(self.modalities)}"
+            )
+        return self.modalities[name]
 
     def get(self, modality: str, key: str) -> LoaderSpec:
         keys = self.loaders.get(modality, {})
@@ -179,7 +300,8 @@ class Registry:
         close = difflib.get_close_matches(key, list(keys), n=3, cutoff=0.5)
         others = [m for m, specs in self.loaders.items() if m != modality and key in specs]
         if others:
-            hint = f"{key!r} is an {others[0]} model: run `mmrun {others[0]} -m {key}`"
+            article = "an" if others[0][:1] in "aeiou" else "a"
+            hint = f"{key!r} is {article} {others[0]} model: run `mmrun {others[0]} -m {key}`"
         elif close:
             hint = "did you mean " + " or ".join(repr(c) for c in close) + "?"
         else:

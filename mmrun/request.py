@@ -1,16 +1,16 @@
-"""What a loader receives (LoaderContext) and what it returns (ModelRequest).
+"""What a loader receives (LoaderContext) and what it returns (Prompt).
 
-A loader is one small function ``(LoaderContext) -> ModelRequest``. It states only what is
-particular to its model: the prompt format, the model's own engine arguments, stop tokens,
-a chat template override, a LoRA adapter. The parts every model shares (``model``,
-``trust_remote_code``, ``limit_mm_per_prompt``, the seed, the user's overrides) are added in
-one place, :func:`mmrun.plan.build_plan`, from the loader's spec and the command line.
+A loader is one small function ``(LoaderContext) -> Prompt`` that builds the prompt side of a
+request: the prompt text (or token ids), the stop tokens and, for models whose tokenizer
+encodes the media itself, the media as it re-encoded them. What does not depend on the
+question or the media (engine arguments, a chat template override, a LoRA adapter, an image
+resize rule, sampling defaults) is declared as data on the loader, with :func:`mmrun.loader`.
 """
 
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any, Literal, Protocol
 
 TemplateSource = Literal["processor", "tokenizer"]
@@ -64,12 +64,12 @@ class ImageResize:
 class LoaderContext:
     """Everything a loader may read.
 
-    question: the text question for this run.
-    num_items: how many media items each prompt carries.
+    question: the text question of the prompt.
+    num_items: how many media items the prompt carries.
     model: the Hugging Face repo id, or the user's ``--model`` override (id or local path).
     templates: renders the model's chat template; only template-based loaders touch it.
-    media: the decoded media of one prompt (PIL images, or ``(waveform, sample_rate)``);
-        only loaders whose tokenizer encodes the media itself (voxtral) read it.
+    media: the decoded media of this prompt (PIL images, ``(waveform, sample_rate)``, ...);
+        given only to loaders declared with ``reads_media=True`` (voxtral), empty otherwise.
     """
 
     question: str
@@ -80,31 +80,21 @@ class LoaderContext:
 
 
 @dataclass(frozen=True)
-class ModelRequest:
-    """A loader's answer: how vLLM must be started and prompted for this model.
+class Prompt:
+    """A loader's answer: the prompt of one request.
 
-    engine_args: the model's own ``vllm.EngineArgs`` fields (max_model_len, max_num_seqs,
-        mm_processor_kwargs, hf_overrides, ...), without model, trust_remote_code or
-        limit_mm_per_prompt, which mmrun adds from the spec and the command line.
-    prompt: the rendered text prompt, or None when ``prompt_token_ids`` is given.
-    prompt_token_ids: a pre-tokenized prompt (voxtral's mistral tokenizer).
+    text: the rendered text prompt, or None when ``token_ids`` is given.
+    token_ids: a pre-tokenized prompt (voxtral's mistral tokenizer).
     stop_token_ids: extra token ids that end generation.
-    chat_template: a chat template to pass to ``LLM.chat`` (models without their own).
-    lora: the LoRA adapter every prompt must use.
-    multi_modal_data: media as the loader's own tokenizer re-encoded them, replacing the
+    multi_modal_data: the media as the loader's own tokenizer re-encoded them, replacing the
         decoded media for ``LLM.generate`` (voxtral); None keeps the decoded media.
-    image_resize: resize images before they reach vLLM (Qwen2-VL, Qwen2.5-VL).
     """
 
-    engine_args: Mapping[str, Any] = field(default_factory=dict)
-    prompt: str | None = None
-    prompt_token_ids: tuple[int, ...] | None = None
+    text: str | None = None
+    token_ids: tuple[int, ...] | None = None
     stop_token_ids: tuple[int, ...] = ()
-    chat_template: str | None = None
-    lora: LoraAdapter | None = None
     multi_modal_data: Sequence[Any] | None = None
-    image_resize: ImageResize | None = None
 
     def __post_init__(self) -> None:
-        if (self.prompt is None) == (self.prompt_token_ids is None):
-            raise ValueError("a ModelRequest needs exactly one of prompt or prompt_token_ids")
+        if (self.text is None) == (self.token_ids is None):
+            raise ValueError("a Prompt needs exactly one of text or token_ids")

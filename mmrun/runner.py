@@ -1,14 +1,18 @@
-"""One run, start to finish: options -> loader request -> media -> vLLM -> results.
+"""Execution: a plan's prompts -> media -> engine -> outcomes.
 
-Media are fetched and decoded in worker threads while the engine starts on the main thread;
-all prompts reach vLLM in one ``generate`` or ``chat`` call.
+The media of the first prompts are fetched and decoded in worker threads while the engine
+starts; from then on they stay a bounded window ahead of the engine. The main thread builds
+each prompt with the model's loader, submits it, and hands every finished prompt to the
+caller's sink as soon as it is done. A run named on the command line and a batch go through
+the same loop; they differ in what a failed prompt does (ends the run, or becomes an error
+line) and in what the caller does with the outcomes.
 """
 
 from __future__ import annotations
 
-import importlib.util
-import json
-import math
+import collections
+import contextlib
+import itertools
 import os
 import threading
 import time
@@ -18,589 +22,537 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from mmrun import __version__
-from mmrun.errors import (
-    EngineError,
-    MediaError,
-    MissingDependencyError,
-    RemoteCodeError,
-    UnsupportedModelError,
-    UsageError,
-)
-from mmrun.media import MediaItem, MediaResolver, ProgressFn, smart_resize_size
-from mmrun.plan import compose_engine_args
-from mmrun.registry import LoaderSpec, Method, Modality, Registry
-from mmrun.request import LoaderContext, Message, ModelRequest, TemplateRenderer, TemplateSource
-from mmrun.support import vllm_info
+from mmrun.errors import DownloadError, EngineError, MediaError, MmrunError, UsageError
+from mmrun.inputs import Item
+from mmrun.media import MediaItem, MediaResolver, ProgressFn
+from mmrun.plan import Plan
+from mmrun.request import LoaderContext, Prompt, TemplateRenderer
+from mmrun.results import Completion, ItemError, Outcome, RunResult
 
-TRUST_REMOTE_CODE_ENV = "MMRUN_TRUST_REMOTE_CODE"
-SCHEMA = "mmrun.result/1"
-# More prompts than this in one batched call is a typo (an extra zero or three), not a plan:
-# refused before mmrun builds per-prompt lists that would exhaust memory.
-MAX_NUM_PROMPTS = 100_000
-
-
-@dataclass(frozen=True)
-class RunOptions:
-    """What the user asked for; None means "the model's or modality's default"."""
-
-    modality: str
-    key: str | None = None
-    sources: tuple[str, ...] = ()
-    count: int | None = None
-    question: str | None = None
-    method: Method = "generate"
-    num_prompts: int = 1
-    seed: int | None = None
-    max_tokens: int | None = None
-    temperature: float | None = None
-    model: str | None = None
-    tensor_parallel_size: int | None = None
-    engine_args: Mapping[str, Any] = field(default_factory=dict)
-    sampling_args: Mapping[str, Any] = field(default_factory=dict)
-    trust_remote_code: bool = False
-    dry_run: bool = False
-    per_prompt: int | None = None
-    warmup: int = 0
+Sink = Callable[[Outcome], None]
+RendererFactory = Callable[[str, bool], TemplateRenderer]
 
 
 @dataclass
-class RunResult:
-    """Everything the output layer prints; ``to_json`` is the documented document."""
+class Hooks:
+    """What the caller is told while a run goes on.
 
-    spec: LoaderSpec
-    model: str
-    method: Method
-    question: str
-    request: ModelRequest
-    engine_args: dict[str, Any]
-    sampling: dict[str, Any]
-    lora_path: str | None
-    media: list[MediaItem]
-    media_per_prompt: list[list[int]]
-    num_prompts: int
-    dry_run: bool
-    outputs: list[Any] = field(default_factory=list)
-    timings: dict[str, float] = field(default_factory=dict)
-    vllm_version: str | None = None
-    engine: Any = field(default=None, repr=False)
-
-    def close(self) -> None:
-        """Stop the engine (its processes are killed: the results are in). Results stay
-        readable."""
-        if self.engine is not None:
-            from mmrun import engine
-
-            engine.shutdown(self.engine, now=True)
-            self.engine = None
-
-    def to_json(self) -> dict[str, Any]:
-        lora = self.request.lora
-        return {
-            "schema": SCHEMA,
-            "model": {
-                "key": self.spec.key,
-                "repo_id": self.spec.repo_id,
-                "model": self.model,
-                "architecture": self.spec.architecture,
-            },
-            "modality": self.spec.modality,
-            "method": self.method,
-            "dry_run": self.dry_run,
-            "question": self.question,
-            "prompt": self.request.prompt,
-            "prompt_token_ids": list(self.request.prompt_token_ids)
-            if self.request.prompt_token_ids is not None
-            else None,
-            "request": {
-                "engine_args": self.engine_args,
-                "sampling": self.sampling,
-                "stop_token_ids": list(self.request.stop_token_ids),
-                "chat_template": self.request.chat_template,
-                "lora": None
-                if lora is None
-                else {
-                    "name": lora.name,
-                    "int_id": lora.int_id,
-                    "path": self.lora_path,
-                },
-                "num_prompts": self.num_prompts,
-            },
-            "media": [_media_json(item) for item in self.media],
-            "media_per_prompt": self.media_per_prompt,
-            "outputs": [
-                {
-                    "index": i,
-                    "text": o.text,
-                    "prompt_tokens": o.prompt_tokens,
-                    "completion_tokens": o.completion_tokens,
-                    "finish_reason": o.finish_reason,
-                }
-                for i, o in enumerate(self.outputs)
-            ],
-            "timings": {k: round(v, 4) for k, v in self.timings.items()},
-            "versions": {"mmrun": __version__, "vllm": self.vllm_version},
-        }
-
-
-def _media_json(item: MediaItem) -> dict[str, Any]:
-    return {
-        "source": item.source,
-        "path": item.path,
-        "sha256": item.sha256,
-        "size_bytes": item.size_bytes,
-        **item.info,
-    }
-
-
-def parse_engine_args(pairs: Sequence[str], option: str = "--engine-arg") -> dict[str, Any]:
-    """``KEY=VALUE`` pairs; VALUE is read as JSON when it parses (numbers, booleans, objects).
-
-    option: the flag the pairs came from, named in the error message.
+    on_request(url): each download; on_progress: download progress; on_engine_start(): just
+    before vLLM starts; on_started(total): the engine is up, ``total`` prompts to go.
     """
-    example = "max_model_len=4096" if option == "--engine-arg" else "ignore_eos=true"
-    parsed: dict[str, Any] = {}
-    for pair in pairs:
-        key, sep, raw = pair.partition("=")
-        key = key.strip().replace("-", "_")
-        if not sep or not key.isidentifier():
-            raise UsageError(
-                f"invalid {option} {pair!r}", hint=f"write KEY=VALUE, e.g. {option} {example}"
-            )
-        try:
-            parsed[key] = json.loads(raw)
-        except json.JSONDecodeError:
-            parsed[key] = raw
-    return parsed
+
+    on_request: Callable[[str], None] | None = None
+    on_progress: ProgressFn | None = None
+    on_engine_start: Callable[[], None] | None = None
+    on_started: Callable[[int], None] | None = None
 
 
-def _count_bounds(
-    spec: LoaderSpec, modality: Modality, from_assets: bool
-) -> tuple[int, int | None]:
-    low = max(spec.min_items, modality.min_count)
-    high = spec.max_items
-    if from_assets:
-        high = len(modality.assets) if high is None else min(high, len(modality.assets))
-    return low, high
+@dataclass
+class Stats:
+    """How a batch went: prompts done and failed in this run, and skipped (done before)."""
+
+    done: int = 0
+    failed: int = 0
+    skipped: int = 0
+    failed_before: int = 0
+    prompt_tokens: int = 0
+    completion_tokens: int = 0
+    timings: dict[str, float] = field(default_factory=dict)
 
 
-def _plural(n: int | None, noun: str) -> str:
-    return f"{n} {noun}" + ("" if n == 1 else "s")
-
-
-def choose_sources(
-    opts: RunOptions, spec: LoaderSpec, modality: Modality
-) -> tuple[int, list[list[str]]]:
-    """The number of items per prompt and each prompt's sources."""
-    noun = modality.name
-    if opts.sources:
-        count = len(opts.sources) if opts.per_prompt is None else opts.per_prompt
-        if opts.count is not None and opts.count != count:
-            raise UsageError(
-                f"-n {opts.count} does not match the {count} {noun} sources given",
-                hint="drop -n when you name the media",
-            )
-        low, high = _count_bounds(spec, modality, from_assets=False)
-        if high is not None and count > high:
-            raise UsageError(
-                f"{spec.key} takes at most {_plural(high, noun)} per prompt, got {count}",
-                hint=f"give at most {high}",
-            )
-        if count < low:
-            raise UsageError(
-                f"{spec.key} needs at least {_plural(low, noun)} per prompt, got {count}",
-                hint=f"give at least {low}",
-            )
-        if opts.per_prompt is None:
-            return count, [list(opts.sources)] * opts.num_prompts
-        return count, _groups(opts, count, noun)
-    low, high = _count_bounds(spec, modality, from_assets=True)
-    assert high is not None
-    if opts.count is None:
-        count = min(max(modality.default_count, low), high)
-    else:
-        count = opts.count
-        if not low <= count <= high:
-            raise UsageError(
-                f"-n {count} is out of range for {spec.key}: it takes {low} to {high}",
-                hint=f"use -n between {low} and {high}, or name files with --{noun}",
-            )
-    names = [asset.name for asset in modality.assets]
-    if count == 1 and opts.num_prompts > 1:
-        # One item per prompt: vary it across prompts, as the audio seed does, so a batch
-        # is not the same request repeated.
-        return count, [[names[i % len(names)]] for i in range(opts.num_prompts)]
-    return count, [names[:count]] * opts.num_prompts
-
-
-def _groups(opts: RunOptions, count: int, noun: str) -> list[list[str]]:
-    """Split the named sources into consecutive groups of ``count``, one group per prompt."""
-    total = len(opts.sources)
-    if count < 1 or total % count:
-        raise UsageError(
-            f"--per-prompt {count} does not divide the {total} {noun} sources given",
-            hint=f"give a multiple of {count} sources",
-        )
-    groups = [list(opts.sources[i : i + count]) for i in range(0, total, count)]
-    if opts.num_prompts not in (1, len(groups)):
-        raise UsageError(
-            f"--num-prompts {opts.num_prompts} does not match the {len(groups)} groups of {count}",
-            hint="drop --num-prompts with --per-prompt",
-        )
-    return groups
-
-
-def check_allowed(opts: RunOptions, spec: LoaderSpec) -> None:
-    if opts.method not in spec.methods:
-        raise UsageError(
-            f"{spec.key} cannot run with --method {opts.method}",
-            hint=f"use --method {' or '.join(spec.methods)}",
-        )
-    allowed = opts.trust_remote_code or os.environ.get(TRUST_REMOTE_CODE_ENV) == "1"
-    if spec.trust_remote_code and not allowed:
-        raise RemoteCodeError(
-            f"{spec.key} runs Python code from the model repository {opts.model or spec.repo_id}",
-            hint=f"pass --trust-remote-code (or set {TRUST_REMOTE_CODE_ENV}=1) if you trust it",
-        )
-    if spec.needs_model and not opts.model:
-        raise UsageError(
-            f"{spec.key} has no public checkpoint", hint="pass --model <path or repo id>"
-        )
-    for module in spec.requires:
-        if importlib.util.find_spec(module) is None:
-            raise MissingDependencyError(
-                f"{spec.key} needs the Python package {module!r}",
-                hint=f"pip install {module.replace('_', '-')}",
-            )
-
-
-def check_supported(spec: LoaderSpec) -> str:
-    info = vllm_info()
-    if not info.installed:
-        raise MissingDependencyError(
-            "vLLM is not installed", hint="run `make install` (CPU) or `pip install vllm` (GPU)"
-        )
-    if not info.supports(spec.architecture):
-        last = info.removed.get(spec.architecture)
-        since = f"; vLLM {last} and earlier support it" if last else ""
-        raise UnsupportedModelError(
-            f"the installed vLLM {info.version} does not support {spec.key} "
-            f"({spec.architecture}){since}",
-            hint=f"pip install 'vllm<={last}'" if last else "upgrade vLLM",
-        )
-    assert info.version is not None
-    return info.version
-
-
-def check_durations(spec: LoaderSpec, items: Sequence[MediaItem]) -> None:
-    """Refuse audio longer than the model takes (``spec.max_audio_seconds``)."""
-    limit = spec.max_audio_seconds
-    if limit is None:
-        return
-    for item in items:
-        duration = item.info.get("duration_s")
-        if duration is not None and duration > limit:
-            raise MediaError(
-                f"{item.source} is {duration:.1f} s long; {spec.key} takes at most {limit:g} s "
-                "of audio per clip",
-                hint=f"trim it to {limit:g} s or use a long-form model",
-            )
-
-
-class _PlanningRenderer:
-    """Stands in for the real renderer while only a loader's engine arguments are needed."""
-
-    def render(
-        self,
-        messages: Sequence[Message],
-        *,
-        source: TemplateSource,
-        chat_template: str | None = None,
-    ) -> str:
-        return ""
-
-    def token_id(self, token: str) -> int:
-        return 0
-
-    def eos_token_id(self) -> int:
-        return 0
-
-
-class _LazyMedia(Sequence[Any]):
-    """The decoded media of one prompt, waited for only when a loader reads it."""
-
-    def __init__(self, futures: Sequence[Future[MediaItem]]) -> None:
-        self._futures = futures
-
-    def __len__(self) -> int:
-        return len(self._futures)
-
-    def __getitem__(self, index: Any) -> Any:
-        if isinstance(index, slice):
-            return [f.result().data for f in self._futures[index]]
-        return self._futures[index].result().data
-
-    def __iter__(self) -> Iterator[Any]:
-        return (f.result().data for f in self._futures)
-
-
-def _resized(image: Any, request: ModelRequest) -> Any:
-    rule = request.image_resize
-    if rule is None:
-        return image
-    size = smart_resize_size(
-        image.width, image.height, rule.factor, rule.min_pixels, rule.max_pixels
-    )
-    return image if size == image.size else image.resize(size)
-
-
-def lora_path(request: ModelRequest, model: str, resolve: bool) -> str | None:
+def lora_path(plan: Plan, resolve: bool) -> str | None:
     """Where the LoRA adapter lives: inside a local model folder, or the model's Hub snapshot."""
-    if request.lora is None:
+    adapter = plan.spec.lora
+    if adapter is None:
         return None
-    if Path(model).is_dir():
-        base = model
+    if Path(plan.model).is_dir():
+        base = plan.model
     elif resolve:
         from huggingface_hub import snapshot_download
 
-        base = snapshot_download(model)
+        base = snapshot_download(plan.model)
     else:
-        base = f"<snapshot of {model}>"
-    sub = request.lora.subfolder
-    return base if sub is None else os.path.join(base, sub)
+        base = f"<snapshot of {plan.model}>"
+    return base if adapter.subfolder is None else os.path.join(base, adapter.subfolder)
 
 
-def run(
-    opts: RunOptions,
-    registry: Registry,
-    templates: Callable[[str, bool], TemplateRenderer],
-    on_request: Callable[[str], None] | None = None,
-    on_engine_start: Callable[[], None] | None = None,
-    on_progress: ProgressFn | None = None,
-) -> RunResult:
-    """Plan and, unless dry-run, execute one run. ``templates(model, trust)`` makes the renderer;
-    ``on_request(url)`` is told of each download, ``on_engine_start()`` just before vLLM starts."""
-    t0 = time.perf_counter()
-    modality = registry.modalities[opts.modality]
-    spec = registry.get(opts.modality, opts.key or modality.default_model)
-    check_allowed(opts, spec)
-    if opts.num_prompts < 1:
-        raise UsageError(f"--num-prompts must be at least 1, got {opts.num_prompts}")
-    if opts.num_prompts > MAX_NUM_PROMPTS:
-        raise UsageError(
-            f"--num-prompts {opts.num_prompts} is more than mmrun sends in one call "
-            f"({MAX_NUM_PROMPTS:,})",
-            hint="run mmrun several times",
+@dataclass
+class _Ready:
+    item: Item
+    media: list[MediaItem] | None
+    error: ItemError | None
+
+
+class MediaPipeline:
+    """The media of a stream of items, resolved by worker threads at most ``ahead`` items in
+    front of the consumer, handed out in input order. A source repeated in nearby items is
+    resolved once."""
+
+    def __init__(
+        self,
+        plan: Plan,
+        items: Iterator[Item],
+        resolver: MediaResolver,
+        ahead: int,
+        known: Mapping[str, Future[MediaItem]] | None = None,
+    ) -> None:
+        self._plan = plan
+        self._items = items
+        self._resolver = resolver
+        self._ahead = max(1, ahead)
+        self._queue: collections.deque[tuple[Item, list[Future[MediaItem]] | ItemError]] = (
+            collections.deque()
         )
-    if opts.temperature is not None and not math.isfinite(opts.temperature):
-        raise UsageError(
-            f"--temperature must be a finite number, got {opts.temperature}",
-            hint="e.g. --temperature 0.7",
+        # source text -> its resolution, for the sources of nearby items (all, for a named run)
+        self.resolved: collections.OrderedDict[str, Future[MediaItem]] = collections.OrderedDict(
+            known or {}
         )
-    if opts.per_prompt is not None and not opts.sources:
-        raise UsageError("--per-prompt needs named media", hint=f"add --{modality.name} files")
-    vllm_version = vllm_info().version if opts.dry_run else check_supported(spec)
-    count, per_prompt = choose_sources(opts, spec, modality)
-    model = opts.model or spec.repo_id
+        self._capacity = 2 * self._ahead * max(1, plan.items.max_count)
+        self._exhausted = False
+        # Every resolution started, while ``keep_futures`` (a batch stops keeping them once
+        # the engine has started: they hold decoded media).
+        self.futures: list[Future[MediaItem]] = []
+        self.keep_futures = True
 
-    resolver = MediaResolver(modality, on_request, on_progress)
-    try:
-        unique = list(dict.fromkeys(s for sources in per_prompt for s in sources))
-        t_media_start = time.perf_counter()
-        futures = dict(zip(unique, resolver.submit(unique), strict=True))
-        media_done: list[float] = []
-        for future in futures.values():
-            future.add_done_callback(lambda _: media_done.append(time.perf_counter()))
-        question = opts.question if opts.question is not None else modality.question(count)
-        media_view = _LazyMedia([futures[s] for s in per_prompt[0]])
+    def fill(self) -> None:
+        while not self._exhausted and len(self._queue) < self._ahead:
+            item = next(self._items, None)
+            if item is None:
+                self._exhausted = True
+                return
+            problem = _count_problem(self._plan, item)
+            if problem is not None:
+                self._queue.append((item, ItemError("request", problem)))
+                continue
+            try:
+                futures = [self._submit(source) for source in item.sources]
+            except MmrunError as exc:  # a source that cannot be fetched at all (bad scheme)
+                self._queue.append((item, ItemError("media", str(exc))))
+                continue
+            self._queue.append((item, futures))
 
-        def load(renderer: TemplateRenderer) -> ModelRequest:
-            return spec(
-                LoaderContext(
-                    question=question,
-                    num_items=count,
-                    model=model,
-                    templates=renderer,
-                    media=media_view,
-                )
-            )
+    def _submit(self, source: str) -> Future[MediaItem]:
+        future = self.resolved.get(source)
+        if future is None or future.cancelled():
+            (future,) = self._resolver.submit([source])
+            self.resolved[source] = future
+            if self.keep_futures:
+                self.futures.append(future)
+            if len(self.resolved) > self._capacity:
+                self.resolved.popitem(last=False)
+        else:
+            self.resolved.move_to_end(source)
+        return future
 
-        renderer = templates(model, spec.trust_remote_code)
-        # Rendering a chat template loads the model's processor with transformers. The
-        # engine's arguments never depend on the prompt, so a stand-in renderer gives them at
-        # once and the engine starts; the prompt is rendered once it has started, when vLLM
-        # has imported transformers and loaded the same processor (0.03 s then, measured).
-        # Not in a thread while it starts: two threads importing transformers at once can
-        # break its lazy modules (vLLM's start then raised "cannot import name
-        # 'PretrainedConfig' from 'transformers'" on the H200).
-        request = load(renderer if opts.dry_run else _PlanningRenderer())
-        engine_args = compose_engine_args(
-            spec,
-            request,
-            model=model,
-            num_items=count,
-            seed=opts.seed if opts.seed is not None else modality.seed,
-            tensor_parallel_size=opts.tensor_parallel_size,
-            overrides=opts.engine_args,
-        )
-        sampling = {
-            "temperature": opts.temperature
-            if opts.temperature is not None
-            else modality.temperature,
-            "max_tokens": opts.max_tokens if opts.max_tokens is not None else modality.max_tokens,
-            **opts.sampling_args,
-        }
-        if request.multi_modal_data is not None:  # media re-encoded with the prompt: one set
-            per_prompt = [per_prompt[0]] * len(per_prompt)
-        result = RunResult(
-            spec=spec,
-            model=model,
-            method=opts.method,
-            question=question,
-            request=request,
-            engine_args=engine_args,
-            sampling=sampling,
-            lora_path=lora_path(request, model, resolve=not opts.dry_run),
-            media=[],
-            media_per_prompt=[[unique.index(s) for s in p] for p in per_prompt],
-            num_prompts=len(per_prompt),
-            dry_run=opts.dry_run,
-            vllm_version=vllm_version,
-        )
-        t_plan = time.perf_counter()
-        result.timings["prepare_s"] = t_plan - t0
-        llm = None
+    def media_of(self, item: Item) -> list[MediaItem]:
+        """The resolved media of an item whose sources this pipeline has submitted."""
+        return [self.resolved[source].result() for source in item.sources]
+
+    def first_error(self) -> ItemError | None:
+        """The first item refused before any resolution started (a malformed source)."""
+        return next((work for _, work in self._queue if isinstance(work, ItemError)), None)
+
+    def done(self) -> bool:
+        self.fill()
+        return self._exhausted and not self._queue
+
+    def next(self, block: bool) -> _Ready | None:
+        """The next item in input order with its media, None if it is not ready (and
+        ``block`` is false) or none is left."""
+        self.fill()
+        if not self._queue:
+            return None
+        item, work = self._queue[0]
+        if isinstance(work, ItemError):
+            self._queue.popleft()
+            return _Ready(item, None, work)
+        if not block and not all(f.done() for f in work):
+            return None
+        self._queue.popleft()
+        self.fill()
         try:
-            if spec.max_audio_seconds is not None:
-                # Waited for before the engine starts: a clip too long fails in a second,
-                # not after the engine start.
-                check_durations(spec, [future.result() for future in futures.values()])
-            if not opts.dry_run:
-                from mmrun import engine
+            media = [f.result() for f in work]
+        except (MediaError, DownloadError) as exc:
+            return _Ready(item, None, ItemError("media", str(exc)))
+        duration = _duration_problem(self._plan, media)
+        if duration is not None:
+            return _Ready(item, None, ItemError("media", duration))
+        return _Ready(item, media, None)
 
-                if on_engine_start is not None:
-                    on_engine_start()
-                t_start = time.perf_counter()
-                llm = _start_unless_failed(engine_args, list(futures.values()))
-                t_started = time.perf_counter()
-                result.timings["engine_start_s"] = t_started - t_start
-                result.request = load(renderer)
-                result.timings["render_s"] = time.perf_counter() - t_started
-                if result.request.engine_args != request.engine_args:
-                    raise EngineError(
-                        f"loader {spec.key!r} returned engine arguments that depend "
-                        "on the rendered prompt",
-                        hint="report this mmrun bug",
+
+def _count_problem(plan: Plan, item: Item) -> str | None:
+    spec, count = plan.spec, len(item.sources)
+    low = max(spec.min_items, plan.modality.min_count)
+    noun = plan.modality.name
+    if spec.max_items is not None and count > spec.max_items:
+        return f"{spec.key} takes at most {spec.max_items} {noun}(s) per prompt, got {count}"
+    if count < low:
+        return f"{spec.key} needs at least {low} {noun}(s) per prompt, got {count}"
+    return None
+
+
+def _duration_problem(plan: Plan, media: Sequence[MediaItem]) -> str | None:
+    """Audio longer than the model takes (``spec.max_audio_seconds``)."""
+    limit = plan.spec.max_audio_seconds
+    for item in media if limit is not None else ():
+        duration = item.info.get("duration_s")
+        if duration is not None and duration > limit:
+            return (
+                f"{item.source} is {duration:.1f} s long; {plan.spec.key} takes at most "
+                f"{limit:g} s of audio per clip (trim it to {limit:g} s or use a long-form model)"
+            )
+    return None
+
+
+class Prompts:
+    """Each prompt, built by the model's loader: once per question and item count, or, for a
+    loader that reads the media, once per prompt."""
+
+    def __init__(self, plan: Plan, renderer: TemplateRenderer) -> None:
+        self._plan = plan
+        self._renderer = renderer
+        self._cache: collections.OrderedDict[tuple[str, int], Prompt] = collections.OrderedDict()
+
+    def build(self, question: str, media: Sequence[Any]) -> Prompt:
+        spec = self._plan.spec
+        if spec.reads_media:
+            return spec(self._context(question, len(media), [m.data for m in media]))
+        key = (question, len(media))
+        prompt = self._cache.get(key)
+        if prompt is None:
+            prompt = spec(self._context(question, len(media), ()))
+            self._cache[key] = prompt
+            if len(self._cache) > 256:  # per-line questions: keep the recent ones
+                self._cache.popitem(last=False)
+        return prompt
+
+    def _context(self, question: str, count: int, media: Sequence[Any]) -> LoaderContext:
+        return LoaderContext(
+            question=question,
+            num_items=count,
+            model=self._plan.model,
+            templates=self._renderer,
+            media=media,
+        )
+
+
+class Runner:
+    """One run of a plan."""
+
+    def __init__(self, plan: Plan, renderers: RendererFactory, hooks: Hooks | None = None):
+        self.plan = plan
+        self.hooks = hooks or Hooks()
+        self.renderer = renderers(plan.model, plan.spec.trust_remote_code)
+        self.prompts = Prompts(plan, self.renderer)
+        self.timings: dict[str, float] = {}
+        self._t0 = time.perf_counter()
+
+    def window(self) -> int:
+        """How many prompts may be in the engine at once: enough to keep its scheduler full
+        (twice what it runs together), few enough that memory stays bounded."""
+        seqs = self.plan.engine_args.get("max_num_seqs") or 256
+        return max(16, 2 * int(seqs))
+
+    def start(self, resolver: MediaResolver, pipeline: MediaPipeline, abort_on_media: bool) -> Any:
+        """Start the engine while the first media resolve; its handle, or None for a dry run."""
+        if self.plan.options.dry_run:
+            return None
+        from mmrun import engine
+
+        if self.hooks.on_engine_start is not None:
+            self.hooks.on_engine_start()
+        pipeline.fill()
+        t_start = time.perf_counter()
+        abort = threading.Event()
+        failed: list[Future[Any]] = []
+        if abort_on_media:
+            # A mistyped URL is reported in a second, not after the engine has started.
+            def check(future: Future[Any]) -> None:
+                if not future.cancelled() and future.exception() is not None:
+                    failed.append(future)
+                    abort.set()
+
+            for future in list(pipeline.futures):
+                future.add_done_callback(check)
+        try:
+            llm = engine.start(self.plan.engine_args, abort=abort)
+        except engine.StartAborted:
+            failed[0].result()  # raises the failure
+            raise
+        self.timings["engine_start_s"] = time.perf_counter() - t_start
+        return engine.Engine(llm)
+
+    def sampling(self, stop_token_ids: Sequence[int]) -> Any:
+        from mmrun import engine
+
+        extra = {
+            k: v for k, v in self.plan.sampling.items() if k not in ("temperature", "max_tokens")
+        }
+        return engine.sampling_params(
+            temperature=self.plan.sampling["temperature"],
+            max_tokens=self.plan.sampling["max_tokens"],
+            stop_token_ids=stop_token_ids,
+            seed=None,
+            extra=extra,
+        )
+
+    def engine_request(self, question: str, prompt: Prompt, media: Sequence[MediaItem]) -> Any:
+        from mmrun import engine
+
+        modality, spec = self.plan.modality, self.plan.spec
+        if self.plan.method == "chat":
+            return engine.chat_input(question, [modality.chat_part(m.data, spec) for m in media])
+        data = [modality.to_engine(m.data, spec) for m in media]
+        return engine.generate_input(prompt, modality.engine_key, data)
+
+    def drive(
+        self,
+        llm: Any,
+        pipeline: MediaPipeline,
+        sink: Sink,
+        *,
+        lora: Any,
+        stop: Callable[[], bool] = lambda: False,
+    ) -> None:
+        """Submit every item, keep the engine full, give each outcome to ``sink``.
+
+        Without an engine (dry run) each item is only prepared. ``stop()`` ends the loop early
+        (--fail-fast); the prompts still in the engine are then abandoned.
+        """
+        from mmrun import engine
+
+        in_flight: dict[str, Outcome] = {}
+        params_cache: dict[tuple[int, ...], Any] = {}
+        window = self.window()
+        while not stop():
+            while len(in_flight) < window and not stop():
+                ready = pipeline.next(block=not in_flight)
+                if ready is None:
+                    break
+                question = self.plan.question_for(ready.item)
+                outcome = Outcome(item=ready.item, question=question, media=ready.media or ())
+                if ready.error is not None:
+                    outcome.error = ready.error
+                    sink(outcome)
+                    continue
+                try:
+                    outcome.prompt = self.prompts.build(question, outcome.media)
+                except MediaError as exc:
+                    outcome.error = ItemError("request", str(exc))
+                    sink(outcome)
+                    continue
+                if llm is None:  # dry run
+                    sink(outcome)
+                    continue
+                stops = outcome.prompt.stop_token_ids
+                if stops not in params_cache:
+                    params_cache[stops] = self.sampling(stops)
+                request = self.engine_request(question, outcome.prompt, outcome.media)
+                outcome.media = [m for m in outcome.media]  # the items, not the decoded data
+                try:
+                    request_id = llm.submit(
+                        request,
+                        params_cache[stops],
+                        lora,
+                        chat=self.plan.method == "chat",
+                        template=self.plan.spec.chat_template,
                     )
-            t_media = time.perf_counter()
-            items = {s: futures[s].result() for s in unique}
-            result.media = [items[s] for s in unique]
-            result.timings["media_wait_s"] = time.perf_counter() - t_media
-            # Wall time from the first request to the last decoded item (overlaps engine start).
-            result.timings["media_s"] = max(media_done, default=t_media_start) - t_media_start
-            if llm is not None:
-                result.outputs = _execute(llm, opts, result, items, per_prompt)
-                result.engine, llm = llm, None  # the caller stops it, after showing the results
-        finally:
-            if llm is not None:  # a failure after the engine had started
-                from mmrun import engine
-
-                engine.shutdown(llm, now=True)
-    finally:
-        resolver.close()
-    result.timings["total_s"] = time.perf_counter() - t0
-    return result
+                except engine.RequestRejected as exc:
+                    outcome.error = ItemError("request", str(exc))
+                    sink(outcome)
+                    continue
+                in_flight[request_id] = outcome
+            if not in_flight:
+                if pipeline.done() or stop():
+                    return
+                continue
+            for request_id, result in llm.poll():
+                outcome = in_flight.pop(request_id)
+                if isinstance(result, Completion):
+                    outcome.completion = result
+                else:
+                    outcome.error = ItemError("engine", result)
+                sink(outcome)
 
 
-def _start_unless_failed(engine_args: Mapping[str, Any], work: Sequence[Future[Any]]) -> Any:
-    """Start the engine while ``work`` (downloads and decoding) goes on; the first of
-    them to fail stops the start, and its error is the run's: a mistyped URL is reported in
-    a second, not after the engine has started (tens of seconds)."""
-    from mmrun import engine
-
-    abort = threading.Event()
-    failed: list[Future[Any]] = []
-
-    def check(future: Future[Any]) -> None:
-        if not future.cancelled() and future.exception() is not None:
-            failed.append(future)
-            abort.set()
-
-    for future in work:
-        future.add_done_callback(check)
+def run_named(
+    plan: Plan, renderers: RendererFactory, hooks: Hooks | None = None
+) -> tuple[RunResult, Any]:
+    """A run named on the command line: every prompt or none. The result, and the engine
+    (still running, so that the caller shows the results before stopping it) or None."""
+    runner = Runner(plan, renderers, hooks)
+    items = list(plan.items)
+    resolver = MediaResolver(plan.modality, runner.hooks.on_request, runner.hooks.on_progress)
+    handle = None
     try:
-        return engine.start(engine_args, abort=abort)
-    except engine.StartAborted:
-        failed[0].result()  # raises the failure
-        raise
+        t_media = time.perf_counter()
+        pipeline = MediaPipeline(plan, iter(items), resolver, ahead=len(items))
+        pipeline.fill()
+        refused = pipeline.first_error()
+        if refused is not None:
+            raise _as_error(refused)
+        media_done: list[float] = []
+        for future in pipeline.futures:
+            future.add_done_callback(lambda _: media_done.append(time.perf_counter()))
+        runner.timings["prepare_s"] = time.perf_counter() - runner._t0
+        if plan.spec.max_audio_seconds is not None:
+            # Waited for before the engine starts: a clip too long fails in a second.
+            _raise_first_problem(plan, pipeline.futures)
+        handle = runner.start(resolver, pipeline, abort_on_media=True)
+        t_started = time.perf_counter()
+        _raise_first_problem(plan, pipeline.futures)
+        runner.timings["media_wait_s"] = time.perf_counter() - t_started
+        runner.timings["media_s"] = max(media_done, default=t_media) - t_media
+        lora = _lora(plan, resolve=not plan.options.dry_run)
+        t_render = time.perf_counter()
+        question = plan.question_for(items[0])
+        prompt = runner.prompts.build(question, pipeline.media_of(items[0]))
+        runner.timings["render_s"] = time.perf_counter() - t_render
+        sources = list(dict.fromkeys(s for item in items for s in item.sources))
+        result = RunResult(
+            plan=plan,
+            question=question,
+            prompt=prompt,
+            lora_path=lora[0],
+            media=[pipeline.resolved[s].result() for s in sources],
+            media_per_prompt=[[sources.index(s) for s in item.sources] for item in items],
+        )
+        if handle is not None:
+            result.outputs = _generate_all(runner, handle, items, pipeline, resolver, lora[1])
+        result.timings = dict(runner.timings)
+        result.timings["total_s"] = time.perf_counter() - runner._t0
+        returned, handle = handle, None
+        return result, returned
+    finally:
+        if handle is not None:  # a failure after the engine had started
+            handle.close()
+        resolver.close()
 
 
-def _execute(
-    llm: Any,
-    opts: RunOptions,
-    result: RunResult,
-    items: Mapping[str, MediaItem],
-    per_prompt: Sequence[Sequence[str]],
-) -> list[Any]:
+def _generate_all(
+    runner: Runner,
+    handle: Any,
+    items: list[Item],
+    pipeline: MediaPipeline,
+    resolver: MediaResolver,
+    lora: Any,
+) -> list[Completion]:
+    """Every prompt through the engine (after ``--warmup`` prompts, untimed); the first
+    failure ends the run."""
     from mmrun import engine
 
-    request = result.request
-    modality = result.spec.modality
-    params = engine.sampling_params(
-        temperature=result.sampling["temperature"],
-        max_tokens=result.sampling["max_tokens"],
-        stop_token_ids=request.stop_token_ids,
-        seed=None,
-        extra={k: v for k, v in result.sampling.items() if k not in ("temperature", "max_tokens")},
-    )
-    lora = None
-    if request.lora is not None and result.lora_path is not None:
-        lora = engine.lora_request(request.lora.name, request.lora.int_id, result.lora_path)
+    plan = runner.plan
+    outcomes: dict[int, Completion] = {}
 
-    def media_of(sources: Sequence[str]) -> list[Any]:
-        data = [items[s].data for s in sources]
-        return [_resized(d, request) for d in data] if modality == "image" else data
+    def keep(outcome: Outcome) -> None:
+        if outcome.error is not None:
+            raise _as_error(outcome.error)
+        assert outcome.completion is not None
+        outcomes[outcome.item.index] = outcome.completion
 
-    batch: list[Any] = []
-    if opts.method == "chat":
-        batch = [
-            [
-                {
-                    "role": "user",
-                    "content": [
-                        {"type": "text", "text": result.question},
-                        *({"type": "image_pil", "image_pil": image} for image in media_of(sources)),
-                    ],
-                }
-            ]
-            for sources in per_prompt
-        ]
-    else:
-        for sources in per_prompt:
-            prompt: dict[str, Any] = (
-                {"prompt": request.prompt}
-                if request.prompt is not None
-                else {"prompt_token_ids": list(request.prompt_token_ids or ())}
+    with engine.interruptible():
+        if plan.options.warmup:
+            start = time.perf_counter()
+            warm = MediaPipeline(
+                plan, iter(items[: plan.options.warmup]), resolver, 1, known=pipeline.resolved
             )
-            media = (
-                list(request.multi_modal_data)
-                if request.multi_modal_data is not None
-                else media_of(sources)
-            )
-            if media:
-                prompt["multi_modal_data"] = {modality: media}
-            batch.append(prompt)
-
-    def call(prompts: list[Any]) -> list[Any]:
-        if opts.method == "chat":
-            return engine.chat(llm, prompts, params, lora, request.chat_template)
-        return engine.generate(llm, prompts, params, lora)
-
-    if opts.warmup:
+            runner.drive(handle, warm, lambda _: None, lora=lora)
+            runner.timings["warmup_s"] = time.perf_counter() - start
         start = time.perf_counter()
-        call(batch[: opts.warmup])
-        result.timings["warmup_s"] = time.perf_counter() - start
-    start = time.perf_counter()
-    completions = call(batch)
-    result.timings["generate_s"] = time.perf_counter() - start
-    return completions
+        runner.drive(handle, pipeline, keep, lora=lora)
+        runner.timings["generate_s"] = time.perf_counter() - start
+    return [outcomes[i] for i in range(len(items))]
+
+
+def run_batch(
+    plan: Plan,
+    renderers: RendererFactory,
+    emit: Sink,
+    *,
+    skip: Callable[[Item], bool] = lambda item: False,
+    hooks: Hooks | None = None,
+) -> tuple[Stats, Any]:
+    """A batch: every prompt not skipped, each outcome given to ``emit`` as soon as it is
+    known, a failed prompt an outcome like the others. The counts, and the engine (still
+    running: the caller stops it) or None."""
+    from mmrun import engine
+
+    runner = Runner(plan, renderers, hooks)
+    stats = Stats()
+    todo: Iterator[Item] = (item for item in plan.items if not skip(item))
+    first = next(todo, None)
+    if first is None:  # everything is done already: no engine to start
+        stats.timings = {"total_s": time.perf_counter() - runner._t0}
+        return stats, None
+    todo = itertools.chain([first], todo)
+    resolver = MediaResolver(plan.modality, runner.hooks.on_request, runner.hooks.on_progress)
+    pipeline = MediaPipeline(plan, todo, resolver, ahead=2 * runner.window())
+    handle = None
+    try:
+        handle = runner.start(resolver, pipeline, abort_on_media=False)
+        pipeline.keep_futures = False
+        pipeline.futures.clear()
+        lora = _lora(plan, resolve=not plan.options.dry_run)
+        if runner.hooks.on_started is not None:
+            runner.hooks.on_started(plan.items.total)
+        t_first: list[float] = []
+
+        def sink(outcome: Outcome) -> None:
+            if outcome.error is None:
+                stats.done += 1
+                if outcome.completion is not None:
+                    stats.prompt_tokens += outcome.completion.prompt_tokens
+                    stats.completion_tokens += outcome.completion.completion_tokens
+            else:
+                stats.failed += 1
+            if not t_first:
+                t_first.append(time.perf_counter())
+            emit(outcome)
+
+        def stop() -> bool:
+            return plan.options.fail_fast and stats.failed > 0
+
+        start = time.perf_counter()
+        context = engine.interruptible() if handle is not None else contextlib.nullcontext()
+        with context:
+            runner.drive(handle, pipeline, sink, lora=lora[1], stop=stop)
+        end = time.perf_counter()
+        runner.timings["generate_s"] = end - start
+        runner.timings["first_result_s"] = (t_first[0] if t_first else end) - runner._t0
+        runner.timings["total_s"] = end - runner._t0
+        stats.timings = runner.timings
+        returned, handle = handle, None
+        return stats, returned
+    finally:
+        if handle is not None:
+            handle.close()
+        resolver.close()
+
+
+def _raise_first_problem(plan: Plan, futures: Sequence[Future[MediaItem]]) -> None:
+    """Wait for every resolution; raise the first failure, or a clip too long."""
+    problem = _duration_problem(plan, [future.result() for future in futures])
+    if problem is not None:
+        raise MediaError(problem)
+
+
+def _as_error(error: ItemError) -> MmrunError:
+    if error.stage == "media":
+        return MediaError(error.message)
+    if error.stage == "request":
+        return (
+            UsageError(error.message)
+            if "per prompt" in error.message
+            else EngineError(f"vLLM refused the request: {error.message}")
+        )
+    return EngineError(error.message)
+
+
+def _lora(plan: Plan, resolve: bool) -> tuple[str | None, Any]:
+    path = lora_path(plan, resolve)
+    adapter = plan.spec.lora
+    if adapter is None or path is None or plan.options.dry_run:
+        return path, None
+    from mmrun import engine
+
+    return path, engine.lora_request(adapter.name, adapter.int_id, path)

@@ -10,10 +10,11 @@ import time
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 import pytest
 
-sys.path.insert(0, str(Path(__file__).parent / "golden"))
+from tests.helpers.http import ScriptedServer
 
 
 @pytest.fixture(autouse=True)
@@ -122,3 +123,83 @@ def media_server(media_dir: Path) -> Iterator[MediaServer]:
 
 def pytest_addoption(parser: pytest.Parser) -> None:
     parser.addoption("--update-golden", action="store_true", help="rewrite tests/golden/requests")
+
+
+@pytest.fixture
+def server() -> Iterator[ScriptedServer]:
+    """A real HTTP server on 127.0.0.1 whose routes the test scripts (tests/helpers/http.py)."""
+    scripted = ScriptedServer()
+    try:
+        yield scripted
+    finally:
+        scripted.close()
+
+
+@pytest.fixture
+def fast_retries(monkeypatch: pytest.MonkeyPatch) -> None:
+    from mmrun import media
+
+    monkeypatch.setattr(media, "RETRY_BACKOFF_S", 0.01)
+
+
+FAKE_VLLM = Path(__file__).parent / "helpers" / "fake_vllm"
+
+
+@pytest.fixture
+def fake_vllm(monkeypatch: pytest.MonkeyPatch, engine_env: None) -> Iterator[Any]:
+    """The stand-in vLLM (tests/helpers/fake_vllm) as ``vllm`` in this process; its ``LLM``
+    class, whose attributes set its behaviour. Removed after the test."""
+    import importlib.util
+
+    from mmrun.support import vllm_info
+
+    spec = importlib.util.spec_from_file_location(
+        "vllm",
+        FAKE_VLLM / "vllm" / "__init__.py",
+        submodule_search_locations=[str(FAKE_VLLM / "vllm")],
+    )
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    monkeypatch.setitem(sys.modules, "vllm", module)
+    llm = module.LLM
+    monkeypatch.setattr(llm, "fail_start", None)
+    monkeypatch.setattr(llm, "fail_step", None)
+    monkeypatch.setattr(llm, "shutdowns", 0)
+    monkeypatch.setattr(llm, "submitted", [])
+    vllm_info.cache_clear()  # mmrun.support reads the registry of the vLLM importable now
+    try:
+        yield llm
+    finally:
+        vllm_info.cache_clear()
+
+
+@pytest.fixture
+def fake_vllm_env() -> dict[str, str]:
+    """The environment of a ``python -m mmrun`` subprocess that imports the stand-in vLLM."""
+    path = os.pathsep.join(filter(None, [str(FAKE_VLLM), os.environ.get("PYTHONPATH")]))
+    return {**os.environ, "PYTHONPATH": path}
+
+
+@pytest.fixture
+def engine_env() -> Iterator[None]:
+    """A real (not dry) run sets vLLM's logging variables; keep them out of the session."""
+    from mmrun import engine
+
+    names = (
+        "VLLM_LOGGING_LEVEL",
+        "VLLM_LOGGING_STREAM",
+        "TOKENIZERS_PARALLELISM",
+        "TRANSFORMERS_VERBOSITY",
+        "PYTHONWARNINGS",
+        engine.RPC_DIR_ENV,
+        "MMRUN_ENGINE_LOG",
+    )
+    saved = {name: os.environ.get(name) for name in names}
+    yield
+    engine.remove_temporary_files()
+    for name, value in saved.items():
+        if value is None:
+            os.environ.pop(name, None)
+        else:
+            os.environ[name] = value

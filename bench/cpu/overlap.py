@@ -44,7 +44,7 @@ def run(server: LatencyServer, tiny: Tiny, reps: int, tmp: Path) -> dict[str, An
     warm_cache = folder / "warm-cache"
     args = ["-n", str(NUM_IMAGES), "--max-tokens", str(MAX_TOKENS), "--json"]
     env_for = lambda cache: bench_env(
-        MMRUN_ASSETS_BASE_URL=server.url,  # noqa: E731
+        MMRUN_ASSETS_BASE_URL=server.url,
         MMRUN_CACHE_DIR=str(cache),
     )
 

@@ -40,7 +40,7 @@ class Tiny:
 def build(tmp: Path) -> Tiny:
     """Build it in a child process (the builder imports torch and transformers)."""
     code = (
-        "import json, sys, time; from pathlib import Path; from mmrun.tiny import builders\n"
+        "import json, sys, time; from pathlib import Path; from mmrun.tiny import selftest_builders as builders\n"
         "t = time.perf_counter()\n"
         f"ck = builders()[('image', {KEY!r})](Path(sys.argv[1]))\n"
         "print(json.dumps({'engine_args': dict(ck.engine_args), 's': time.perf_counter() - t}))\n"

@@ -75,7 +75,8 @@ def _one_line_click_errors() -> Iterator[None]:
         if not _is_usage_error(exc):
             raise
         text = exc.format_message()  # type: ignore[attr-defined]  # checked by _is_usage_error
-        message = " ".join(str(text).split()).rstrip(".")
+        # Typer's choice check words it through pydantic: "Value error, 'x' is not one of ..."
+        message = " ".join(str(text).split()).rstrip(".").replace("Value error, ", "")
         if message[:1].isupper() and message[1:2].islower():  # "No such ..." -> "no such ..."
             message = message[0].lower() + message[1:]
         ctx = getattr(exc, "ctx", None)

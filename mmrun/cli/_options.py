@@ -15,12 +15,6 @@ QuestionOpt = Annotated[
         show_default=False,
     ),
 ]
-MethodOpt = Annotated[
-    str,
-    typer.Option(
-        "--method", help="vLLM method: generate (mmrun renders the prompt) or chat (vLLM does)."
-    ),
-]
 NumPromptsOpt = Annotated[
     int,
     typer.Option(
@@ -100,8 +94,48 @@ DryRunOpt = Annotated[
         help="Resolve the model, media and full request and print them; do not start vLLM.",
     ),
 ]
-JsonOpt = Annotated[bool, typer.Option("--json", help="Print one JSON document on stdout.")]
+JsonOpt = Annotated[
+    bool,
+    typer.Option(
+        "--json", help="Print JSON on stdout: one document, or for a batch one line per prompt."
+    ),
+]
 VerboseOpt = Annotated[bool, typer.Option("--verbose", "-v", help="Show vLLM's own log on stderr.")]
 QuietOpt = Annotated[
     bool, typer.Option("--quiet", help="Print only the results: no progress or notes.")
+]
+InputOpt = Annotated[
+    str | None,
+    typer.Option(
+        "--input",
+        help="A JSONL manifest of prompts (- for standard input): one object per line "
+        '({"id": ..., "<modality>": [...], "question": ..., "meta": {...}}) or a bare path.',
+        show_default=False,
+    ),
+]
+OutputOpt = Annotated[
+    str | None,
+    typer.Option(
+        "--output",
+        "-o",
+        help="Write one JSON line per prompt to this file as each finishes; run again to resume.",
+        show_default=False,
+    ),
+]
+WarmupOpt = Annotated[
+    int,
+    typer.Option(
+        "--warmup", help="Run the first N prompts once before the timed batch (benchmarks).", min=0
+    ),
+]
+FailFastOpt = Annotated[
+    bool, typer.Option("--fail-fast", help="Batch: stop at the first prompt that fails.")
+]
+RetryErrorsOpt = Annotated[
+    bool,
+    typer.Option("--retry-errors", help="Resuming -o: also redo the prompts that failed before."),
+]
+OverwriteOpt = Annotated[
+    bool,
+    typer.Option("--overwrite", help="Start -o afresh, even if it holds another run's results."),
 ]

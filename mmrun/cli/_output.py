@@ -11,9 +11,9 @@ from __future__ import annotations
 import json
 import os
 import sys
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, TextIO
 
 from rich.console import Console
 from rich.markup import escape
@@ -21,7 +21,9 @@ from rich.panel import Panel
 from rich.table import Table
 
 if TYPE_CHECKING:
-    from mmrun.runner import RunResult
+    from mmrun.plan import Plan
+    from mmrun.request import Prompt
+    from mmrun.results import Outcome, RunResult
 
 NO_COLOR_ENV = "NO_COLOR"
 
@@ -31,16 +33,17 @@ def color_disabled() -> bool:
     return os.environ.get(NO_COLOR_ENV, "") != ""
 
 
-def _console(*, stderr: bool) -> Console:
+def _console(*, stderr: bool, file: TextIO | None = None) -> Console:
     # Rich's own NO_COLOR support drops colours but keeps bold and dim; no colour system at
     # all drops every escape sequence.
     if color_disabled():
-        return Console(stderr=stderr, soft_wrap=True, color_system=None)
-    return Console(stderr=stderr, soft_wrap=True)
+        return Console(stderr=stderr, file=file, soft_wrap=True, color_system=None)
+    return Console(stderr=stderr, file=file, soft_wrap=True)
 
 
-def stdout_console() -> Console:
-    return _console(stderr=False)
+def stdout_console(file: TextIO | None = None) -> Console:
+    """Results on standard output (or on ``file``, standard output saved before a redirection)."""
+    return _console(stderr=False, file=file)
 
 
 def stderr_console() -> Console:
@@ -77,31 +80,48 @@ def stdout_to_stderr() -> Iterator[None]:
 
 
 @contextmanager
-def engine_output(quiet: bool) -> Iterator[None]:
+def engine_output(quiet: bool) -> Iterator[TextIO]:
     """Where what vLLM, torch and transformers print goes while a run is planned and executed:
-    to stderr, or with ``--quiet`` nowhere. A failure still ends as mmrun's one-line error,
-    printed by the error boundary once the descriptors are restored."""
-    if not quiet:
-        with stdout_to_stderr():
-            yield
-        return
-    devnull = os.open(os.devnull, os.O_WRONLY)
+    to stderr, or with ``--quiet`` nowhere. Yields the stream that results go to meanwhile
+    (standard output as it was before: a batch prints each result as it is done). A failure
+    still ends as mmrun's one-line error, printed by the error boundary once the descriptors
+    are restored."""
+    results = _results_stream()
     try:
-        with _redirect(1, devnull), _redirect(2, devnull):
-            yield
+        if not quiet:
+            with stdout_to_stderr():
+                yield results
+            return
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        try:
+            with _redirect(1, devnull), _redirect(2, devnull):
+                yield results
+        finally:
+            os.close(devnull)
     finally:
-        os.close(devnull)
+        results.flush()
+        if results is not sys.stdout:
+            results.close()
+
+
+def _results_stream() -> TextIO:
+    """A stream on the standard output of now, untouched by the redirections that follow; the
+    standard output object itself where it is no file descriptor (a test's capture)."""
+    try:
+        fd = sys.stdout.fileno()
+    except (AttributeError, OSError, ValueError):
+        return sys.stdout
+    sys.stdout.flush()
+    return os.fdopen(os.dup(fd), "w", buffering=1, encoding="utf-8", errors="replace")
 
 
 def print_texts(result: RunResult) -> None:
     """``--quiet`` without ``--json``: the generated text of each prompt, blocks separated by
     a blank line; for a dry run, the request's prompt (or its token ids) once."""
     if result.dry_run:
-        request = result.request
+        prompt = result.prompt
         blocks = [
-            request.prompt
-            if request.prompt is not None
-            else json.dumps(list(request.prompt_token_ids or ()))
+            prompt.text if prompt.text is not None else json.dumps(list(prompt.token_ids or ()))
         ]
     else:
         blocks = [output.text.strip() for output in result.outputs]
@@ -109,13 +129,18 @@ def print_texts(result: RunResult) -> None:
     sys.stdout.flush()
 
 
+def _heading(plan: Plan) -> str:
+    spec = plan.spec
+    return f"[bold]{spec.key}[/] ({escape(plan.model)}) · {spec.modality} · {plan.method}"
+
+
 def print_result(result: RunResult, console: Console) -> None:
-    spec = result.spec
-    head = f"[bold]{spec.key}[/] ({escape(result.model)}) · {spec.modality} · {result.method}"
-    console.print(head)
+    plan = result.plan
+    console.print(_heading(plan))
     console.print(f"[dim]question:[/] {escape(result.question)}")
     for item in result.media:
-        console.print(f"[dim]media:[/] {escape(item.source)} [dim]{_describe(item.info)}[/]")
+        describe = plan.modality.describe(item.info)
+        console.print(f"[dim]media:[/] {escape(item.source)} [dim]{escape(describe)}[/]")
     if result.dry_run:
         _print_plan(result, console)
         return
@@ -131,18 +156,13 @@ def print_result(result: RunResult, console: Console) -> None:
     console.print(f"[dim]{timings}[/]")
 
 
-def _describe(info: dict[str, Any]) -> str:
-    if "width" in info:
-        return f"{info['width']}x{info['height']}"
-    return f"{info['duration_s']:.2f}s @ {info['sample_rate']} Hz"
-
-
 def _print_plan(result: RunResult, console: Console) -> None:
-    document = result.to_json()
+    from mmrun.results import request_json
+
+    request = request_json(result.plan, result.prompt, result.lora_path)
     table = Table(show_header=False, box=None, pad_edge=False)
     table.add_column(style="dim")
     table.add_column()
-    request = document["request"]
     table.add_row("engine args", escape(json.dumps(request["engine_args"])))
     table.add_row("sampling", escape(json.dumps(request["sampling"])))
     if request["stop_token_ids"]:
@@ -153,16 +173,130 @@ def _print_plan(result: RunResult, console: Console) -> None:
         table.add_row("chat template", escape(request["chat_template"]))
     table.add_row("prompts", str(request["num_prompts"]))
     console.print(table)
-    if result.request.prompt is not None:
-        console.print(Panel(escape(result.request.prompt), title="prompt", title_align="left"))
+    _print_prompt(result.prompt, console)
+
+
+def _print_prompt(prompt: Prompt, console: Console) -> None:
+    if prompt.text is not None:
+        console.print(Panel(escape(prompt.text), title="prompt", title_align="left"))
     else:
         console.print(
-            Panel(
-                str(list(result.request.prompt_token_ids or ())),
-                title="prompt token ids",
-                title_align="left",
-            )
+            Panel(str(list(prompt.token_ids or ())), title="prompt token ids", title_align="left")
         )
+
+
+def write_json_line(row: Mapping[str, Any], stream: TextIO) -> None:
+    """One batch line on stdout, flushed at once (a reader sees each prompt as it ends)."""
+    stream.write(json.dumps(row, ensure_ascii=False, default=str) + "\n")
+    stream.flush()
+
+
+def print_outcome(
+    outcome: Outcome, row: Mapping[str, Any], console: Console, *, quiet: bool
+) -> None:
+    """One batch prompt on the terminal: a panel (its text, or its error), or with
+    ``--quiet`` the text alone."""
+    if quiet:
+        console.file.write((row["text"] or "").strip() + "\n\n")
+        console.file.flush()
+        return
+    if outcome.error is not None:
+        title = f"{escape(outcome.item.id)} · [red]failed ({outcome.error.stage})[/]"
+        body = escape(outcome.error.message)
+    elif outcome.completion is None:  # a dry run: the prompt it would send
+        title = f"{escape(outcome.item.id)} · dry run"
+        body = escape(outcome.prompt.text or "") if outcome.prompt is not None else ""
+    else:
+        done = outcome.completion
+        title = (
+            f"{escape(outcome.item.id)} · {done.prompt_tokens} prompt tokens · "
+            f"{done.completion_tokens} generated · {done.finish_reason}"
+        )
+        body = escape(done.text.strip()) or "[dim](empty)[/]"
+    sources = ", ".join(outcome.item.sources)
+    console.print(
+        Panel(
+            body,
+            title=title,
+            title_align="left",
+            subtitle=escape(sources[:100]),
+            subtitle_align="left",
+        )
+    )
+
+
+class BatchProgress:
+    """A batch's progress on stderr: a bar on a terminal (done/total, failed, prompts/s,
+    tokens/s, time left); elsewhere (a CI log) a plain line at most every ``every_s`` seconds."""
+
+    def __init__(self, console: Console, total: int, every_s: float = 10.0) -> None:
+        import time
+
+        self._console = console
+        self._total = total
+        self._every_s = every_s
+        self._clock = time.monotonic
+        self._done = 0
+        self._failed = 0
+        self._tokens = 0
+        self._skipped = 0
+        self._started = self._clock()
+        self._last_line = self._started
+        self._bar: Any = None
+        self._task: Any = None
+
+    def start(self, skipped: int) -> None:
+        self._skipped = skipped
+        self._started = self._last_line = self._clock()
+        if not self._console.is_terminal:
+            return
+        from rich.progress import (
+            BarColumn,
+            MofNCompleteColumn,
+            Progress,
+            TextColumn,
+            TimeRemainingColumn,
+        )
+
+        self._bar = Progress(
+            TextColumn("[bold]prompts"),
+            BarColumn(),
+            MofNCompleteColumn(),
+            TextColumn("{task.fields[failed]} failed · {task.fields[rate]}"),
+            TimeRemainingColumn(),
+            console=self._console,
+            transient=True,
+        )
+        self._bar.start()
+        self._task = self._bar.add_task(
+            "prompts", total=self._total, completed=skipped, failed=0, rate=""
+        )
+
+    def advance(self, outcome: Outcome) -> None:
+        self._done += 1
+        if outcome.error is not None:
+            self._failed += 1
+        if outcome.completion is not None:
+            self._tokens += outcome.completion.completion_tokens
+        now = self._clock()
+        elapsed = max(now - self._started, 1e-6)
+        rate = f"{self._done / elapsed:.1f} prompts/s · {self._tokens / elapsed:.0f} tok/s"
+        if self._bar is not None:
+            self._bar.update(self._task, advance=1, failed=self._failed, rate=rate)
+        elif now - self._last_line >= self._every_s:
+            self._last_line = now
+            finished = self._skipped + self._done
+            left = self._total - finished
+            eta = left / (self._done / elapsed) if self._done else 0.0
+            self._console.print(
+                f"mmrun: {finished}/{self._total} prompts, {self._failed} failed, {rate}, "
+                f"about {eta:.0f}s left",
+                highlight=False,
+            )
+
+    def close(self) -> None:
+        if self._bar is not None:
+            self._bar.stop()
 
 
 class DownloadProgress:

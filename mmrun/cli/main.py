@@ -12,8 +12,10 @@ from mmrun import __version__
 from mmrun.cli._errors import OneLineErrorsGroup
 from mmrun.cli._output import color_disabled
 from mmrun.cli.models import models
-from mmrun.cli.run import EPILOGS, make_command
+from mmrun.cli.plugins import plugins
+from mmrun.cli.run import epilog, make_command
 from mmrun.cli.selftest import selftest
+from mmrun.plugins import get_registry
 
 app = typer.Typer(
     name="mmrun",
@@ -44,9 +46,11 @@ def root(
     """mmrun: one command to run a multimodal model through vLLM."""
 
 
-for _modality in ("image", "audio"):
-    app.command(_modality, epilog=EPILOGS[_modality])(make_command(_modality))
+# One command per modality, built-in or from a plugin.
+for _modality in get_registry().modalities.values():
+    app.command(_modality.name, epilog=epilog(_modality))(make_command(_modality))
 app.command("models")(models)
+app.command("plugins")(plugins)
 app.command("selftest")(selftest)
 
 

@@ -21,7 +21,10 @@ def model_rows(modality: str | None = None) -> list[dict[str, Any]]:
         )
     info = vllm_info()
     return [
-        _row(spec, info.supports(spec.architecture), info.removed.get(spec.architecture))
+        {
+            **_row(spec, info.supports(spec.architecture), info.removed.get(spec.architecture)),
+            "plugin": registry.plugin_of(spec),
+        }
         for spec in registry.specs(modality)
     ]
 

@@ -1,7 +1,8 @@
-"""`mmrun image` and `mmrun audio`: one command factory, one command per modality."""
+"""``mmrun <modality>``: one command per registered modality, built from the Modality."""
 
 # No `from __future__ import annotations`: Typer reads the closure-built option annotations at runtime.
 
+import enum
 from collections.abc import Callable
 from typing import Annotated, Any
 
@@ -10,17 +11,62 @@ import typer
 from mmrun.cli import _options as o
 from mmrun.cli._errors import error_boundary
 from mmrun.errors import UsageError
-
-EPILOGS = {
-    "image": "Examples:\n\n  mmrun image -m qwen2_5_vl -n 4\n\n"
-    "  mmrun image -m idefics3 -i a.png -i b.png --dry-run --json",
-    "audio": "Examples:\n\n  mmrun audio -m whisper\n\n"
-    "  mmrun audio -m qwen2_audio -a a.wav -a b.wav --json",
-}
+from mmrun.registry import Modality
 
 
-def _execute(modality: str, sources: list[str] | None, count: int | None, **kw: Any) -> None:
+class MethodChoice(str, enum.Enum):
+    generate = "generate"
+    chat = "chat"
+
+
+def _execute(modality: str, **kw: Any) -> None:
     # Imported here, not at the top: `mmrun --help` must stay fast.
+    from mmrun.engine import configure_environment
+    from mmrun.plan import RunOptions, parse_key_values, plan
+    from mmrun.plugins import get_registry
+    from mmrun.support import vllm_info
+
+    json_out, quiet, verbose = kw.pop("json_out"), kw.pop("quiet"), kw.pop("verbose")
+    if quiet and verbose:
+        raise UsageError("--quiet and --verbose contradict each other", hint="pass one of them")
+    opts = RunOptions(
+        modality=modality,
+        key=kw["key"],
+        sources=tuple(kw["sources"] or ()),
+        count=kw["count"],
+        question=kw["question"],
+        method=kw["method"].value,
+        num_prompts=kw["num_prompts"],
+        seed=kw["seed"],
+        max_tokens=kw["max_tokens"],
+        temperature=kw["temperature"],
+        model=kw["model"],
+        tensor_parallel_size=kw["tensor_parallel_size"],
+        engine_args=parse_key_values(kw["engine_arg"] or []),
+        sampling_args=parse_key_values(kw["sampling_arg"] or [], option="--sampling-arg"),
+        trust_remote_code=kw["trust_remote_code"],
+        dry_run=kw["dry_run"],
+        per_prompt=kw["per_prompt"],
+        warmup=kw["warmup"],
+        input=kw["input"],
+        output=kw["output"],
+        fail_fast=kw["fail_fast"],
+        retry_errors=kw["retry_errors"],
+        overwrite=kw["overwrite"],
+    )
+    configure_environment(verbose)
+    the_plan = plan(opts, get_registry(), vllm_info())
+    if the_plan.batch:
+        from mmrun.cli.batch import run_batch
+
+        code = run_batch(the_plan, json_out=json_out, quiet=quiet)
+        if code:
+            raise typer.Exit(code)
+        return
+    _run_named(the_plan, json_out=json_out, quiet=quiet)
+
+
+def _run_named(the_plan: Any, *, json_out: bool, quiet: bool) -> None:
     from mmrun.cli._output import (
         DownloadProgress,
         engine_output,
@@ -30,37 +76,10 @@ def _execute(modality: str, sources: list[str] | None, count: int | None, **kw: 
         stderr_console,
         stdout_console,
     )
-    from mmrun.engine import configure_environment
-    from mmrun.plugins import get_registry
-    from mmrun.runner import RunOptions, parse_engine_args, run
+    from mmrun.results import document
+    from mmrun.runner import Hooks, run_named
     from mmrun.templates import HFTemplateRenderer
 
-    json_out, quiet, verbose = kw.pop("json_out"), kw.pop("quiet"), kw.pop("verbose")
-    if quiet and verbose:
-        raise UsageError("--quiet and --verbose contradict each other", hint="pass one of them")
-    if kw["method"] not in ("generate", "chat"):
-        raise UsageError(f"unknown --method {kw['method']!r}", hint="use generate or chat")
-    opts = RunOptions(
-        modality=modality,
-        key=kw["key"],
-        sources=tuple(sources or ()),
-        count=count,
-        question=kw["question"],
-        method=kw["method"],
-        num_prompts=kw["num_prompts"],
-        seed=kw["seed"],
-        max_tokens=kw["max_tokens"],
-        temperature=kw["temperature"],
-        model=kw["model"],
-        tensor_parallel_size=kw["tensor_parallel_size"],
-        engine_args=parse_engine_args(kw["engine_arg"] or []),
-        sampling_args=parse_engine_args(kw["sampling_arg"] or [], option="--sampling-arg"),
-        trust_remote_code=kw["trust_remote_code"],
-        dry_run=kw["dry_run"],
-        per_prompt=kw["per_prompt"],
-        warmup=kw["warmup"],
-    )
-    configure_environment(verbose)
     err = stderr_console()
 
     def announce() -> None:
@@ -68,29 +87,25 @@ def _execute(modality: str, sources: list[str] | None, count: int | None, **kw: 
             err.print("[dim]mmrun: starting vLLM (this takes a while the first time)...[/]")
 
     progress = DownloadProgress(err) if not quiet else None
+    hooks = Hooks(on_engine_start=announce, on_progress=progress)
     try:
         with engine_output(quiet):
-            result = run(
-                opts,
-                get_registry(),
-                HFTemplateRenderer,
-                on_engine_start=announce,
-                on_progress=progress,
-            )
+            result, engine = run_named(the_plan, HFTemplateRenderer, hooks)
     finally:
         if progress is not None:
             progress.close()
     try:
         if json_out:
-            print_json(result.to_json())
+            print_json(document(result))
         elif quiet:
             print_texts(result)
         else:
             print_result(result, stdout_console())
     finally:
         # The engine stops after the results are out: its shutdown takes seconds.
-        with engine_output(quiet):
-            result.close()
+        if engine is not None:
+            with engine_output(quiet):
+                engine.close()
 
 
 def _model_key_completion(modality: str) -> Callable[[str], list[tuple[str, str]]]:
@@ -111,11 +126,18 @@ def _model_key_completion(modality: str) -> Callable[[str], list[tuple[str, str]
     return complete
 
 
-def make_command(modality: str) -> Callable[..., None]:
-    noun = modality
-    source_flag = f"--{noun}"
-    short = {"image": "-i", "audio": "-a"}[modality]
-    count_flag = {"image": "--num-images", "audio": "--num-audios"}[modality]
+def _article(noun: str) -> str:
+    return "an" if noun[:1] in "aeiou" else "a"
+
+
+def make_command(modality: Modality) -> Callable[..., None]:
+    noun = modality.name
+    # `mmrun video -v clip.mp4`: there, -v names a clip and --verbose has no short form.
+    verbose_opt: Any = o.VerboseOpt
+    if modality.short_option == "-v":
+        verbose_opt = Annotated[
+            bool, typer.Option("--verbose", help="Show vLLM's own log on stderr.")
+        ]
 
     @error_boundary
     def command(
@@ -126,22 +148,24 @@ def make_command(modality: str) -> Callable[..., None]:
                 "-m",
                 help="Model key (see `mmrun models`). Default: the modality's seed default.",
                 show_default=False,
-                autocompletion=_model_key_completion(modality),
+                autocompletion=_model_key_completion(noun),
             ),
         ] = None,
         sources: Annotated[
             list[str] | None,
             typer.Option(
-                source_flag,
-                short,
-                help=f"An {noun} file: local path, http(s) URL or data: URI. Repeatable.",
+                modality.option,
+                modality.short_option,
+                help=f"{_article(noun).capitalize()} {noun} source: a local path, http(s) URL or data: URI, a folder (every "
+                f"{noun} file in it, recursively) or a quoted glob pattern ('photos/**/*.jpg'). "
+                "Repeatable.",
                 show_default=False,
             ),
         ] = None,
         count: Annotated[
             int | None,
             typer.Option(
-                count_flag,
+                modality.count_option,
                 "-n",
                 help=f"Number of default {noun}s per prompt (the seed's assets).",
                 show_default=False,
@@ -152,13 +176,23 @@ def make_command(modality: str) -> Callable[..., None]:
             typer.Option(
                 "--per-prompt",
                 help=f"Split the named {noun}s into prompts of this many each "
-                f"(e.g. 256 files, --per-prompt 4: 64 prompts in one batch).",
+                "(e.g. 256 files, --per-prompt 4: 64 prompts in one batch). "
+                "A folder or pattern: 1 by default.",
                 min=1,
                 show_default=False,
             ),
         ] = None,
+        input: o.InputOpt = None,
+        output: o.OutputOpt = None,
         question: o.QuestionOpt = None,
-        method: o.MethodOpt = "generate",
+        method: Annotated[
+            MethodChoice,
+            typer.Option(
+                "--method",
+                help="vLLM method: generate (mmrun renders the prompt) or chat (vLLM does).",
+                case_sensitive=False,
+            ),
+        ] = MethodChoice.generate,
         num_prompts: o.NumPromptsOpt = 1,
         seed: o.SeedOpt = None,
         max_tokens: o.MaxTokensOpt = None,
@@ -167,47 +201,24 @@ def make_command(modality: str) -> Callable[..., None]:
         tensor_parallel_size: o.TensorParallelOpt = None,
         engine_arg: o.EngineArgOpt = None,
         sampling_arg: o.SamplingArgOpt = None,
-        warmup: Annotated[
-            int,
-            typer.Option(
-                "--warmup",
-                help="Run the first N prompts once before the timed batch (benchmarks).",
-                min=0,
-            ),
-        ] = 0,
+        warmup: o.WarmupOpt = 0,
+        fail_fast: o.FailFastOpt = False,
+        retry_errors: o.RetryErrorsOpt = False,
+        overwrite: o.OverwriteOpt = False,
         trust_remote_code: o.TrustRemoteCodeOpt = False,
         dry_run: o.DryRunOpt = False,
         json_out: o.JsonOpt = False,
-        verbose: o.VerboseOpt = False,
+        verbose: verbose_opt = False,
         quiet: o.QuietOpt = False,
     ) -> None:
-        _execute(
-            modality,
-            sources,
-            count,
-            per_prompt=per_prompt,
-            key=key,
-            question=question,
-            method=method,
-            num_prompts=num_prompts,
-            seed=seed,
-            max_tokens=max_tokens,
-            temperature=temperature,
-            model=model,
-            tensor_parallel_size=tensor_parallel_size,
-            engine_arg=engine_arg,
-            sampling_arg=sampling_arg,
-            warmup=warmup,
-            trust_remote_code=trust_remote_code,
-            dry_run=dry_run,
-            json_out=json_out,
-            verbose=verbose,
-            quiet=quiet,
-        )
+        _execute(noun, **{k: v for k, v in locals().items()})
 
-    command.__doc__ = {
-        "image": "Run an image-language model on images through vLLM.",
-        "audio": "Run an audio-language model on audio clips through vLLM.",
-    }[modality]
-    command.__name__ = modality
+    command.__doc__ = modality.summary or f"Run a model on {noun} inputs through vLLM."
+    command.__name__ = noun
     return command
+
+
+def epilog(modality: Modality) -> str | None:
+    if not modality.examples:
+        return None
+    return "Examples:\n\n" + "\n\n".join(f"  {line}" for line in modality.examples)

@@ -50,11 +50,13 @@ def selftest(
 ) -> None:
     """Check the installed vLLM offline: tiny image and audio models, end to end."""
     from mmrun.cli._output import print_json, stderr_console, stdout_console, stdout_to_stderr
-    from mmrun.engine import configure_environment
+    from mmrun.engine import configure_environment, device_name
+    from mmrun.plan import RunOptions, check_supported, plan
     from mmrun.plugins import get_registry
-    from mmrun.runner import RunOptions, check_supported, run
+    from mmrun.runner import run_named
+    from mmrun.support import vllm_info
     from mmrun.templates import HFTemplateRenderer
-    from mmrun.tiny import builders
+    from mmrun.tiny import selftest_builders
 
     os.environ["HF_HUB_OFFLINE"] = "1"
     os.environ.setdefault("VLLM_CPU_KVCACHE_SPACE", "1")
@@ -81,11 +83,11 @@ def selftest(
         registry = get_registry()
         version = step(
             "vLLM is installed and supports the selftest models",
-            lambda: {check_supported(registry.get(m, k)) for m, k in CASES}.pop(),
+            lambda: {check_supported(registry.get(m, k), vllm_info()) for m, k in CASES}.pop(),
         )
         media = step("write test media", lambda: _write_media(folder))
         for modality, key in CASES:
-            build = builders()[(modality, key)]
+            build = selftest_builders()[(modality, key)]
             checkpoint = step(f"build tiny {key} checkpoint", partial(build, folder / key))
             opts = RunOptions(
                 modality=modality,
@@ -97,11 +99,13 @@ def selftest(
                 # Eager: a check of the install, not of torch.compile (which adds ~40 s per start).
                 engine_args={**checkpoint.engine_args, "enforce_eager": True},
             )
-            result = step(
+            the_plan = plan(opts, registry, vllm_info())
+            result, engine = step(
                 f"run {key} through vLLM (generate, 2 prompts)",
-                partial(run, opts, registry, HFTemplateRenderer),
+                partial(run_named, the_plan, HFTemplateRenderer),
             )
-            result.close()
+            if engine is not None:
+                engine.close()
             outputs = result.outputs
             if len(outputs) != 2 or not all(out.completion_tokens > 0 for out in outputs):
                 raise EngineError(f"{key}: expected 2 outputs with tokens, got {outputs}")
@@ -112,9 +116,16 @@ def selftest(
     finally:
         if keep is None:  # the tiny checkpoints and media were only for this check
             shutil.rmtree(folder, ignore_errors=True)
+    device = device_name()
+    scope = (
+        "offline, with tiny random-weight models: this proves the install, not a real model "
+        "(those need the Hugging Face Hub or a local checkpoint"
+        + (")" if device == "cuda" else ", and a GPU to run at speed)")
+    )
     if json_out:
-        print_json({"ok": True, "vllm": version, "steps": steps})
+        print_json({"ok": True, "vllm": version, "device": device, "steps": steps, "scope": scope})
     else:
         stdout_console().print(
-            f"[bold green]selftest passed[/] (vLLM {version}, {len(steps)} steps)"
+            f"[bold green]selftest passed[/] (vLLM {version} on {device}, {len(steps)} steps)"
         )
+        stdout_console().print(f"[dim]{scope}[/]")

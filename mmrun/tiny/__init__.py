@@ -1,19 +1,16 @@
-"""Tiny random-weight checkpoints, built offline, for proving loaders on the real vLLM engine.
-
-Each builder writes a small checkpoint of a seed model's real architecture into a folder:
-the real config class with small sizes, a tokenizer trained locally that carries the model's
-real special tokens and chat template, and the real image or audio processor, all saved with
+"""Tiny random-weight checkpoints, built offline, that prove a model's loader on the real vLLM
+engine: the real config class with small sizes, a tokenizer trained locally that carries the
+model's real special tokens and chat template, and the real processor, all saved with
 ``save_pretrained``. No network, no code from a model repository.
 
-The end-to-end tests, ``mmrun selftest`` and the coverage column of ``docs/models.md`` all
-read :data:`BUILDERS`, so what is claimed as proven is what is run.
+The package holds what ``mmrun selftest`` runs (a tiny Qwen2.5-VL and a tiny Whisper); the
+builders for every other model live with the tests (tests/tiny).
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
-from importlib import import_module
 from pathlib import Path
 from typing import Any
 
@@ -36,24 +33,10 @@ class TinyCheckpoint:
 
 Builder = Callable[[Path], TinyCheckpoint]
 
-# The modules that hold builders. Each exposes BUILDERS (model key -> Builder) and
-# UNPROVEN (model key -> why that seed row has no offline proof, in one phrase).
-_MODULES = {"image": "mmrun.tiny.image", "audio": "mmrun.tiny.audio"}
 
+def selftest_builders() -> dict[tuple[str, str], Builder]:
+    """The checkpoints ``mmrun selftest`` builds, keyed by (modality, model key)."""
+    from mmrun.tiny.qwen_vl import build_qwen2_5_vl
+    from mmrun.tiny.whisper import build_whisper
 
-def builders() -> dict[tuple[str, str], Builder]:
-    """Every tiny builder, keyed by (modality, model key)."""
-    found: dict[tuple[str, str], Builder] = {}
-    for modality, module in _MODULES.items():
-        for key, builder in import_module(module).BUILDERS.items():
-            found[(modality, key)] = builder
-    return found
-
-
-def unproven() -> dict[tuple[str, str], str]:
-    """Why each seed row without a builder has no offline proof, keyed by (modality, key)."""
-    return {
-        (modality, key): reason
-        for modality, module in _MODULES.items()
-        for key, reason in import_module(module).UNPROVEN.items()
-    }
+    return {("image", "qwen2_5_vl"): build_qwen2_5_vl, ("audio", "whisper"): build_whisper}

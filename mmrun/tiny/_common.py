@@ -1,4 +1,4 @@
-"""Helpers shared by the tiny image and audio builders (:mod:`mmrun.tiny.image`, ``audio``).
+"""Helpers shared by the tiny builders (``mmrun.tiny`` for selftest, ``tests/tiny`` for the rest).
 
 Everything here is offline and model-agnostic:
 
@@ -15,10 +15,10 @@ Everything here is offline and model-agnostic:
 - :func:`folder_bytes` measures a built checkpoint.
 
 Heavy libraries (torch, transformers, tokenizers) are imported inside the functions: this
-module is imported by ``mmrun.tiny.builders()`` which must stay cheap.
+module is imported when builders are listed, which must stay cheap.
 
-Stable API: the audio builders import from here; change signatures only by adding keyword
-arguments with defaults.
+Stable API: the builders under tests/tiny import from here; change signatures only by adding
+keyword arguments with defaults.
 """
 
 from __future__ import annotations
@@ -26,6 +26,55 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
+
+from mmrun.tiny import TinyCheckpoint
+
+# What every tiny image checkpoint needs on the CPU engine: a short context and few sequences
+# keep the KV cache and the profiling run small.
+CPU_ARGS: Mapping[str, Any] = {"max_model_len": 2048, "max_num_seqs": 2}
+
+# Config-only checkpoints: vLLM initialises random weights itself (load_format "dummy"), which
+# builds in seconds and keeps each checkpoint a few kB. Trap: transformers 5.19 saves some
+# composite models under keys vLLM does not map (Qwen2-Audio's text model as
+# ``language_model.model.model.*``: "There is no module or parameter named 'model' in
+# Qwen2Model"), and some architectures have no transformers model class at all.
+# Not included, but worth passing on a 2-core CPU: enforce_eager=True (torch.compile adds
+# ~40 s to every engine start).
+DUMMY_WEIGHTS: Mapping[str, Any] = {"load_format": "dummy", "max_num_seqs": 2}
+
+
+def transformers_module() -> Any:
+    """The transformers module, untyped: its processor classes have no annotations."""
+    import transformers
+
+    return transformers
+
+
+def finish(
+    dest: Path,
+    model_class: Any,
+    config: Any,
+    processor: Any,
+    *,
+    rename: Callable[[str], str] | None = None,
+    **engine_args: Any,
+) -> TinyCheckpoint:
+    """Save random bf16 weights and the processor, return the checkpoint with its CPU args."""
+    # bfloat16: what vLLM's CPU backend runs by default; float32 weights get cast on load
+    # (with one warning per tensor) and the checkpoint is twice as big.
+    save_random_weights(model_class, config, dest, dtype="bfloat16", rename=rename)
+    processor.save_pretrained(str(dest))
+    return TinyCheckpoint(dest, {**CPU_ARGS, **engine_args})
+
+
+def save_config(config: Any, dest: Path, architecture: str) -> None:
+    """Save a config alone (for ``load_format="dummy"``), naming its architecture."""
+    # Trap: a config saved without a model has no "architectures"; vLLM then cannot pick the
+    # model class ("LLM.generate() is only supported for generative models").
+    config.architectures = [architecture]
+    dest.mkdir(parents=True, exist_ok=True)
+    config.save_pretrained(str(dest))
+
 
 # Small language-model sizes, as keyword arguments of most decoder configs (Llama, Qwen2,
 # Mistral, Gemma, ...). Trap: vLLM's CPU attention kernels reject small head sizes such as 16

@@ -26,35 +26,11 @@ from typing import Any
 import psutil
 import pytest
 
-from mmrun.tiny import TinyCheckpoint, builders
+from mmrun.tiny import TinyCheckpoint
+from tests.tiny import builders
 
 KEY = ("image", "qwen2_5_vl")
 HAS_TINY = KEY in builders()
-
-# Runs mmrun's own entry point; the engine's generate first drops a marker file, so that the
-# test knows generation has begun. Guarded: vLLM's spawned processes import the main module.
-WRAPPER = """
-import os
-import sys
-
-from mmrun import engine
-
-real_generate = engine.generate
-
-
-def generate(*args, **kwargs):
-    with open(os.environ["MMRUN_TEST_GENERATING"], "w") as marker:
-        marker.write("generating")
-    return real_generate(*args, **kwargs)
-
-
-engine.generate = generate
-
-if __name__ == "__main__":
-    from mmrun.cli.main import main
-
-    main()
-"""
 
 
 class Tree:
@@ -181,8 +157,6 @@ def run_mmrun(
 ) -> Iterator[Callable[..., subprocess.Popen[str]]]:
     """Starts ``mmrun image -m qwen2_5_vl`` on the tiny checkpoint; kills what is left at the
     end (a test that fails must not leave an engine running)."""
-    script = tmp_path / "mmrun_with_marker.py"
-    script.write_text(WRAPPER)
     started: list[subprocess.Popen[str]] = []
 
     def start(
@@ -192,13 +166,13 @@ def run_mmrun(
         env = {
             **{k: v for k, v in os.environ.items() if k not in drop},
             "HF_HUB_OFFLINE": "1",
-            "MMRUN_TEST_GENERATING": str(tmp_path / "generating"),
             **env_vars,
         }
         proc = subprocess.Popen(
             [
                 sys.executable,
-                str(script),
+                "-m",
+                "mmrun",
                 "image",
                 "-m",
                 KEY[1],
@@ -251,20 +225,38 @@ def test_ctrl_c_while_the_engine_starts(run_mmrun: Callable[..., subprocess.Pope
 
 
 @pytest.mark.e2e
-def test_ctrl_c_during_generation(
-    run_mmrun: Callable[..., subprocess.Popen[str]], tmp_path: Path
+def test_ctrl_c_during_a_batch_keeps_the_finished_lines(
+    run_mmrun: Callable[..., subprocess.Popen[str]], tmp_path: Path, image: Path
 ) -> None:
-    proc = run_mmrun(
-        "--quiet", "--num-prompts", "4", "--max-tokens", "1500", "--sampling-arg", "ignore_eos=true"
-    )
+    """A batch writes each prompt's line as it finishes: once the first is on disk, generation
+    is under way for the others; Ctrl-C then ends the run (130) with every finished line whole,
+    and a second run does the rest."""
+    folder = tmp_path / "images"
+    folder.mkdir()
+    for i in range(8):
+        shutil.copy(image, folder / f"img{i}.png")
+    out_file = tmp_path / "out.jsonl"
+    longer = ("--max-tokens", "400", "--sampling-arg", "ignore_eos=true", "-o", str(out_file))
+    proc = run_mmrun("--quiet", *longer, media=str(folder))
     tree = Tree(proc.pid)
-    marker = tmp_path / "generating"
-    wait_for(lambda: marker.exists() or proc.poll() is not None, 300, "generation")
+    wait_for(
+        lambda: (
+            (out_file.exists() and out_file.read_bytes().count(b"\n") >= 1)
+            or proc.poll() is not None
+        ),
+        300,
+        "the first result line",
+    )
     assert proc.poll() is None, proc.communicate()[1][-3000:]
-    time.sleep(1.0)
-    assert proc.poll() is None, "generation ended before the interrupt; make it longer"
     out, err = interrupt(proc, tree, timeout=60)
     check_interrupted(proc, out, err, tree)
+    done = [json.loads(line) for line in out_file.read_text().splitlines()]
+    assert 1 <= len(done) < 8 and all(row["error"] is None for row in done)
+    again = run_mmrun("--quiet", *longer, media=str(folder))
+    _, err = again.communicate(timeout=600)
+    assert again.returncode == 0, err[-3000:]
+    final = [json.loads(line)["id"] for line in out_file.read_text().splitlines()]
+    assert sorted(final) == sorted(str(p) for p in folder.iterdir())  # each id exactly once
 
 
 @pytest.mark.e2e

@@ -16,17 +16,18 @@ from __future__ import annotations
 import base64
 import json
 import warnings
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
-import seed_oracle as oracle
 
 from mmrun.errors import MediaError
-from mmrun.plan import ALL_MODALITIES, compose_engine_args
+from mmrun.modalities.audio.voxtral import _mistral_tokenizer
+from mmrun.plan import VLLM_MODALITIES, compose_engine_args
 from mmrun.plugins import builtin_registry
-from mmrun.request import LoaderContext, ModelRequest
+from mmrun.request import LoaderContext, Prompt
+from tests.helpers import seed_oracle as oracle
 
 REGISTRY = builtin_registry()
 AUDIO = REGISTRY.modalities["audio"]
@@ -34,15 +35,15 @@ AUDIO = REGISTRY.modalities["audio"]
 
 def _expected_engine_args(seed: oracle.SeedRequest) -> dict[str, Any]:
     expected = dict(seed.engine_args)
-    expected["limit_mm_per_prompt"] = {m: 0 for m in ALL_MODALITIES} | expected.get(
+    expected["limit_mm_per_prompt"] = {m: 0 for m in VLLM_MODALITIES} | expected.get(
         "limit_mm_per_prompt", {}
     )
     return expected
 
 
-def _engine_args(key: str, request: ModelRequest, model: str, count: int) -> dict[str, Any]:
+def _engine_args(key: str, model: str, count: int) -> dict[str, Any]:
     spec = REGISTRY.get("audio", key)
-    return compose_engine_args(spec, request, model=model, num_items=count, seed=None)
+    return compose_engine_args(spec, model=model, num_items=count, seed=None)
 
 
 # --- gemma3n -----------------------------------------------------------------------------
@@ -64,14 +65,14 @@ GEMMA3N_PROMPTS = {
 @pytest.mark.parametrize("count", [0, 1, 2])
 def test_gemma3n_prompt_has_one_audio_token_per_clip_and_closes_the_turn(count: int) -> None:
     question = AUDIO.question(count)
-    model = REGISTRY.get("audio", "gemma3n").repo_id
+    spec = REGISTRY.get("audio", "gemma3n")
     ctx = LoaderContext(
-        question=question, num_items=count, model=model, templates=oracle.RecordingRenderer()
+        question=question, num_items=count, model=spec.repo_id, templates=oracle.RecordingRenderer()
     )
-    request = REGISTRY.get("audio", "gemma3n")(ctx)
-    assert request.prompt == GEMMA3N_PROMPTS[count]
-    assert request.stop_token_ids == ()
-    assert request.lora is None and request.chat_template is None
+    prompt = spec(ctx)
+    assert prompt.text == GEMMA3N_PROMPTS[count]
+    assert prompt.stop_token_ids == ()
+    assert spec.lora is None and spec.chat_template is None
 
 
 @pytest.mark.parametrize("count", [0, 1, 2])
@@ -79,11 +80,7 @@ def test_gemma3n_engine_args_are_the_seeds(count: int) -> None:
     question = AUDIO.question(count)
     seed = oracle.audio_request("gemma3n", question, count)
     model = seed.engine_args["model"]
-    ctx = LoaderContext(
-        question=question, num_items=count, model=model, templates=oracle.RecordingRenderer()
-    )
-    request = REGISTRY.get("audio", "gemma3n")(ctx)
-    assert _engine_args("gemma3n", request, model, count) == _expected_engine_args(seed)
+    assert _engine_args("gemma3n", model, count) == _expected_engine_args(seed)
     # The seed bug this deviation fixes, pinned so a corrected seed shows up here.
     assert seed.prompt == f"<start_of_turn>user\n<audio_soft_token>{question}"
 
@@ -98,8 +95,12 @@ AUDIO_TOKENS_PER_CLIP = 375
 
 
 @pytest.fixture
-def mistral() -> Any:
-    return pytest.importorskip("mistral_common")
+def mistral() -> Iterator[Any]:
+    module = pytest.importorskip("mistral_common")
+    # The loader keeps one tokenizer per model id; each test brings its own tokenizer.
+    _mistral_tokenizer.cache_clear()
+    yield module
+    _mistral_tokenizer.cache_clear()
 
 
 def _special_tokens() -> list[str]:
@@ -187,7 +188,7 @@ def _patch_hub(monkeypatch: pytest.MonkeyPatch, tekken: Path) -> list[str]:
     return asked
 
 
-def _voxtral(model: str, count: int, clips: list[tuple[Any, int]]) -> ModelRequest:
+def _voxtral(model: str, count: int, clips: list[tuple[Any, int]]) -> Prompt:
     ctx = LoaderContext(
         question=AUDIO.question(count),
         num_items=count,
@@ -225,7 +226,7 @@ def test_voxtral_tokens_follow_the_seeds_order(
     asked = _patch_hub(monkeypatch, tekken)
     clips = _decoded(_clip_files(tmp_path, count))
 
-    request = _voxtral(VOXTRAL_REPO, count, clips)
+    prompt = _voxtral(VOXTRAL_REPO, count, clips)
 
     audio = [_special_id("[BEGIN_AUDIO]"), *[_special_id("[AUDIO]")] * AUDIO_TOKENS_PER_CLIP]
     expected = [
@@ -235,12 +236,12 @@ def test_voxtral_tokens_follow_the_seeds_order(
         *_text_ids(AUDIO.question(count)),
         _special_id("[/INST]"),
     ]
-    assert request.prompt is None
-    assert list(request.prompt_token_ids or ()) == expected
+    assert prompt.text is None
+    assert list(prompt.token_ids or ()) == expected
     assert asked == [VOXTRAL_REPO]
-    assert request.multi_modal_data is not None
-    assert len(request.multi_modal_data) == count
-    for array, rate in request.multi_modal_data:
+    assert prompt.multi_modal_data is not None
+    assert len(prompt.multi_modal_data) == count
+    for array, rate in prompt.multi_modal_data:
         assert rate == SAMPLE_RATE
         assert array.shape == (30 * SAMPLE_RATE,)  # padded to whole 30 s chunks
 
@@ -256,14 +257,14 @@ def test_voxtral_matches_the_seed_function_on_the_same_tokenizer_and_clips(
     paths = _clip_files(tmp_path, count)
 
     seed = _seed_voxtral(count, paths)
-    request = _voxtral(VOXTRAL_REPO, count, _decoded(paths))
+    prompt = _voxtral(VOXTRAL_REPO, count, _decoded(paths))
 
-    assert list(request.prompt_token_ids or ()) == list(seed.prompt_token_ids)
+    assert list(prompt.token_ids or ()) == list(seed.prompt_token_ids)
     seed_audio = seed.multi_modal_data["audio"]
-    assert request.multi_modal_data is not None
-    assert len(request.multi_modal_data) == len(seed_audio) == count
+    assert prompt.multi_modal_data is not None
+    assert len(prompt.multi_modal_data) == len(seed_audio) == count
     for (array, rate), (seed_array, seed_rate) in zip(
-        request.multi_modal_data, seed_audio, strict=True
+        prompt.multi_modal_data, seed_audio, strict=True
     ):
         assert rate == seed_rate
         np.testing.assert_array_equal(array, seed_array)
@@ -275,8 +276,8 @@ def test_voxtral_matches_the_seed_function_on_the_same_tokenizer_and_clips(
         chat_template=None,
         lora=None,
     )
-    assert _engine_args("voxtral", request, VOXTRAL_REPO, count) == _expected_engine_args(expected)
-    assert request.stop_token_ids == () and request.lora is None
+    assert _engine_args("voxtral", VOXTRAL_REPO, count) == _expected_engine_args(expected)
+    assert prompt.stop_token_ids == () and REGISTRY.get("audio", "voxtral").lora is None
 
 
 def test_voxtral_loads_the_tokenizer_of_a_local_model_folder(
@@ -286,11 +287,27 @@ def test_voxtral_loads_the_tokenizer_of_a_local_model_folder(
     _write_tekken(model_dir)
     asked = _patch_hub(monkeypatch, tmp_path / "unused.json")
 
-    request = _voxtral(str(model_dir), 1, _decoded(_clip_files(tmp_path, 1)))
+    prompt = _voxtral(str(model_dir), 1, _decoded(_clip_files(tmp_path, 1)))
 
     assert asked == []
-    assert request.prompt_token_ids is not None
-    assert request.prompt_token_ids.count(_special_id("[AUDIO]")) == AUDIO_TOKENS_PER_CLIP
+    assert prompt.token_ids is not None
+    assert prompt.token_ids.count(_special_id("[AUDIO]")) == AUDIO_TOKENS_PER_CLIP
+
+
+def test_voxtral_loads_the_tokenizer_once_per_model(
+    mistral: Any, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    asked = _patch_hub(monkeypatch, _write_tekken(tmp_path / "tokenizer"))
+    clips = _decoded(_clip_files(tmp_path, 2))
+
+    one = _voxtral(VOXTRAL_REPO, 1, clips[:1])
+    two = _voxtral(VOXTRAL_REPO, 2, clips)
+    other = _voxtral("someone/voxtral-finetune", 1, clips[:1])
+
+    assert asked == [VOXTRAL_REPO, "someone/voxtral-finetune"]
+    assert one.token_ids is not None and two.token_ids is not None
+    assert len(two.token_ids) > len(one.token_ids)
+    assert other.token_ids == one.token_ids
 
 
 def test_voxtral_downmixes_multichannel_clips(
@@ -305,7 +322,7 @@ def test_voxtral_downmixes_multichannel_clips(
     from_mono = _voxtral(VOXTRAL_REPO, 1, [(mono, SAMPLE_RATE)])
     from_stereo = _voxtral(VOXTRAL_REPO, 1, [(stereo, SAMPLE_RATE)])
 
-    assert from_stereo.prompt_token_ids == from_mono.prompt_token_ids
+    assert from_stereo.token_ids == from_mono.token_ids
     assert from_stereo.multi_modal_data is not None and from_mono.multi_modal_data is not None
     np.testing.assert_array_equal(
         from_stereo.multi_modal_data[0][0], from_mono.multi_modal_data[0][0]

@@ -14,11 +14,11 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-import seed_oracle as oracle
 
 from mmrun.plan import compose_engine_args
 from mmrun.plugins import builtin_registry
 from mmrun.request import LoaderContext
+from tests.helpers import seed_oracle as oracle
 
 REGISTRY = builtin_registry()
 GOLDEN = Path(__file__).parent / "requests"
@@ -34,20 +34,18 @@ def build(modality: str, key: str) -> dict[str, Any]:
     question = REGISTRY.modalities[modality].question(count)
     renderer = oracle.RecordingRenderer()
     ctx = LoaderContext(question=question, num_items=count, model=spec.repo_id, templates=renderer)
-    request = spec(ctx)
+    prompt = spec(ctx)
     return {
         "question": question,
         "num_items": count,
-        "engine_args": compose_engine_args(
-            spec, request, model=spec.repo_id, num_items=count, seed=None
-        ),
-        "prompt": request.prompt,
-        "prompt_token_ids": request.prompt_token_ids,
+        "engine_args": compose_engine_args(spec, model=spec.repo_id, num_items=count, seed=None),
+        "prompt": prompt.text,
+        "prompt_token_ids": prompt.token_ids,
         "stop_tokens_looked_up": renderer.lookups,
-        "stop_token_ids": list(request.stop_token_ids),
-        "chat_template": request.chat_template,
-        "lora": dataclasses.asdict(request.lora) if request.lora else None,
-        "image_resize": dataclasses.asdict(request.image_resize) if request.image_resize else None,
+        "stop_token_ids": list(prompt.stop_token_ids),
+        "chat_template": spec.chat_template,
+        "lora": dataclasses.asdict(spec.lora) if spec.lora else None,
+        "image_resize": dataclasses.asdict(spec.image_resize) if spec.image_resize else None,
     }
 
 

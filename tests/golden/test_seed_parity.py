@@ -11,13 +11,15 @@ from __future__ import annotations
 import os
 
 import pytest
-import seed_oracle as oracle
 
-from mmrun.plan import ALL_MODALITIES, compose_engine_args
+from mmrun.plan import VLLM_MODALITIES, compose_engine_args
 from mmrun.plugins import builtin_registry
-from mmrun.request import LoaderContext
+from mmrun.request import LoaderContext, Prompt
+from tests.helpers import seed_oracle as oracle
 
 REGISTRY = builtin_registry()
+# What the seed scripts cover (the video loaders follow vLLM's video example instead).
+SEED_MODALITIES = ("image", "audio")
 
 # Seed rows whose request mmrun builds differently on purpose, each with its own test.
 DEVIATIONS = {
@@ -44,7 +46,7 @@ def test_every_seed_key_is_registered() -> None:
     assert len(CASES) == 52
     for modality, key in CASES:
         REGISTRY.get(modality, key)
-    assert {(s.modality, s.key) for s in REGISTRY.specs()} == set(CASES)
+    assert {(s.modality, s.key) for m in SEED_MODALITIES for s in REGISTRY.specs(m)} == set(CASES)
 
 
 @pytest.mark.parametrize(("modality", "key"), [c for c in CASES if c not in DEVIATIONS])
@@ -61,32 +63,32 @@ def test_request_matches_seed(modality: str, key: str) -> None:
         ctx = LoaderContext(
             question=question, num_items=count, model=model, templates=oracle.RecordingRenderer()
         )
-        request = spec(ctx)
-        engine_args = compose_engine_args(spec, request, model=model, num_items=count, seed=None)
+        prompt = spec(ctx)
+        engine_args = compose_engine_args(spec, model=model, num_items=count, seed=None)
 
         expected_args = dict(seed.engine_args)
-        expected_args["limit_mm_per_prompt"] = {m: 0 for m in ALL_MODALITIES} | expected_args.get(
+        expected_args["limit_mm_per_prompt"] = {m: 0 for m in VLLM_MODALITIES} | expected_args.get(
             "limit_mm_per_prompt", {}
         )
         assert engine_args == expected_args, (key, count)
-        assert request.prompt == seed.prompt, (key, count)
-        assert list(request.prompt_token_ids or []) == list(seed.prompt_token_ids or [])
-        assert list(request.stop_token_ids) == list(seed.stop_token_ids or []), (key, count)
-        assert request.chat_template == seed.chat_template, (key, count)
+        assert prompt.text == seed.prompt, (key, count)
+        assert list(prompt.token_ids or []) == list(seed.prompt_token_ids or [])
+        assert list(prompt.stop_token_ids) == list(seed.stop_token_ids or []), (key, count)
+        assert spec.chat_template == seed.chat_template, (key, count)
         if seed.lora is None:
-            assert request.lora is None
+            assert spec.lora is None
         else:
-            assert request.lora is not None
-            sub = request.lora.subfolder
+            assert spec.lora is not None
+            sub = spec.lora.subfolder
             path = model if sub is None else os.path.join(model, sub)
-            assert (request.lora.name, request.lora.int_id, path) == seed.lora
+            assert (spec.lora.name, spec.lora.int_id, path) == seed.lora
         if spec.repo_id != "funaudiochat":
             assert spec.repo_id == model, key
 
 
 def _image_request_and_seed(
     key: str,
-) -> tuple[dict[str, object], dict[str, object], object, object]:
+) -> tuple[dict[str, object], dict[str, object], Prompt, oracle.SeedRequest]:
     spec = REGISTRY.get("image", key)
     question = REGISTRY.modalities["image"].question(2)
     seed = oracle.image_request(key, question, 2)
@@ -94,21 +96,21 @@ def _image_request_and_seed(
     ctx = LoaderContext(
         question=question, num_items=2, model=model, templates=oracle.RecordingRenderer()
     )
-    request = spec(ctx)
-    engine_args = compose_engine_args(spec, request, model=model, num_items=2, seed=None)
+    prompt = spec(ctx)
+    engine_args = compose_engine_args(spec, model=model, num_items=2, seed=None)
     expected = dict(seed.engine_args, limit_mm_per_prompt={"image": 2, "video": 0, "audio": 0})
-    return engine_args, expected, request, seed
+    return engine_args, expected, prompt, seed
 
 
 def test_rvl_differs_from_seed_only_by_trust_remote_code() -> None:
-    engine_args, expected, request, seed = _image_request_and_seed("rvl")
+    engine_args, expected, prompt, seed = _image_request_and_seed("rvl")
     assert engine_args == dict(expected, trust_remote_code=True)
-    assert request.prompt == seed.prompt  # type: ignore[attr-defined]
+    assert prompt.text == seed.prompt
 
 
 def test_aria_differs_from_seed_only_by_dropping_slow_tokenizer_mode() -> None:
-    engine_args, expected, request, seed = _image_request_and_seed("aria")
+    engine_args, expected, prompt, seed = _image_request_and_seed("aria")
     assert expected.pop("tokenizer_mode") == "slow"
     assert engine_args == expected
-    assert request.prompt == seed.prompt  # type: ignore[attr-defined]
-    assert list(request.stop_token_ids) == seed.stop_token_ids  # type: ignore[attr-defined]
+    assert prompt.text == seed.prompt
+    assert list(prompt.stop_token_ids) == seed.stop_token_ids

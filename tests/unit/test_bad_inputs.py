@@ -20,9 +20,8 @@ import struct
 import subprocess
 import sys
 import time
-import types
 import zlib
-from collections.abc import Iterator, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -30,13 +29,13 @@ from typing import Any
 import numpy as np
 import pytest
 import soundfile
-from test_downloads import PNG, ScriptedServer, partial_files, reply, trusted_files
 from typer.testing import CliRunner
 
 from mmrun import media
 from mmrun.cli._errors import OneLineErrorsGroup
 from mmrun.cli.main import app
 from mmrun.errors import EXIT_FAILURE, EXIT_USAGE
+from tests.helpers.http import PNG, ScriptedServer, partial_files, reply, trusted_files
 
 runner = CliRunner()
 
@@ -134,45 +133,6 @@ def bad(tmp_path_factory: pytest.TempPathFactory) -> Path:
     (folder / "a-folder.png").mkdir()
     os.mkfifo(folder / "fifo.png")
     return folder
-
-
-@pytest.fixture
-def server() -> Iterator[ScriptedServer]:
-    scripted = ScriptedServer()
-    scripted.routes["/blue.png"] = lambda h: reply(h, 200, PNG)
-    try:
-        yield scripted
-    finally:
-        scripted.close()
-
-
-@pytest.fixture
-def fast_retries(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(media, "RETRY_BACKOFF_S", 0.01)
-
-
-@pytest.fixture
-def engine_env() -> Iterator[None]:
-    """A real (not dry) run sets vLLM's logging variables; keep them out of the session."""
-    from mmrun import engine
-
-    names = (
-        "VLLM_LOGGING_LEVEL",
-        "VLLM_LOGGING_STREAM",
-        "TOKENIZERS_PARALLELISM",
-        "TRANSFORMERS_VERBOSITY",
-        "PYTHONWARNINGS",
-        engine.RPC_DIR_ENV,
-        "MMRUN_ENGINE_LOG",
-    )
-    saved = {name: os.environ.get(name) for name in names}
-    yield
-    engine.remove_temporary_files()
-    for name, value in saved.items():
-        if value is None:
-            os.environ.pop(name, None)
-        else:
-            os.environ[name] = value
 
 
 IMAGE = ("image", "-m", "mistral3")  # a model whose dry run needs no template from the Hub
@@ -312,7 +272,8 @@ def test_invalid_key_value_argument(option: str, value: str, isolated_cache: Pat
     [
         ("missing.png", ["no such file", "check the path"]),
         ("blue.png/inside", ["no such file"]),  # a path through a file
-        ("a-folder.png", ["is a directory, not a file"]),
+        # A folder is a batch of the image files in it (issue 11): an empty one is refused.
+        ("a-folder.png", ["holds no image files", "mmrun looks for .jpg"]),
         ("fifo.png", ["is not a regular file"]),  # would block a plain read forever
         ("empty.png", ["is empty (0 bytes)"]),
         ("text.png", ["is not an image"]),
@@ -717,43 +678,6 @@ OOM_IDS = [
 ]
 
 
-class FakeLLM:
-    """vllm.LLM as far as mmrun uses it; ``fail_start`` / ``fail_generate`` are raised."""
-
-    fail_start: BaseException | None = None
-    fail_generate: BaseException | None = None
-    shutdowns = 0
-
-    def __init__(self, **engine_args: Any) -> None:
-        if FakeLLM.fail_start is not None:
-            raise FakeLLM.fail_start
-        self.llm_engine = types.SimpleNamespace(
-            engine_core=types.SimpleNamespace(shutdown=self._shutdown)
-        )
-
-    def _shutdown(self) -> None:
-        FakeLLM.shutdowns += 1
-
-    def generate(self, *args: Any, **kwargs: Any) -> Any:
-        assert FakeLLM.fail_generate is not None
-        raise FakeLLM.fail_generate
-
-
-@pytest.fixture
-def fake_vllm(monkeypatch: pytest.MonkeyPatch, engine_env: None) -> type[FakeLLM]:
-    from mmrun.support import vllm_info
-
-    vllm_info()  # read the installed vLLM's support table before the stand-in hides it
-    module = types.ModuleType("vllm")
-    module.LLM = FakeLLM  # type: ignore[attr-defined]
-    module.SamplingParams = lambda **kwargs: kwargs  # type: ignore[attr-defined]
-    monkeypatch.setitem(sys.modules, "vllm", module)
-    monkeypatch.setattr(FakeLLM, "fail_start", None)
-    monkeypatch.setattr(FakeLLM, "fail_generate", None)
-    monkeypatch.setattr(FakeLLM, "shutdowns", 0)
-    return FakeLLM
-
-
 def run_with_fake_engine(bad: Path) -> Outcome:
     return cli(*IMAGE, "-i", str(bad / "blue.png"), "--quiet")
 
@@ -771,7 +695,7 @@ def run_with_fake_engine(bad: Path) -> Outcome:
     ids=["gpu", "cpu"],
 )
 def test_too_little_free_memory_for_the_share_asked(
-    fake_vllm: type[FakeLLM], bad: Path, failure: BaseException, isolated_cache: Path
+    fake_vllm: Any, bad: Path, failure: BaseException, isolated_cache: Path
 ) -> None:
     """vLLM's start-up check that the share of memory it was given is free: the knob is
     gpu_memory_utilization, not the model's size."""
@@ -787,9 +711,9 @@ def test_too_little_free_memory_for_the_share_asked(
 
 
 @pytest.mark.parametrize("failure", OOM_FAILURES, ids=OOM_IDS)
-@pytest.mark.parametrize("when", ["start", "generate"])
+@pytest.mark.parametrize("when", ["start", "step"])
 def test_out_of_memory_names_the_knobs(
-    fake_vllm: type[FakeLLM], bad: Path, when: str, failure: BaseException, isolated_cache: Path
+    fake_vllm: Any, bad: Path, when: str, failure: BaseException, isolated_cache: Path
 ) -> None:
     setattr(fake_vllm, f"fail_{when}", failure)
     line = check(
@@ -802,7 +726,7 @@ def test_out_of_memory_names_the_knobs(
         cache=isolated_cache,
     )
     assert len(line) < 600
-    assert fake_vllm.shutdowns == (1 if when == "generate" else 0)
+    assert fake_vllm.shutdowns == (1 if when == "step" else 0)
 
 
 @pytest.mark.parametrize(
@@ -841,7 +765,7 @@ def test_out_of_memory_names_the_knobs(
     ],
 )
 def test_other_engine_start_failures(
-    fake_vllm: type[FakeLLM],
+    fake_vllm: Any,
     bad: Path,
     failure: BaseException,
     code: int,
@@ -856,7 +780,7 @@ def _engine_core(seconds: float) -> None:
     time.sleep(seconds)
 
 
-class SlowStartLLM(FakeLLM):
+class SlowStartLLM:
     """Starts like vLLM: a child process (the engine core) that takes ``start_s`` to come up;
     if it dies first, the start fails as vLLM's does."""
 
@@ -870,7 +794,7 @@ class SlowStartLLM(FakeLLM):
         core.join()
         if core.exitcode != 0:
             raise RuntimeError("Engine core initialization failed. See root cause above.")
-        super().__init__(**engine_args)
+        raise AssertionError("the start was meant to be stopped")
 
 
 def _failing_engine_core(reason: str) -> None:
@@ -891,7 +815,7 @@ def _failing_engine_core(reason: str) -> None:
     sys.exit(1)
 
 
-class FailingStartLLM(FakeLLM):
+class FailingStartLLM:
     def __init__(self, **engine_args: Any) -> None:
         core = multiprocessing.get_context("spawn").Process(
             target=_failing_engine_core, args=(MEMORY_REASON,), name="EngineCore"
@@ -905,7 +829,7 @@ class FailingStartLLM(FakeLLM):
 
 
 def test_a_failed_start_names_the_reason_the_engine_process_logged(
-    fake_vllm: type[FakeLLM], bad: Path, isolated_cache: Path, monkeypatch: pytest.MonkeyPatch
+    fake_vllm: Any, bad: Path, isolated_cache: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     monkeypatch.setattr(sys.modules["vllm"], "LLM", FailingStartLLM)
     check(
@@ -919,7 +843,7 @@ def test_a_failed_start_names_the_reason_the_engine_process_logged(
 
 
 def test_a_download_that_fails_while_the_engine_starts_stops_the_start(
-    fake_vllm: type[FakeLLM],
+    fake_vllm: Any,
     server: ScriptedServer,
     isolated_cache: Path,
     monkeypatch: pytest.MonkeyPatch,
@@ -945,7 +869,7 @@ def test_a_download_that_fails_while_the_engine_starts_stops_the_start(
 
 
 def test_engine_is_shut_down_when_a_media_item_fails_after_it_started(
-    fake_vllm: type[FakeLLM], server: ScriptedServer, fast_retries: None, isolated_cache: Path
+    fake_vllm: Any, server: ScriptedServer, fast_retries: None, isolated_cache: Path
 ) -> None:
     """Media download overlaps engine start: a download that fails then must not leave the
     engine's processes to the interpreter's exit."""
@@ -980,14 +904,15 @@ class RecordingRenderer:
 
 
 def test_the_prompt_is_rendered_after_the_engine_has_started(
-    fake_vllm: type[FakeLLM], bad: Path, monkeypatch: pytest.MonkeyPatch
+    fake_vllm: Any, bad: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """Rendering imports transformers, and so does vLLM's start. Both at once, from two
     threads, broke vLLM's start on the H200 ("cannot import name 'PretrainedConfig' from
     'transformers'", in every run): the prompt is rendered after the start, in this thread."""
     from mmrun import engine, runner
-    from mmrun.errors import EngineError
+    from mmrun.plan import RunOptions, plan
     from mmrun.plugins import get_registry
+    from mmrun.support import vllm_info
 
     events: list[str] = []
     real_start = engine.start
@@ -998,9 +923,11 @@ def test_the_prompt_is_rendered_after_the_engine_has_started(
         return llm
 
     monkeypatch.setattr(engine, "start", start)
-    opts = runner.RunOptions(
+    opts = RunOptions(
         modality="image", key="qwen2_5_vl", model="x", sources=(str(bad / "blue.png"),)
     )
-    with pytest.raises(EngineError):  # the stand-in engine cannot generate
-        runner.run(opts, get_registry(), lambda model, trust: RecordingRenderer(events))
+    the_plan = plan(opts, get_registry(), vllm_info())
+    result, handle = runner.run_named(the_plan, lambda model, trust: RecordingRenderer(events))
+    handle.close()
     assert events == ["started", "render"]
+    assert len(result.outputs) == 1

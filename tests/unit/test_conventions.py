@@ -23,41 +23,6 @@ from mmrun.plugins import builtin_registry
 HF_VARIABLES = ("HF_HOME", "HF_HUB_OFFLINE", "HF_TOKEN")
 ESC = "\x1b"
 
-# A stand-in for vLLM, for the output conventions of a real (not dry) run: it prints on
-# file descriptors 1 and 2 the way vLLM and its worker processes do, then answers.
-FAKE_ENGINE = """
-import os
-import sys
-
-from mmrun import engine
-from mmrun.engine import Completion
-from mmrun.errors import EngineError
-
-
-def start(engine_args, abort=None):
-    os.write(1, b"INFO engine noise on stdout\\n")
-    os.write(2, b"INFO engine noise on stderr\\n")
-    print("a print() inside the engine", flush=True)
-    return object()
-
-
-def generate(llm, prompts, params, lora):
-    if os.environ.get("FAKE_ENGINE_FAIL"):
-        raise EngineError("the engine ran out of memory: fake", hint="lower max_model_len")
-    return [Completion(text=f"  answer {i}\\n", prompt_tokens=7, completion_tokens=2,
-                       finish_reason="stop") for i in range(len(list(prompts)))]
-
-
-engine.start = start
-engine.generate = generate
-engine.sampling_params = lambda **kwargs: kwargs
-engine.shutdown = lambda llm, now=False: None
-
-from mmrun.cli.main import main
-
-main()
-"""
-
 
 def mmrun(
     args: Sequence[str],
@@ -67,20 +32,25 @@ def mmrun(
     timeout: float = 120,
     **env: str,
 ) -> subprocess.CompletedProcess[str]:
-    """Run mmrun in a fresh process; ``drop`` removes variables the test session set."""
+    """Run mmrun in a fresh process (or ``script``, which calls mmrun's main); ``drop``
+    removes variables the test session set."""
     environ = {k: v for k, v in os.environ.items() if k not in drop}
     environ.update(env)
     command = [sys.executable, str(script)] if script else [sys.executable, "-m", "mmrun"]
     return subprocess.run(
-        [*command, *args], capture_output=True, text=True, env=environ, timeout=timeout
+        [*command, *args],
+        capture_output=True,
+        text=True,
+        env=environ,
+        timeout=timeout,
     )
 
 
 @pytest.fixture
-def fake_engine(tmp_path: Path) -> Path:
-    path = tmp_path / "fake_engine_mmrun.py"
-    path.write_text(FAKE_ENGINE)
-    return path
+def noisy_engine(fake_vllm_env: dict[str, str]) -> dict[str, str]:
+    """The stand-in vLLM (tests/helpers/fake_vllm), printing on file descriptors 1 and 2 while
+    it starts, as vLLM and its worker processes do."""
+    return {"PYTHONPATH": fake_vllm_env["PYTHONPATH"], "FAKE_VLLM_NOISE": "1"}
 
 
 # --- HF_HOME, HF_HUB_OFFLINE, HF_TOKEN ---------------------------------------------------
@@ -141,7 +111,7 @@ def test_offline_without_a_cached_processor_fails_fast_in_one_line(
 def hf_home_with_llava(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """An HF_HOME whose hub cache holds a (tiny, random) llava-hf/llava-1.5-7b-hf snapshot,
     laid out as huggingface_hub lays out what it downloads."""
-    from mmrun.tiny import builders
+    from tests.tiny import builders
 
     hf_home = tmp_path_factory.mktemp("hf-home")
     repo = hf_home / "hub" / "models--llava-hf--llava-1.5-7b-hf"
@@ -226,29 +196,37 @@ def test_no_color_means_no_escape_sequence_even_on_a_forced_terminal(
 # --- --quiet -------------------------------------------------------------------------------
 
 
-def test_quiet_run_prints_each_answer_and_nothing_else(fake_engine: Path, media_dir: Path) -> None:
+ANSWER = "answer to 'each image?\\n[IMG][/INST]'"  # what the stand-in answers mistral3's prompt
+
+
+def test_quiet_run_prints_each_answer_and_nothing_else(
+    noisy_engine: dict[str, str], media_dir: Path
+) -> None:
     args = ["image", "-m", "mistral3", "-i", str(media_dir / "blue.png"), "--num-prompts", "2"]
-    loud = mmrun(args, script=fake_engine)
+    loud = mmrun(args, **noisy_engine)
     assert loud.returncode == 0, loud.stderr
     assert "starting vLLM" in loud.stderr and "engine noise on stdout" in loud.stderr
-    assert "engine noise" not in loud.stdout and "answer 0" in loud.stdout
+    assert "engine noise" not in loud.stdout and ANSWER in loud.stdout
 
-    quiet = mmrun([*args, "--quiet"], script=fake_engine)
+    quiet = mmrun([*args, "--quiet"], **noisy_engine)
     assert quiet.returncode == 0
-    assert quiet.stdout == "answer 0\n\nanswer 1\n"
+    assert quiet.stdout == f"{ANSWER}\n\n{ANSWER}\n"
     assert quiet.stderr == ""
 
 
-def test_quiet_failure_is_still_one_line_on_stderr(fake_engine: Path, media_dir: Path) -> None:
+def test_quiet_failure_is_still_one_line_on_stderr(
+    noisy_engine: dict[str, str], media_dir: Path
+) -> None:
     proc = mmrun(
         ["image", "-m", "mistral3", "-i", str(media_dir / "blue.png"), "--quiet"],
-        script=fake_engine,
-        FAKE_ENGINE_FAIL="1",
+        **noisy_engine,
+        FAKE_VLLM_FAIL_STEP="CUDA out of memory. Tried to allocate 2.00 GiB",
     )
     assert proc.returncode == 1 and proc.stdout == ""
-    assert proc.stderr == (
-        "mmrun: error: the engine ran out of memory: fake (lower max_model_len)\n"
+    assert proc.stderr.startswith(
+        "mmrun: error: the engine ran out of memory: RuntimeError: CUDA out of memory. "
     )
+    assert proc.stderr.count("\n") == 1
 
 
 def test_quiet_dry_run_prints_the_prompt_alone(media_dir: Path) -> None:
@@ -291,14 +269,28 @@ def test_json_is_alone_on_stdout_in_a_dry_run(media_server: Any, tmp_path: Path)
 
 
 def test_json_is_alone_on_stdout_while_the_engine_prints(
-    fake_engine: Path, media_dir: Path
+    noisy_engine: dict[str, str], media_dir: Path
 ) -> None:
     proc = mmrun(
-        ["image", "-m", "mistral3", "-i", str(media_dir / "blue.png"), "--json"], script=fake_engine
+        ["image", "-m", "mistral3", "-i", str(media_dir / "blue.png"), "--json"], **noisy_engine
     )
     assert proc.returncode == 0, proc.stderr
-    assert json.loads(proc.stdout)["outputs"][0]["text"] == "  answer 0\n"
+    assert json.loads(proc.stdout)["outputs"][0]["text"] == f"  {ANSWER}\n"
     assert "engine noise on stdout" in proc.stderr and "a print() inside the engine" in proc.stderr
+
+
+def test_batch_json_lines_are_alone_on_stdout_while_the_engine_prints(
+    noisy_engine: dict[str, str], media_dir: Path, tmp_path: Path
+) -> None:
+    folder = tmp_path / "images"
+    folder.mkdir()
+    for name in ("a.png", "b.png"):
+        (folder / name).write_bytes((media_dir / "blue.png").read_bytes())
+    proc = mmrun(["image", "-m", "mistral3", "-i", str(folder), "--json"], **noisy_engine)
+    assert proc.returncode == 0, proc.stderr
+    rows = [json.loads(line) for line in proc.stdout.splitlines()]
+    assert sorted(r["id"] for r in rows) == [str(folder / "a.png"), str(folder / "b.png")]
+    assert "engine noise on stdout" in proc.stderr and "2 done, 0 failed" in proc.stderr
 
 
 # --- shell completion, through Typer's own mechanism ---------------------------------------

@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import hashlib
 import http.server
-import io
 import itertools
 import json
 import os
@@ -19,8 +18,7 @@ import subprocess
 import sys
 import threading
 import time
-from collections.abc import Callable, Iterator
-from dataclasses import dataclass
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
@@ -28,139 +26,13 @@ import pytest
 from mmrun import media
 from mmrun.errors import DownloadError
 from mmrun.media import Downloader, _cache_path
-
-Route = Callable[[http.server.BaseHTTPRequestHandler], None]
-
-
-@dataclass(frozen=True)
-class Hit:
-    path: str
-    at: float  # time.monotonic() when the request line arrived
-
-
-class ScriptedServer:
-    """A real HTTP server on 127.0.0.1; ``routes[path](handler)`` answers; every request is
-    recorded in ``hits``. ``release`` ends every stall at once (set at teardown)."""
-
-    def __init__(self) -> None:
-        self.routes: dict[str, Route] = {}
-        self.hits: list[Hit] = []
-        self.release = threading.Event()
-        state = self
-
-        class Handler(http.server.BaseHTTPRequestHandler):
-            protocol_version = "HTTP/1.1"
-
-            def do_GET(self) -> None:
-                path = self.path.split("?", 1)[0]
-                state.hits.append(Hit(path, time.monotonic()))
-                route = state.routes.get(path)
-                if route is None:
-                    reply(self, 404, b"not found")
-                else:
-                    route(self)
-
-            def log_message(self, *args: object) -> None:
-                pass
-
-        class Server(http.server.ThreadingHTTPServer):
-            daemon_threads = True
-
-            def handle_error(self, request: object, client_address: object) -> None:
-                pass  # a client that gave up (reset, broken pipe) is what these tests do
-
-        self._server = Server(("127.0.0.1", 0), Handler)
-        self.base = f"http://127.0.0.1:{self._server.server_address[1]}"
-        self._thread = threading.Thread(
-            target=self._server.serve_forever, args=(0.05,), daemon=True
-        )
-        self._thread.start()
-
-    def url(self, path: str) -> str:
-        return self.base + path
-
-    def count(self, path: str) -> int:
-        return sum(1 for hit in self.hits if hit.path == path)
-
-    def stall(self, seconds: float) -> None:
-        self.release.wait(seconds)
-
-    def close(self) -> None:
-        self.release.set()
-        self._server.shutdown()
-        self._server.server_close()
-
-
-def reply(
-    handler: http.server.BaseHTTPRequestHandler,
-    status: int = 200,
-    body: bytes = b"",
-    *,
-    headers: dict[str, str] | None = None,
-    length: int | None = None,
-    chunked: bool = False,
-    close: bool = False,
-) -> None:
-    """Send a response. ``length`` overrides Content-Length (a lie); ``chunked`` sends none;
-    ``close`` closes the connection after the body, however much of it was promised."""
-    handler.send_response(status)
-    for name, value in (headers or {}).items():
-        handler.send_header(name, value)
-    if chunked:
-        handler.send_header("Transfer-Encoding", "chunked")
-    else:
-        handler.send_header("Content-Length", str(len(body) if length is None else length))
-    if close:
-        handler.send_header("Connection", "close")
-        handler.close_connection = True
-    handler.end_headers()
-    try:
-        if chunked:
-            for i in range(0, len(body), 1 << 16):
-                part = body[i : i + (1 << 16)]
-                handler.wfile.write(b"%x\r\n%s\r\n" % (len(part), part))
-            handler.wfile.write(b"0\r\n\r\n")
-        else:
-            handler.wfile.write(body)
-        handler.wfile.flush()
-    except OSError:
-        pass  # the client stopped reading (size cap, timeout): that is the point
-
-
-def png_bytes(width: int = 40, height: int = 30) -> bytes:
-    from PIL import Image
-
-    buffer = io.BytesIO()
-    Image.new("RGB", (width, height), (0, 0, 255)).save(buffer, format="PNG")
-    return buffer.getvalue()
-
-
-def cache_files(cache: Path) -> list[Path]:
-    """Every file under the cache folder."""
-    return sorted(p for p in cache.rglob("*") if p.is_file()) if cache.exists() else []
-
-
-def trusted_files(cache: Path) -> list[Path]:
-    """The cached files a later run would use: not the lock files, not partial downloads."""
-    return [p for p in cache_files(cache) if not p.name.startswith(".")]
-
-
-def partial_files(cache: Path) -> list[Path]:
-    return [p for p in cache_files(cache) if p.name.endswith(".part")]
-
-
-@pytest.fixture
-def server() -> Iterator[ScriptedServer]:
-    scripted = ScriptedServer()
-    try:
-        yield scripted
-    finally:
-        scripted.close()
-
-
-@pytest.fixture
-def fast_retries(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(media, "RETRY_BACKOFF_S", 0.01)
+from tests.helpers.http import (
+    PNG,
+    ScriptedServer,
+    partial_files,
+    reply,
+    trusted_files,
+)
 
 
 def fetch(url: str) -> Path:
@@ -169,9 +41,6 @@ def fetch(url: str) -> Path:
         return downloader.fetch(url)
     finally:
         downloader.close()
-
-
-PNG = png_bytes()
 
 
 # --- success, and the cache ------------------------------------------------------------------

@@ -57,6 +57,7 @@ def test_models_lists_it_and_the_allow_list_hides_it() -> None:
         "vllm_supported": None,
         "vllm_last_supported": None,
         "note": "from the example plugin (examples/mmrun-example-plugin)",
+        "plugin": "example",
     }
     hidden = mmrun_cli("models", "--json", MMRUN_PLUGINS="")
     assert "llava-interleave" not in [row["key"] for row in json.loads(hidden.stdout)["models"]]

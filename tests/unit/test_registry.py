@@ -5,12 +5,12 @@ import pytest
 from mmrun.errors import PluginError, UnknownModelError
 from mmrun.plugins import builtin_registry
 from mmrun.registry import Registry, loader
-from mmrun.request import LoaderContext, ModelRequest
+from mmrun.request import LoaderContext, Prompt
 
 
 @loader("toy", "image", repo_id="acme/toy", architecture="ToyForCausalLM")
-def toy(ctx: LoaderContext) -> ModelRequest:
-    return ModelRequest(prompt=f"<image>{ctx.question}")
+def toy(ctx: LoaderContext) -> Prompt:
+    return Prompt(text=f"<image>{ctx.question}")
 
 
 def test_builtin_registry_has_every_seed_key_once() -> None:
@@ -22,12 +22,35 @@ def test_builtin_registry_has_every_seed_key_once() -> None:
 def test_duplicate_key_is_an_error() -> None:
     registry = builtin_registry()
     with pytest.raises(PluginError, match="registered twice"):
-        registry.add(registry.get("image", "llava"))
+        registry.registrar("again")(registry.get("image", "llava"))
 
 
 def test_unknown_modality_is_an_error() -> None:
     with pytest.raises(PluginError, match="unknown modality"):
-        Registry().add(toy)
+        Registry().registrar("toy")(toy)
+
+
+def test_anything_else_registered_is_an_error() -> None:
+    with pytest.raises(PluginError, match="registered 'str'"):
+        builtin_registry().registrar("odd")("qwen2_vl")
+
+
+def test_each_plugin_s_registrations_are_recorded() -> None:
+    registry = builtin_registry()
+    assert registry.origins["mmrun.modalities.image"][0] == "image"
+    assert "image/qwen2_5_vl" in registry.origins["mmrun.modalities.image"]
+    assert registry.origins["mmrun.modalities.video"][:2] == ["video", "video/qwen2_vl"]
+    assert registry.plugin_of(registry.get("audio", "whisper")) == "mmrun.modalities.audio"
+
+
+def test_engine_args_are_declared_data_and_each_run_gets_its_own_copy() -> None:
+    from mmrun.plan import compose_engine_args
+
+    spec = builtin_registry().get("image", "idefics3")
+    assert spec.engine_args["mm_processor_kwargs"] == {"size": {"longest_edge": 728}}
+    args = compose_engine_args(spec, model="m", num_items=2, seed=None)
+    args["mm_processor_kwargs"]["size"]["longest_edge"] = 1
+    assert spec.engine_args["mm_processor_kwargs"] == {"size": {"longest_edge": 728}}
 
 
 def test_unknown_key_suggests_close_match() -> None:
@@ -53,7 +76,7 @@ def test_unrelated_key_points_to_models_list() -> None:
 def test_loader_decorator_records_spec() -> None:
     assert toy.key == "toy" and toy.family == "test_registry"
     assert toy.methods == ("generate", "chat") and toy.max_items is None
-    assert toy(LoaderContext("Q", 1, "m", templates=None)).prompt == "<image>Q"  # type: ignore[arg-type]
+    assert toy(LoaderContext("Q", 1, "m", templates=None)).text == "<image>Q"  # type: ignore[arg-type]
 
 
 def test_modality_question_by_count() -> None:

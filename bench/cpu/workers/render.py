@@ -38,7 +38,7 @@ def main() -> None:
     if mode == "after-vllm":
         vllm_part()
     _, result["import_transformers_s"] = clock(lambda: __import__("transformers"))
-    from mmrun.modalities._shapes import media_first_messages
+    from mmrun.prompts import media_first_messages
     from mmrun.support import vllm_info
     from mmrun.templates import HFTemplateRenderer
 

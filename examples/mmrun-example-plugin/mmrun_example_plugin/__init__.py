@@ -7,7 +7,7 @@ only names from ``mmrun.__all__``, the public plugin API.
 
 from __future__ import annotations
 
-from mmrun import LoaderContext, ModelRequest, Registry, loader
+from mmrun import LoaderContext, Prompt, Register, chatml, loader
 
 
 @loader(
@@ -15,23 +15,20 @@ from mmrun import LoaderContext, ModelRequest, Registry, loader
     "image",
     repo_id="llava-hf/llava-interleave-qwen-0.5b-hf",
     architecture="LlavaForConditionalGeneration",
+    # Each image is 729 tokens (SigLIP, 384 px, patch 14); 16384 leaves room for the 12
+    # default images and the answer while keeping the KV cache small.
+    engine_args={"max_model_len": 16384},
     note="from the example plugin (examples/mmrun-example-plugin)",
 )
-def llava_interleave(ctx: LoaderContext) -> ModelRequest:
+def llava_interleave(ctx: LoaderContext) -> Prompt:
     # The model card's format: a ChatML user turn with every <image> first, a newline and
     # the question, then the assistant's turn, opened for the answer. (The card's own string,
     # "<|im_start|>user <image>\nWhat are these?|im_end|><|im_start|>assistant", is
     # abbreviated; the newlines are those of ChatML in Qwen1.5-Chat, the base model.)
     images = "<image>" * ctx.num_items
-    prompt = (
-        f"<|im_start|>user\n{images}\n{ctx.question}<|im_end|>\n"
-        "<|im_start|>assistant\n"
-    )
-    # Each image is 729 tokens (SigLIP, 384 px, patch 14); 16384 leaves room for the 12
-    # default images and the answer while keeping the KV cache small.
-    return ModelRequest(engine_args={"max_model_len": 16384}, prompt=prompt)
+    return Prompt(text=chatml(f"{images}\n{ctx.question}"))
 
 
-def register(registry: Registry) -> None:
-    """The entry point mmrun calls: add this package's loaders to its registry."""
-    registry.add(llava_interleave)
+def register(register: Register) -> None:
+    """The entry point mmrun calls: hand this package's loaders to ``register``."""
+    register(llava_interleave)

@@ -2,9 +2,31 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from importlib import import_module
+from typing import Any
 
-from mmrun.registry import Asset, Modality, Registry
+from mmrun.media import decode_audio
+from mmrun.registry import Asset, LoaderSpec, Modality, Register
+
+
+def _chat_part(clip: Any, spec: LoaderSpec) -> dict[str, Any]:
+    """A decoded clip as an ``input_audio`` part: vLLM's chat API takes audio as encoded bytes."""
+    import base64
+    import io
+
+    import soundfile
+
+    waveform, sample_rate = clip
+    buffer = io.BytesIO()
+    soundfile.write(buffer, waveform, sample_rate, format="WAV", subtype="FLOAT")
+    data = base64.b64encode(buffer.getvalue()).decode()
+    return {"type": "input_audio", "input_audio": {"data": data, "format": "wav"}}
+
+
+def _describe(info: Mapping[str, Any]) -> str:
+    return f"{info['duration_s']:.2f}s @ {info['sample_rate']} Hz"
+
 
 _VLLM_ASSETS = "https://vllm-public-assets.s3.us-west-2.amazonaws.com/multimodal_asset"
 
@@ -25,6 +47,17 @@ AUDIO = Modality(
     max_tokens=64,
     seed=0,
     default_model="ultravox",
+    decode=decode_audio,
+    chat_part=_chat_part,
+    short_option="-a",
+    extensions=(".wav", ".flac", ".ogg", ".oga", ".opus", ".mp3", ".aif", ".aiff"),
+    describe=_describe,
+    summary="Run an audio-language model on audio clips through vLLM.",
+    examples=(
+        "mmrun audio -m whisper",
+        "mmrun audio -m qwen2_audio -a a.wav -a b.wav --json",
+        "find calls -name '*.wav' | mmrun audio -m whisper --input - -o transcripts.jsonl",
+    ),
 )
 
 FAMILIES = (
@@ -45,7 +78,6 @@ FAMILIES = (
 )
 
 
-def register(registry: Registry) -> None:
-    registry.add_modality(AUDIO)
-    for family in FAMILIES:
-        registry.add_module(import_module(f"{__name__}.{family}"))
+def register(register: Register) -> None:
+    """The built-in plugin's hook, called as any third-party plugin's is."""
+    register(AUDIO, *(import_module(f"{__name__}.{family}") for family in FAMILIES))

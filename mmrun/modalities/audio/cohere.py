@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from mmrun.registry import loader
-from mmrun.request import LoaderContext, ModelRequest
+from mmrun.request import LoaderContext, Prompt
 
 # The decoder prompt is a fixed task header (English in, English out, punctuation, no
 # timestamps, no diarization); the model takes no question.
@@ -23,5 +23,5 @@ TRANSCRIBE_PROMPT = (
     max_items=1,
     methods=("generate",),
 )
-def cohere_asr(ctx: LoaderContext) -> ModelRequest:
-    return ModelRequest(prompt=TRANSCRIBE_PROMPT)
+def cohere_asr(ctx: LoaderContext) -> Prompt:
+    return Prompt(text=TRANSCRIBE_PROMPT)

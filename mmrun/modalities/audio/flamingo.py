@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
-from mmrun.modalities._shapes import chatml
+from mmrun.prompts import chatml
 from mmrun.registry import loader
-from mmrun.request import LoaderContext, ModelRequest
+from mmrun.request import LoaderContext, Prompt
 
 # Music Flamingo's own system prompt, spelling included.
 MUSIC_FLAMINGO_SYSTEM = (
@@ -16,13 +16,12 @@ MUSIC_FLAMINGO_SYSTEM = (
     "music, or sound."
 )
 
+_ENGINE_ARGS = {"max_model_len": 4096, "max_num_seqs": 2, "enforce_eager": True}
 
-def _flamingo_request(ctx: LoaderContext, system: str) -> ModelRequest:
+
+def _flamingo_prompt(ctx: LoaderContext, system: str) -> Prompt:
     # vLLM expands each <sound> into the clip's <|sound_bos|> ... <|sound_eos|> tokens.
-    return ModelRequest(
-        engine_args={"max_model_len": 4096, "max_num_seqs": 2, "enforce_eager": True},
-        prompt=chatml("<sound>" * ctx.num_items + ctx.question, system=system),
-    )
+    return Prompt(text=chatml("<sound>" * ctx.num_items + ctx.question, system=system))
 
 
 @loader(
@@ -30,12 +29,13 @@ def _flamingo_request(ctx: LoaderContext, system: str) -> ModelRequest:
     "audio",
     repo_id="nvidia/audio-flamingo-3-hf",
     architecture="AudioFlamingo3ForConditionalGeneration",
+    engine_args=_ENGINE_ARGS,
     methods=("generate",),
     max_items=1,
     note="vLLM 0.32's processor takes one audio per prompt",
 )
-def audioflamingo3(ctx: LoaderContext) -> ModelRequest:
-    return _flamingo_request(ctx, "You are a helpful assistant.")
+def audioflamingo3(ctx: LoaderContext) -> Prompt:
+    return _flamingo_prompt(ctx, "You are a helpful assistant.")
 
 
 @loader(
@@ -43,8 +43,9 @@ def audioflamingo3(ctx: LoaderContext) -> ModelRequest:
     "audio",
     repo_id="nvidia/music-flamingo-2601-hf",
     architecture="MusicFlamingoForConditionalGeneration",
+    engine_args=_ENGINE_ARGS,
     methods=("generate",),
     note="removed from vLLM in 2026 (0.24.0); needs an older vLLM",
 )
-def musicflamingo(ctx: LoaderContext) -> ModelRequest:
-    return _flamingo_request(ctx, MUSIC_FLAMINGO_SYSTEM)
+def musicflamingo(ctx: LoaderContext) -> Prompt:
+    return _flamingo_prompt(ctx, MUSIC_FLAMINGO_SYSTEM)

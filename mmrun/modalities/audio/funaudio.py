@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from mmrun.registry import loader
-from mmrun.request import LoaderContext, ModelRequest
+from mmrun.request import LoaderContext, Prompt
 
 
 @loader(
@@ -12,13 +12,11 @@ from mmrun.request import LoaderContext, ModelRequest
     # Not on the Hugging Face Hub: the seed's placeholder name, replaced by --model.
     repo_id="funaudiochat",
     architecture="FunAudioChatForConditionalGeneration",
+    engine_args={"max_model_len": 4096, "max_num_seqs": 2, "enforce_eager": True},
     methods=("generate",),
     needs_model=True,
     note="no public checkpoint: --model (a local path or repo id) is required",
 )
-def funaudiochat(ctx: LoaderContext) -> ModelRequest:
+def funaudiochat(ctx: LoaderContext) -> Prompt:
     placeholders = "<|audio_bos|><|AUDIO|><|audio_eos|>\n" * ctx.num_items
-    return ModelRequest(
-        engine_args={"max_model_len": 4096, "max_num_seqs": 2, "enforce_eager": True},
-        prompt=f"{placeholders}{ctx.question}",
-    )
+    return Prompt(text=f"{placeholders}{ctx.question}")

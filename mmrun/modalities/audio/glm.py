@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
-from mmrun.modalities._shapes import text_messages
+from mmrun.prompts import text_messages
 from mmrun.registry import loader
-from mmrun.request import LoaderContext, ModelRequest
+from mmrun.request import LoaderContext, Prompt
 
 
 @loader(
@@ -12,14 +12,12 @@ from mmrun.request import LoaderContext, ModelRequest
     "audio",
     repo_id="zai-org/GLM-ASR-Nano-2512",
     architecture="GlmAsrForConditionalGeneration",
+    engine_args={"max_model_len": 4096, "max_num_seqs": 2},
     trust_remote_code=True,
     methods=("generate",),
     max_items=1,
     note="its processor takes one audio per prompt (two fail in transformers)",
 )
-def glmasr(ctx: LoaderContext) -> ModelRequest:
+def glmasr(ctx: LoaderContext) -> Prompt:
     messages = text_messages("<|pad|>" * ctx.num_items + ctx.question)
-    return ModelRequest(
-        engine_args={"max_model_len": 4096, "max_num_seqs": 2},
-        prompt=ctx.templates.render(messages, source="tokenizer"),
-    )
+    return Prompt(text=ctx.templates.render(messages, source="tokenizer"))

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from mmrun.registry import loader
-from mmrun.request import LoaderContext, ModelRequest
+from mmrun.request import LoaderContext, Prompt
 
 # Kimi-Audio's EOS id; the model repeats itself unless generation stops there.
 KIMI_AUDIO_EOS = 151644
@@ -14,6 +14,7 @@ KIMI_AUDIO_EOS = 151644
     "audio",
     repo_id="moonshotai/Kimi-Audio-7B-Instruct",
     architecture="MoonshotKimiaForCausalLM",
+    engine_args={"max_model_len": 4096, "max_num_seqs": 2},
     trust_remote_code=True,
     methods=("generate",),
     note=(
@@ -21,10 +22,8 @@ KIMI_AUDIO_EOS = 151644
         "itself for this architecture"
     ),
 )
-def kimi_audio(ctx: LoaderContext) -> ModelRequest:
+def kimi_audio(ctx: LoaderContext) -> Prompt:
     question = ctx.question or "Please transcribe the audio"
-    return ModelRequest(
-        engine_args={"max_model_len": 4096, "max_num_seqs": 2},
-        prompt="<|im_kimia_text_blank|>" * ctx.num_items + question,
-        stop_token_ids=(KIMI_AUDIO_EOS,),
+    return Prompt(
+        text="<|im_kimia_text_blank|>" * ctx.num_items + question, stop_token_ids=(KIMI_AUDIO_EOS,)
     )

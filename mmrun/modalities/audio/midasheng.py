@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
-from mmrun.modalities._shapes import chatml
+from mmrun.prompts import chatml
 from mmrun.registry import loader
-from mmrun.request import LoaderContext, ModelRequest
+from mmrun.request import LoaderContext, Prompt
 
 
 @loader(
@@ -12,14 +12,11 @@ from mmrun.request import LoaderContext, ModelRequest
     "audio",
     repo_id="mispeech/midashenglm-7b",
     architecture="MiDashengLMModel",
+    engine_args={"max_model_len": 4096, "max_num_seqs": 5},
     trust_remote_code=True,
     methods=("generate",),
 )
-def midashenglm(ctx: LoaderContext) -> ModelRequest:
+def midashenglm(ctx: LoaderContext) -> Prompt:
     audio = "<|audio_bos|><|AUDIO|><|audio_eos|>" * ctx.num_items
-    return ModelRequest(
-        engine_args={"max_model_len": 4096, "max_num_seqs": 5},
-        prompt=chatml(
-            audio + ctx.question, system="You are a helpful language and speech assistant."
-        ),
-    )
+    system = "You are a helpful language and speech assistant."
+    return Prompt(text=chatml(audio + ctx.question, system=system))

@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
-from mmrun.modalities._shapes import chatml, numbered
+from mmrun.prompts import chatml, numbered
 from mmrun.registry import loader
-from mmrun.request import LoaderContext, ModelRequest
+from mmrun.request import LoaderContext, Prompt
 
 QWEN_AUDIO = "<|audio_bos|><|AUDIO|><|audio_eos|>"
 
@@ -14,9 +14,7 @@ OMNI_SYSTEM = (
     "perceiving auditory and visual inputs, as well as generating text and speech."
 )
 
-
-def _qwen_request(prompt: str) -> ModelRequest:
-    return ModelRequest(engine_args={"max_model_len": 4096, "max_num_seqs": 5}, prompt=prompt)
+_ENGINE_ARGS = {"max_model_len": 4096, "max_num_seqs": 5}
 
 
 @loader(
@@ -24,11 +22,12 @@ def _qwen_request(prompt: str) -> ModelRequest:
     "audio",
     repo_id="Qwen/Qwen2-Audio-7B-Instruct",
     architecture="Qwen2AudioForConditionalGeneration",
+    engine_args=_ENGINE_ARGS,
     methods=("generate",),
 )
-def qwen2_audio(ctx: LoaderContext) -> ModelRequest:
+def qwen2_audio(ctx: LoaderContext) -> Prompt:
     audio = numbered(f"Audio {{i}}: {QWEN_AUDIO}\n", ctx.num_items)
-    return _qwen_request(chatml(audio + ctx.question, system="You are a helpful assistant."))
+    return Prompt(text=chatml(audio + ctx.question, system="You are a helpful assistant."))
 
 
 @loader(
@@ -37,11 +36,12 @@ def qwen2_audio(ctx: LoaderContext) -> ModelRequest:
     repo_id="Qwen/Qwen2.5-Omni-7B",
     # The config's name; vLLM runs it as Qwen2_5OmniThinkerForConditionalGeneration.
     architecture="Qwen2_5OmniModel",
+    engine_args=_ENGINE_ARGS,
     methods=("generate",),
 )
-def qwen2_5_omni(ctx: LoaderContext) -> ModelRequest:
+def qwen2_5_omni(ctx: LoaderContext) -> Prompt:
     audio = f"{QWEN_AUDIO}\n" * ctx.num_items
-    return _qwen_request(chatml(audio + ctx.question, system=OMNI_SYSTEM))
+    return Prompt(text=chatml(audio + ctx.question, system=OMNI_SYSTEM))
 
 
 @loader(
@@ -49,9 +49,10 @@ def qwen2_5_omni(ctx: LoaderContext) -> ModelRequest:
     "audio",
     repo_id="Qwen/Qwen3-Asr-1.7B",
     architecture="Qwen3ASRForConditionalGeneration",
+    engine_args=_ENGINE_ARGS,
     methods=("generate",),
 )
-def qwen3_asr(ctx: LoaderContext) -> ModelRequest:
+def qwen3_asr(ctx: LoaderContext) -> Prompt:
     # A transcriber: the user turn holds only the audio, the question is not sent.
     audio = "<|audio_start|><|audio_pad|><|audio_end|>\n" * ctx.num_items
-    return _qwen_request(chatml(audio))
+    return Prompt(text=chatml(audio))

@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
-from mmrun.modalities._shapes import text_messages
+from mmrun.prompts import text_messages
 from mmrun.registry import loader
-from mmrun.request import LoaderContext, ModelRequest
+from mmrun.request import LoaderContext, Prompt
 
 
 @loader(
@@ -12,12 +12,10 @@ from mmrun.request import LoaderContext, ModelRequest
     "audio",
     repo_id="fixie-ai/ultravox-v0_5-llama-3_2-1b",
     architecture="UltravoxModel",
+    engine_args={"max_model_len": 4096, "max_num_seqs": 5},
     trust_remote_code=True,
     methods=("generate",),
 )
-def ultravox(ctx: LoaderContext) -> ModelRequest:
+def ultravox(ctx: LoaderContext) -> Prompt:
     messages = text_messages("<|audio|>\n" * ctx.num_items + ctx.question)
-    return ModelRequest(
-        engine_args={"max_model_len": 4096, "max_num_seqs": 5},
-        prompt=ctx.templates.render(messages, source="tokenizer"),
-    )
+    return Prompt(text=ctx.templates.render(messages, source="tokenizer"))

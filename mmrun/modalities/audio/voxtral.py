@@ -2,15 +2,18 @@
 
 from __future__ import annotations
 
+from functools import cache
 from pathlib import Path
 from typing import Any
 
 from mmrun.errors import MediaError, MmrunError
 from mmrun.registry import loader
-from mmrun.request import LoaderContext, ModelRequest
+from mmrun.request import LoaderContext, Prompt
 
 
+@cache
 def _mistral_tokenizer(model: str) -> Any:
+    """The model's mistral tokenizer, loaded once per model (the loader runs per prompt)."""
     from mistral_common.tokens.tokenizers.mistral import MistralTokenizer
 
     local = Path(model)
@@ -30,12 +33,22 @@ def _mistral_tokenizer(model: str) -> Any:
     "audio",
     repo_id="mistralai/Voxtral-Mini-3B-2507",
     architecture="VoxtralForConditionalGeneration",
+    engine_args={
+        "max_model_len": 8192,
+        "max_num_seqs": 2,
+        "config_format": "mistral",
+        "load_format": "mistral",
+        "tokenizer_mode": "mistral",
+        "enforce_eager": True,
+        "enable_chunked_prefill": False,
+    },
+    reads_media=True,
     methods=("generate",),
     requires=("mistral_common",),
     # mistral_common resamples clips that are not at the model's 16 kHz with soxr.
     note="tokenized by mistral_common: pip install 'mistral-common[audio]' (adds soxr)",
 )
-def voxtral(ctx: LoaderContext) -> ModelRequest:
+def voxtral(ctx: LoaderContext) -> Prompt:
     # Deliberate deviation from the seed, which always tokenizes with the tokenizer of
     # mistralai/Voxtral-Mini-3B-2507 from the Hub: mmrun loads the tokenizer of the model it
     # runs (a local folder or a Hub id) and encodes the prompt's own decoded clips.
@@ -66,16 +79,7 @@ def voxtral(ctx: LoaderContext) -> ModelRequest:
 
     request = ChatCompletionRequest(messages=[UserMessage(content=chunks)], model=ctx.model)
     encoded = _mistral_tokenizer(ctx.model).encode_chat_completion(request)
-    return ModelRequest(
-        engine_args={
-            "max_model_len": 8192,
-            "max_num_seqs": 2,
-            "config_format": "mistral",
-            "load_format": "mistral",
-            "tokenizer_mode": "mistral",
-            "enforce_eager": True,
-            "enable_chunked_prefill": False,
-        },
-        prompt_token_ids=tuple(encoded.tokens),
+    return Prompt(
+        token_ids=tuple(encoded.tokens),
         multi_modal_data=[(clip.audio_array, clip.sampling_rate) for clip in encoded.audios],
     )

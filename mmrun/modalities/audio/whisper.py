@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from mmrun.registry import loader
-from mmrun.request import LoaderContext, ModelRequest
+from mmrun.request import LoaderContext, Prompt
 
 
 @loader(
@@ -11,15 +11,13 @@ from mmrun.request import LoaderContext, ModelRequest
     "audio",
     repo_id="openai/whisper-large-v3-turbo",
     architecture="WhisperForConditionalGeneration",
+    engine_args={"max_model_len": 448, "max_num_seqs": 5},
     min_items=1,
     max_items=1,
     methods=("generate",),
     max_audio_seconds=30.0,  # the encoder's fixed 30 s window; longer clips need long-form models
 )
-def whisper(ctx: LoaderContext) -> ModelRequest:
+def whisper(ctx: LoaderContext) -> Prompt:
     # An encoder-decoder transcriber: the decoder prompt only starts the transcript and
     # takes no question.
-    return ModelRequest(
-        engine_args={"max_model_len": 448, "max_num_seqs": 5},
-        prompt="<|startoftranscript|>",
-    )
+    return Prompt(text="<|startoftranscript|>")

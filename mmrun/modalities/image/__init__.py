@@ -2,11 +2,52 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from importlib import import_module
+from typing import Any
 
-from mmrun.registry import Asset, Modality, Registry
+from mmrun.media import decode_image
+from mmrun.registry import Asset, LoaderSpec, Modality, Register
 
 _WIKI = "https://upload.wikimedia.org/wikipedia/commons"
+
+
+def _chat_part(image: Any, spec: LoaderSpec) -> dict[str, Any]:
+    return {"type": "image_pil", "image_pil": _resized(image, spec)}
+
+
+def _resized(image: Any, spec: LoaderSpec) -> Any:
+    rule = spec.image_resize
+    if rule is None:
+        return image
+    size = smart_resize_size(
+        image.width, image.height, rule.factor, rule.min_pixels, rule.max_pixels
+    )
+    return image if size == image.size else image.resize(size)
+
+
+def _describe(info: Mapping[str, Any]) -> str:
+    return f"{info['width']}x{info['height']}"
+
+
+def smart_resize_size(
+    width: int, height: int, factor: int, min_pixels: int, max_pixels: int
+) -> tuple[int, int]:
+    """Qwen-VL's resize rule: sides rounded to ``factor``, area within [min, max] pixels."""
+    import math
+
+    h = max(factor, round(height / factor) * factor)
+    w = max(factor, round(width / factor) * factor)
+    if h * w > max_pixels:
+        beta = math.sqrt((height * width) / max_pixels)
+        h = max(factor, math.floor(height / beta / factor) * factor)
+        w = max(factor, math.floor(width / beta / factor) * factor)
+    elif h * w < min_pixels:
+        beta = math.sqrt(min_pixels / (height * width))
+        h = math.ceil(height * beta / factor) * factor
+        w = math.ceil(width * beta / factor) * factor
+    return w, h
+
 
 IMAGE = Modality(
     name="image",
@@ -63,6 +104,18 @@ IMAGE = Modality(
     max_tokens=256,
     seed=None,
     default_model="phi3_v",
+    decode=decode_image,
+    chat_part=_chat_part,
+    short_option="-i",
+    extensions=(".jpg", ".jpeg", ".png", ".webp", ".gif", ".bmp", ".tif", ".tiff"),
+    to_engine=_resized,
+    describe=_describe,
+    summary="Run an image-language model on images through vLLM.",
+    examples=(
+        "mmrun image -m qwen2_5_vl -n 4",
+        "mmrun image -m idefics3 -i a.png -i b.png --dry-run --json",
+        "mmrun image -m qwen2_5_vl -i 'photos/**/*.jpg' -o captions.jsonl",
+    ),
 )
 
 FAMILIES = (
@@ -88,7 +141,6 @@ FAMILIES = (
 )
 
 
-def register(registry: Registry) -> None:
-    registry.add_modality(IMAGE)
-    for family in FAMILIES:
-        registry.add_module(import_module(f"{__name__}.{family}"))
+def register(register: Register) -> None:
+    """The built-in plugin's hook, called as any third-party plugin's is."""
+    register(IMAGE, *(import_module(f"{__name__}.{family}") for family in FAMILIES))

@@ -2,17 +2,13 @@
 
 from __future__ import annotations
 
-from mmrun.modalities._shapes import chatml
+from mmrun.prompts import chatml
 from mmrun.registry import loader
-from mmrun.request import LoaderContext, ModelRequest
+from mmrun.request import LoaderContext, Prompt
 
 # Aria ends a turn with tokens its tokenizer does not declare as EOS, so the seed lists
 # their ids. 93653 appears twice there; it is kept so the request equals the seed's.
 ARIA_STOP_TOKEN_IDS = (93532, 93653, 944, 93421, 1019, 93653, 93519)
-
-# Deliberate deviation from the seed: it sets tokenizer_mode="slow", a mode current vLLM no
-# longer has (0.32 rejects it: only auto, hf, mistral, ... remain), so mmrun leaves the
-# default ("auto", the model's Hugging Face tokenizer).
 
 
 @loader(
@@ -20,12 +16,12 @@ ARIA_STOP_TOKEN_IDS = (93532, 93653, 944, 93421, 1019, 93653, 93519)
     "image",
     repo_id="rhymes-ai/Aria",
     architecture="AriaForConditionalGeneration",
+    # Deliberate deviation from the seed: it also sets tokenizer_mode="slow", a mode current
+    # vLLM no longer has (0.32 rejects it: only auto, hf, mistral, ... remain), so mmrun
+    # leaves the default ("auto", the model's Hugging Face tokenizer).
+    engine_args={"dtype": "bfloat16"},
     trust_remote_code=True,
 )
-def aria(ctx: LoaderContext) -> ModelRequest:
+def aria(ctx: LoaderContext) -> Prompt:
     placeholders = "<fim_prefix><|img|><fim_suffix>\n" * ctx.num_items
-    return ModelRequest(
-        engine_args={"dtype": "bfloat16"},
-        prompt=chatml(f"{placeholders}{ctx.question}"),
-        stop_token_ids=ARIA_STOP_TOKEN_IDS,
-    )
+    return Prompt(text=chatml(f"{placeholders}{ctx.question}"), stop_token_ids=ARIA_STOP_TOKEN_IDS)

@@ -2,20 +2,14 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping
-from typing import Any
-
-from mmrun.modalities._shapes import media_first_messages
+from mmrun.prompts import media_first_messages
 from mmrun.registry import loader
-from mmrun.request import LoaderContext, ModelRequest
+from mmrun.request import LoaderContext, Prompt
 
 
-def _cohere_request(ctx: LoaderContext, engine_args: Mapping[str, Any]) -> ModelRequest:
+def _cohere_prompt(ctx: LoaderContext) -> Prompt:
     messages = media_first_messages("image", ctx.num_items, ctx.question)
-    return ModelRequest(
-        engine_args=engine_args,
-        prompt=ctx.templates.render(messages, source="processor"),
-    )
+    return Prompt(text=ctx.templates.render(messages, source="processor"))
 
 
 @loader(
@@ -23,10 +17,11 @@ def _cohere_request(ctx: LoaderContext, engine_args: Mapping[str, Any]) -> Model
     "image",
     repo_id="CohereForAI/aya-vision-8b",
     architecture="AyaVisionForConditionalGeneration",
+    engine_args={"max_num_seqs": 2},
     note="supported in vLLM only until v0.24.0; needs an older vLLM",
 )
-def aya_vision(ctx: LoaderContext) -> ModelRequest:
-    return _cohere_request(ctx, {"max_num_seqs": 2})
+def aya_vision(ctx: LoaderContext) -> Prompt:
+    return _cohere_prompt(ctx)
 
 
 @loader(
@@ -34,7 +29,8 @@ def aya_vision(ctx: LoaderContext) -> ModelRequest:
     "image",
     repo_id="CohereLabs/command-a-vision-07-2025",
     architecture="Cohere2VisionForConditionalGeneration",
+    engine_args={"max_model_len": 32768, "tensor_parallel_size": 4},
     note="122B parameters; the seed shards it over 4 GPUs",
 )
-def command_a_vision(ctx: LoaderContext) -> ModelRequest:
-    return _cohere_request(ctx, {"max_model_len": 32768, "tensor_parallel_size": 4})
+def command_a_vision(ctx: LoaderContext) -> Prompt:
+    return _cohere_prompt(ctx)

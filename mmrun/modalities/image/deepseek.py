@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
-from mmrun.modalities._shapes import numbered
+from mmrun.prompts import numbered
 from mmrun.registry import loader
-from mmrun.request import LoaderContext, ModelRequest
+from mmrun.request import LoaderContext, Prompt
 
 
 @loader(
@@ -12,15 +12,13 @@ from mmrun.request import LoaderContext, ModelRequest
     "image",
     repo_id="deepseek-ai/deepseek-vl2-tiny",
     architecture="DeepseekVLV2ForCausalLM",
+    engine_args={
+        "max_model_len": 4096,
+        "max_num_seqs": 2,
+        # The repository's config.json declares no architecture.
+        "hf_overrides": {"architectures": ["DeepseekVLV2ForCausalLM"]},
+    },
 )
-def deepseek_vl_v2(ctx: LoaderContext) -> ModelRequest:
+def deepseek_vl_v2(ctx: LoaderContext) -> Prompt:
     placeholders = numbered("image_{i}:<image>\n", ctx.num_items)
-    return ModelRequest(
-        engine_args={
-            "max_model_len": 4096,
-            "max_num_seqs": 2,
-            # The repository's config.json declares no architecture.
-            "hf_overrides": {"architectures": ["DeepseekVLV2ForCausalLM"]},
-        },
-        prompt=f"<|User|>: {placeholders}{ctx.question}\n\n<|Assistant|>:",
-    )
+    return Prompt(text=f"<|User|>: {placeholders}{ctx.question}\n\n<|Assistant|>:")

@@ -2,22 +2,21 @@
 
 from __future__ import annotations
 
-from mmrun.modalities._shapes import media_first_messages
+from mmrun.prompts import media_first_messages
 from mmrun.registry import loader
-from mmrun.request import LoaderContext, ModelRequest
+from mmrun.request import LoaderContext, Prompt
+
+_ENGINE_ARGS = {
+    "max_model_len": 32768,
+    "max_num_seqs": 2,
+    "enforce_eager": True,
+    "tensor_parallel_size": 4,
+}
 
 
-def _glm4_5v_request(ctx: LoaderContext) -> ModelRequest:
+def _glm4_5v_prompt(ctx: LoaderContext) -> Prompt:
     messages = media_first_messages("image", ctx.num_items, ctx.question)
-    return ModelRequest(
-        engine_args={
-            "max_model_len": 32768,
-            "max_num_seqs": 2,
-            "enforce_eager": True,
-            "tensor_parallel_size": 4,
-        },
-        prompt=ctx.templates.render(messages, source="processor"),
-    )
+    return Prompt(text=ctx.templates.render(messages, source="processor"))
 
 
 @loader(
@@ -25,9 +24,10 @@ def _glm4_5v_request(ctx: LoaderContext) -> ModelRequest:
     "image",
     repo_id="zai-org/GLM-4.5V",
     architecture="Glm4vMoeForConditionalGeneration",
+    engine_args=_ENGINE_ARGS,
 )
-def glm4_5v(ctx: LoaderContext) -> ModelRequest:
-    return _glm4_5v_request(ctx)
+def glm4_5v(ctx: LoaderContext) -> Prompt:
+    return _glm4_5v_prompt(ctx)
 
 
 @loader(
@@ -35,6 +35,7 @@ def glm4_5v(ctx: LoaderContext) -> ModelRequest:
     "image",
     repo_id="zai-org/GLM-4.5V-FP8",
     architecture="Glm4vMoeForConditionalGeneration",
+    engine_args=_ENGINE_ARGS,
 )
-def glm4_5v_fp8(ctx: LoaderContext) -> ModelRequest:
-    return _glm4_5v_request(ctx)
+def glm4_5v_fp8(ctx: LoaderContext) -> Prompt:
+    return _glm4_5v_prompt(ctx)

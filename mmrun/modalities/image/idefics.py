@@ -2,27 +2,16 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping
-from typing import Any
-
-from mmrun.modalities._shapes import numbered
+from mmrun.prompts import numbered
 from mmrun.registry import loader
-from mmrun.request import LoaderContext, ModelRequest
+from mmrun.request import LoaderContext, Prompt
+
+_ENGINE_ARGS = {"max_model_len": 8192, "max_num_seqs": 16, "enforce_eager": True}
 
 
-def _idefics_request(
-    ctx: LoaderContext, bos: str, mm_processor_kwargs: Mapping[str, Any]
-) -> ModelRequest:
+def _idefics_prompt(ctx: LoaderContext, bos: str) -> Prompt:
     placeholders = numbered("Image-{i}: <image>\n", ctx.num_items, "\n")
-    return ModelRequest(
-        engine_args={
-            "max_model_len": 8192,
-            "max_num_seqs": 16,
-            "enforce_eager": True,
-            "mm_processor_kwargs": mm_processor_kwargs,
-        },
-        prompt=f"{bos}User:{placeholders}\n{ctx.question}<end_of_utterance>\nAssistant:",
-    )
+    return Prompt(text=f"{bos}User:{placeholders}\n{ctx.question}<end_of_utterance>\nAssistant:")
 
 
 @loader(
@@ -30,10 +19,11 @@ def _idefics_request(
     "image",
     repo_id="HuggingFaceM4/Idefics3-8B-Llama3",
     architecture="Idefics3ForConditionalGeneration",
-)
-def idefics3(ctx: LoaderContext) -> ModelRequest:
     # A smaller longest edge means fewer image tiles, hence less memory (model card).
-    return _idefics_request(ctx, "<|begin_of_text|>", {"size": {"longest_edge": 2 * 364}})
+    engine_args={**_ENGINE_ARGS, "mm_processor_kwargs": {"size": {"longest_edge": 2 * 364}}},
+)
+def idefics3(ctx: LoaderContext) -> Prompt:
+    return _idefics_prompt(ctx, "<|begin_of_text|>")
 
 
 @loader(
@@ -41,7 +31,8 @@ def idefics3(ctx: LoaderContext) -> ModelRequest:
     "image",
     repo_id="HuggingFaceTB/SmolVLM2-2.2B-Instruct",
     architecture="SmolVLMForConditionalGeneration",
+    engine_args={**_ENGINE_ARGS, "mm_processor_kwargs": {"max_image_size": {"longest_edge": 384}}},
     requires=("num2words",),  # transformers' SmolVLM processor refuses to start without it
 )
-def smolvlm(ctx: LoaderContext) -> ModelRequest:
-    return _idefics_request(ctx, "<|im_start|>", {"max_image_size": {"longest_edge": 384}})
+def smolvlm(ctx: LoaderContext) -> Prompt:
+    return _idefics_prompt(ctx, "<|im_start|>")

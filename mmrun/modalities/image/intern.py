@@ -2,12 +2,9 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping
-from typing import Any
-
-from mmrun.modalities._shapes import numbered, text_messages
+from mmrun.prompts import numbered, text_messages
 from mmrun.registry import loader
-from mmrun.request import LoaderContext, ModelRequest
+from mmrun.request import LoaderContext, Prompt
 
 # Fewer dynamic tiles per image keep several images within max_model_len.
 _FEW_TILES = {"max_dynamic_patch": 4}
@@ -16,18 +13,13 @@ _FEW_TILES = {"max_dynamic_patch": 4}
 INTERNVL_STOP_TOKENS = ("<|endoftext|>", "<|im_start|>", "<|im_end|>", "<|end|>")
 
 
-def _intern_request(
-    ctx: LoaderContext,
-    engine_args: Mapping[str, Any],
-    image_token: str = "<image>",
-    stop_token_ids: tuple[int, ...] = (),
-) -> ModelRequest:
+def _intern_prompt(
+    ctx: LoaderContext, image_token: str = "<image>", stop_token_ids: tuple[int, ...] = ()
+) -> Prompt:
     placeholders = numbered(f"Image-{{i}}: {image_token}\n", ctx.num_items, "\n")
     messages = text_messages(f"{placeholders}\n{ctx.question}")
-    return ModelRequest(
-        engine_args=engine_args,
-        prompt=ctx.templates.render(messages, source="tokenizer"),
-        stop_token_ids=stop_token_ids,
+    return Prompt(
+        text=ctx.templates.render(messages, source="tokenizer"), stop_token_ids=stop_token_ids
     )
 
 
@@ -36,14 +28,11 @@ def _intern_request(
     "image",
     repo_id="h2oai/h2ovl-mississippi-800m",
     architecture="H2OVLChatModel",
+    engine_args={"max_model_len": 8192, "mm_processor_kwargs": _FEW_TILES},
     trust_remote_code=True,
 )
-def h2ovl_chat(ctx: LoaderContext) -> ModelRequest:
-    return _intern_request(
-        ctx,
-        {"max_model_len": 8192, "mm_processor_kwargs": _FEW_TILES},
-        stop_token_ids=(ctx.templates.eos_token_id(),),
-    )
+def h2ovl_chat(ctx: LoaderContext) -> Prompt:
+    return _intern_prompt(ctx, stop_token_ids=(ctx.templates.eos_token_id(),))
 
 
 @loader(
@@ -51,10 +40,11 @@ def h2ovl_chat(ctx: LoaderContext) -> ModelRequest:
     "image",
     repo_id="internlm/Intern-S1",
     architecture="InternS1ForConditionalGeneration",
+    engine_args={"max_model_len": 4096},
     trust_remote_code=True,
 )
-def interns1(ctx: LoaderContext) -> ModelRequest:
-    return _intern_request(ctx, {"max_model_len": 4096}, image_token="<IMG_CONTEXT>")
+def interns1(ctx: LoaderContext) -> Prompt:
+    return _intern_prompt(ctx, image_token="<IMG_CONTEXT>")
 
 
 @loader(
@@ -62,14 +52,12 @@ def interns1(ctx: LoaderContext) -> ModelRequest:
     "image",
     repo_id="OpenGVLab/InternVL2-2B",
     architecture="InternVLChatModel",
+    engine_args={"max_model_len": 4096, "mm_processor_kwargs": _FEW_TILES},
     trust_remote_code=True,
 )
-def internvl_chat(ctx: LoaderContext) -> ModelRequest:
-    return _intern_request(
-        ctx,
-        {"max_model_len": 4096, "mm_processor_kwargs": _FEW_TILES},
-        stop_token_ids=tuple(ctx.templates.token_id(t) for t in INTERNVL_STOP_TOKENS),
-    )
+def internvl_chat(ctx: LoaderContext) -> Prompt:
+    stop_token_ids = tuple(ctx.templates.token_id(t) for t in INTERNVL_STOP_TOKENS)
+    return _intern_prompt(ctx, stop_token_ids=stop_token_ids)
 
 
 @loader(
@@ -77,10 +65,12 @@ def internvl_chat(ctx: LoaderContext) -> ModelRequest:
     "image",
     repo_id="nvidia/NVLM-D-72B",
     architecture="NVLM_D",
+    engine_args={
+        "max_model_len": 8192,
+        "tensor_parallel_size": 4,
+        "mm_processor_kwargs": _FEW_TILES,
+    },
     trust_remote_code=True,
 )
-def nvlm_d(ctx: LoaderContext) -> ModelRequest:
-    return _intern_request(
-        ctx,
-        {"max_model_len": 8192, "tensor_parallel_size": 4, "mm_processor_kwargs": _FEW_TILES},
-    )
+def nvlm_d(ctx: LoaderContext) -> Prompt:
+    return _intern_prompt(ctx)

@@ -2,17 +2,16 @@
 
 from __future__ import annotations
 
-from mmrun.modalities._shapes import media_first_messages
+from mmrun.prompts import media_first_messages
 from mmrun.registry import loader
-from mmrun.request import LoaderContext, ModelRequest
+from mmrun.request import LoaderContext, Prompt
+
+_ENGINE_ARGS = {"max_model_len": 8192, "max_num_seqs": 5}
 
 
-def _keye_request(ctx: LoaderContext) -> ModelRequest:
+def _keye_prompt(ctx: LoaderContext) -> Prompt:
     messages = media_first_messages("image", ctx.num_items, ctx.question)
-    return ModelRequest(
-        engine_args={"max_model_len": 8192, "max_num_seqs": 5},
-        prompt=ctx.templates.render(messages, source="processor"),
-    )
+    return Prompt(text=ctx.templates.render(messages, source="processor"))
 
 
 @loader(
@@ -20,10 +19,11 @@ def _keye_request(ctx: LoaderContext) -> ModelRequest:
     "image",
     repo_id="Kwai-Keye/Keye-VL-8B-Preview",
     architecture="KeyeForConditionalGeneration",
+    engine_args=_ENGINE_ARGS,
     trust_remote_code=True,
 )
-def keye_vl(ctx: LoaderContext) -> ModelRequest:
-    return _keye_request(ctx)
+def keye_vl(ctx: LoaderContext) -> Prompt:
+    return _keye_prompt(ctx)
 
 
 @loader(
@@ -31,7 +31,8 @@ def keye_vl(ctx: LoaderContext) -> ModelRequest:
     "image",
     repo_id="Kwai-Keye/Keye-VL-1_5-8B",
     architecture="KeyeVL1_5ForConditionalGeneration",
+    engine_args=_ENGINE_ARGS,
     trust_remote_code=True,
 )
-def keye_vl1_5(ctx: LoaderContext) -> ModelRequest:
-    return _keye_request(ctx)
+def keye_vl1_5(ctx: LoaderContext) -> Prompt:
+    return _keye_prompt(ctx)

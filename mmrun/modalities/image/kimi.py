@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
-from mmrun.modalities._shapes import media_first_messages
+from mmrun.prompts import media_first_messages
 from mmrun.registry import loader
-from mmrun.request import LoaderContext, ModelRequest
+from mmrun.request import LoaderContext, Prompt
 
 
 @loader(
@@ -12,11 +12,9 @@ from mmrun.request import LoaderContext, ModelRequest
     "image",
     repo_id="moonshotai/Kimi-VL-A3B-Instruct",
     architecture="KimiVLForConditionalGeneration",
+    engine_args={"max_model_len": 4096, "max_num_seqs": 4},
     trust_remote_code=True,
 )
-def kimi_vl(ctx: LoaderContext) -> ModelRequest:
+def kimi_vl(ctx: LoaderContext) -> Prompt:
     messages = media_first_messages("image", ctx.num_items, ctx.question)
-    return ModelRequest(
-        engine_args={"max_model_len": 4096, "max_num_seqs": 4},
-        prompt=ctx.templates.render(messages, source="processor"),
-    )
+    return Prompt(text=ctx.templates.render(messages, source="processor"))

@@ -2,20 +2,14 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping
-from typing import Any
-
-from mmrun.modalities._shapes import media_first_messages
+from mmrun.prompts import media_first_messages
 from mmrun.registry import loader
-from mmrun.request import LoaderContext, ModelRequest
+from mmrun.request import LoaderContext, Prompt
 
 
-def _llava_request(ctx: LoaderContext, engine_args: Mapping[str, Any]) -> ModelRequest:
+def _llava_prompt(ctx: LoaderContext) -> Prompt:
     messages = media_first_messages("image", ctx.num_items, ctx.question)
-    return ModelRequest(
-        engine_args={**engine_args, "max_num_seqs": 16},
-        prompt=ctx.templates.render(messages, source="processor"),
-    )
+    return Prompt(text=ctx.templates.render(messages, source="processor"))
 
 
 @loader(
@@ -23,10 +17,11 @@ def _llava_request(ctx: LoaderContext, engine_args: Mapping[str, Any]) -> ModelR
     "image",
     repo_id="llava-hf/llava-1.5-7b-hf",
     architecture="LlavaForConditionalGeneration",
+    engine_args={"max_num_seqs": 16},
     note="not trained on several images; answers about more than one are poor",
 )
-def llava(ctx: LoaderContext) -> ModelRequest:
-    return _llava_request(ctx, {})
+def llava(ctx: LoaderContext) -> Prompt:
+    return _llava_prompt(ctx)
 
 
 @loader(
@@ -34,9 +29,10 @@ def llava(ctx: LoaderContext) -> ModelRequest:
     "image",
     repo_id="llava-hf/llava-v1.6-mistral-7b-hf",
     architecture="LlavaNextForConditionalGeneration",
+    engine_args={"max_model_len": 8192, "max_num_seqs": 16},
 )
-def llava_next(ctx: LoaderContext) -> ModelRequest:
-    return _llava_request(ctx, {"max_model_len": 8192})
+def llava_next(ctx: LoaderContext) -> Prompt:
+    return _llava_prompt(ctx)
 
 
 @loader(
@@ -44,6 +40,7 @@ def llava_next(ctx: LoaderContext) -> ModelRequest:
     "image",
     repo_id="llava-hf/llava-onevision-qwen2-7b-ov-hf",
     architecture="LlavaOnevisionForConditionalGeneration",
+    engine_args={"max_model_len": 16384, "max_num_seqs": 16},
 )
-def llava_onevision(ctx: LoaderContext) -> ModelRequest:
-    return _llava_request(ctx, {"max_model_len": 16384})
+def llava_onevision(ctx: LoaderContext) -> Prompt:
+    return _llava_prompt(ctx)

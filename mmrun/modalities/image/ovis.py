@@ -2,18 +2,17 @@
 
 from __future__ import annotations
 
-from mmrun.modalities._shapes import numbered, text_messages
+from mmrun.prompts import numbered, text_messages
 from mmrun.registry import loader
-from mmrun.request import LoaderContext, ModelRequest
+from mmrun.request import LoaderContext, Prompt
+
+_ENGINE_ARGS = {"max_model_len": 8192, "max_num_seqs": 2, "dtype": "half"}
 
 
-def _ovis_request(ctx: LoaderContext) -> ModelRequest:
+def _ovis_prompt(ctx: LoaderContext) -> Prompt:
     placeholders = numbered("Image-{i}: <image>\n", ctx.num_items, "\n")
     messages = text_messages(f"{placeholders}\n{ctx.question}")
-    return ModelRequest(
-        engine_args={"max_model_len": 8192, "max_num_seqs": 2, "dtype": "half"},
-        prompt=ctx.templates.render(messages, source="tokenizer"),
-    )
+    return Prompt(text=ctx.templates.render(messages, source="tokenizer"))
 
 
 @loader(
@@ -21,10 +20,11 @@ def _ovis_request(ctx: LoaderContext) -> ModelRequest:
     "image",
     repo_id="AIDC-AI/Ovis2-1B",
     architecture="Ovis",
+    engine_args=_ENGINE_ARGS,
     trust_remote_code=True,
 )
-def ovis(ctx: LoaderContext) -> ModelRequest:
-    return _ovis_request(ctx)
+def ovis(ctx: LoaderContext) -> Prompt:
+    return _ovis_prompt(ctx)
 
 
 @loader(
@@ -32,7 +32,8 @@ def ovis(ctx: LoaderContext) -> ModelRequest:
     "image",
     repo_id="AIDC-AI/Ovis2.5-2B",
     architecture="Ovis2_5",
+    engine_args=_ENGINE_ARGS,
     trust_remote_code=True,
 )
-def ovis2_5(ctx: LoaderContext) -> ModelRequest:
-    return _ovis_request(ctx)
+def ovis2_5(ctx: LoaderContext) -> Prompt:
+    return _ovis_prompt(ctx)

@@ -2,33 +2,26 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping
-from typing import Any
-
-from mmrun.modalities._shapes import numbered
+from mmrun.prompts import numbered
 from mmrun.registry import loader
-from mmrun.request import LoaderContext, LoraAdapter, ModelRequest
+from mmrun.request import LoaderContext, LoraAdapter, Prompt
 
 # Phi-4-multimodal keeps its vision and speech LoRAs inside the model repository; images
 # need the vision one on every prompt.
 VISION_LORA = LoraAdapter("vision", 1, subfolder="vision-lora")
 
-# Fewer high-resolution crops per image keep several images within max_model_len.
-_PHI4_ENGINE_ARGS: Mapping[str, Any] = {
+_PHI4_ENGINE_ARGS = {
     "max_model_len": 4096,
     "max_num_seqs": 2,
     "enable_lora": True,
     "max_lora_rank": 320,
+    # Fewer high-resolution crops per image keep several images within max_model_len.
     "mm_processor_kwargs": {"dynamic_hd": 4},
 }
 
 
-def _phi4_request(ctx: LoaderContext, placeholders: str) -> ModelRequest:
-    return ModelRequest(
-        engine_args=dict(_PHI4_ENGINE_ARGS),
-        prompt=f"<|user|>{placeholders}{ctx.question}<|end|><|assistant|>",
-        lora=VISION_LORA,
-    )
+def _phi4_prompt(ctx: LoaderContext, placeholders: str) -> Prompt:
+    return Prompt(text=f"<|user|>{placeholders}{ctx.question}<|end|><|assistant|>")
 
 
 @loader(
@@ -36,19 +29,17 @@ def _phi4_request(ctx: LoaderContext, placeholders: str) -> ModelRequest:
     "image",
     repo_id="microsoft/Phi-3.5-vision-instruct",
     architecture="Phi3VForCausalLM",
+    engine_args={
+        "max_model_len": 4096,
+        "max_num_seqs": 2,
+        # The model card advises 4 crops for several images (16 for a single one).
+        "mm_processor_kwargs": {"num_crops": 4},
+    },
     trust_remote_code=True,
 )
-def phi3_v(ctx: LoaderContext) -> ModelRequest:
+def phi3_v(ctx: LoaderContext) -> Prompt:
     placeholders = numbered("<|image_{i}|>", ctx.num_items, "\n")
-    return ModelRequest(
-        engine_args={
-            "max_model_len": 4096,
-            "max_num_seqs": 2,
-            # The model card advises 4 crops for several images (16 for a single one).
-            "mm_processor_kwargs": {"num_crops": 4},
-        },
-        prompt=f"<|user|>\n{placeholders}\n{ctx.question}<|end|>\n<|assistant|>\n",
-    )
+    return Prompt(text=f"<|user|>\n{placeholders}\n{ctx.question}<|end|>\n<|assistant|>\n")
 
 
 @loader(
@@ -56,10 +47,12 @@ def phi3_v(ctx: LoaderContext) -> ModelRequest:
     "image",
     repo_id="microsoft/Phi-4-multimodal-instruct",
     architecture="Phi4MMForCausalLM",
+    engine_args=_PHI4_ENGINE_ARGS,
+    lora=VISION_LORA,
     trust_remote_code=True,
 )
-def phi4_mm(ctx: LoaderContext) -> ModelRequest:
-    return _phi4_request(ctx, numbered("<|image_{i}|>", ctx.num_items))
+def phi4_mm(ctx: LoaderContext) -> Prompt:
+    return _phi4_prompt(ctx, numbered("<|image_{i}|>", ctx.num_items))
 
 
 # The Hugging Face-format checkpoint lives at revision "refs/pr/70" of the repository. The
@@ -70,7 +63,9 @@ def phi4_mm(ctx: LoaderContext) -> ModelRequest:
     "image",
     repo_id="microsoft/Phi-4-multimodal-instruct",
     architecture="Phi4MultimodalForCausalLM",
+    engine_args=_PHI4_ENGINE_ARGS,
+    lora=VISION_LORA,
     note="needs the refs/pr/70 revision (pass its snapshot as --model); vLLM until v0.12.0 only",
 )
-def phi4_multimodal(ctx: LoaderContext) -> ModelRequest:
-    return _phi4_request(ctx, "<|image|>" * ctx.num_items)
+def phi4_multimodal(ctx: LoaderContext) -> Prompt:
+    return _phi4_prompt(ctx, "<|image|>" * ctx.num_items)

@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
-from mmrun.modalities._shapes import media_first_messages, numbered, text_messages
+from mmrun.prompts import media_first_messages, numbered, text_messages
 from mmrun.registry import loader
-from mmrun.request import ImageResize, LoaderContext, ModelRequest
+from mmrun.request import ImageResize, LoaderContext, Prompt
 
 # Qwen-VL-Chat's tokenizer has no chat template; its generation utils use ChatML.
 CHATML_TEMPLATE = (
@@ -13,6 +13,9 @@ CHATML_TEMPLATE = (
     "message['content'] + '<|im_end|>' + '\n'}}{% endfor %}{% if add_generation_prompt %}"
     "{{ '<|im_start|>assistant\n' }}{% endif %}"
 )
+QWEN_VL_STOP_TOKENS = ("<|endoftext|>", "<|im_start|>", "<|im_end|>")
+
+_QWEN2_VL_ENGINE_ARGS = {"max_model_len": 4096, "max_num_seqs": 5}
 
 # The seed resizes Qwen2(.5)-VL images only when the optional `qwen_vl_utils` package
 # happens to be importable (and then uses max_model_len 4096, else 32768). mmrun always
@@ -20,16 +23,12 @@ CHATML_TEMPLATE = (
 QWEN2_VL_RESIZE = ImageResize(max_pixels=1024 * 28 * 28)
 
 
-def _qwen2_vl_request(ctx: LoaderContext) -> ModelRequest:
+def _qwen2_vl_prompt(ctx: LoaderContext) -> Prompt:
     messages = [
         {"role": "system", "content": "You are a helpful assistant."},
         *media_first_messages("image", ctx.num_items, ctx.question),
     ]
-    return ModelRequest(
-        engine_args={"max_model_len": 4096, "max_num_seqs": 5},
-        prompt=ctx.templates.render(messages, source="processor"),
-        image_resize=QWEN2_VL_RESIZE,
-    )
+    return Prompt(text=ctx.templates.render(messages, source="processor"))
 
 
 @loader(
@@ -37,22 +36,21 @@ def _qwen2_vl_request(ctx: LoaderContext) -> ModelRequest:
     "image",
     repo_id="Qwen/Qwen-VL-Chat",
     architecture="QwenVLForConditionalGeneration",
+    engine_args={
+        "max_model_len": 1024,
+        "max_num_seqs": 2,
+        "hf_overrides": {"architectures": ["QwenVLForConditionalGeneration"]},
+    },
+    chat_template=CHATML_TEMPLATE,
     trust_remote_code=True,
     note="supported in vLLM only until v0.23.0; needs an older vLLM",
 )
-def qwen_vl_chat(ctx: LoaderContext) -> ModelRequest:
+def qwen_vl_chat(ctx: LoaderContext) -> Prompt:
     placeholders = numbered("Picture {i}: <img></img>\n", ctx.num_items)
     messages = text_messages(f"{placeholders}\n{ctx.question}")
-    stop_tokens = ("<|endoftext|>", "<|im_start|>", "<|im_end|>")
-    return ModelRequest(
-        engine_args={
-            "max_model_len": 1024,
-            "max_num_seqs": 2,
-            "hf_overrides": {"architectures": ["QwenVLForConditionalGeneration"]},
-        },
-        prompt=ctx.templates.render(messages, source="tokenizer", chat_template=CHATML_TEMPLATE),
-        stop_token_ids=tuple(ctx.templates.token_id(t) for t in stop_tokens),
-        chat_template=CHATML_TEMPLATE,
+    return Prompt(
+        text=ctx.templates.render(messages, source="tokenizer", chat_template=CHATML_TEMPLATE),
+        stop_token_ids=tuple(ctx.templates.token_id(t) for t in QWEN_VL_STOP_TOKENS),
     )
 
 
@@ -61,9 +59,11 @@ def qwen_vl_chat(ctx: LoaderContext) -> ModelRequest:
     "image",
     repo_id="Qwen/Qwen2-VL-7B-Instruct",
     architecture="Qwen2VLForConditionalGeneration",
+    engine_args=_QWEN2_VL_ENGINE_ARGS,
+    image_resize=QWEN2_VL_RESIZE,
 )
-def qwen2_vl(ctx: LoaderContext) -> ModelRequest:
-    return _qwen2_vl_request(ctx)
+def qwen2_vl(ctx: LoaderContext) -> Prompt:
+    return _qwen2_vl_prompt(ctx)
 
 
 @loader(
@@ -71,6 +71,8 @@ def qwen2_vl(ctx: LoaderContext) -> ModelRequest:
     "image",
     repo_id="Qwen/Qwen2.5-VL-3B-Instruct",
     architecture="Qwen2_5_VLForConditionalGeneration",
+    engine_args=_QWEN2_VL_ENGINE_ARGS,
+    image_resize=QWEN2_VL_RESIZE,
 )
-def qwen2_5_vl(ctx: LoaderContext) -> ModelRequest:
-    return _qwen2_vl_request(ctx)
+def qwen2_5_vl(ctx: LoaderContext) -> Prompt:
+    return _qwen2_vl_prompt(ctx)

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from mmrun.registry import loader
-from mmrun.request import LoaderContext, ModelRequest
+from mmrun.request import LoaderContext, Prompt
 
 # The prompt opens the reasoning block itself; the "step3" reasoning parser splits it off.
 # The BOS token is spelled with fullwidth bars and U+2581, as in Step3's tokenizer.
@@ -18,15 +18,14 @@ _STEP3_PROMPT = (
     "image",
     repo_id="stepfun-ai/step3-fp8",
     architecture="Step3VLForConditionalGeneration",
+    engine_args={
+        "max_num_batched_tokens": 4096,
+        "gpu_memory_utilization": 0.85,
+        "tensor_parallel_size": 8,
+        "reasoning_parser": "step3",
+    },
     note="the seed shards it over 8 GPUs (verified on 8xH100)",
 )
-def step3(ctx: LoaderContext) -> ModelRequest:
-    return ModelRequest(
-        engine_args={
-            "max_num_batched_tokens": 4096,
-            "gpu_memory_utilization": 0.85,
-            "tensor_parallel_size": 8,
-            "reasoning_parser": "step3",
-        },
-        prompt=_STEP3_PROMPT.format(images="<im_patch>" * ctx.num_items, question=ctx.question),
-    )
+def step3(ctx: LoaderContext) -> Prompt:
+    images = "<im_patch>" * ctx.num_items
+    return Prompt(text=_STEP3_PROMPT.format(images=images, question=ctx.question))

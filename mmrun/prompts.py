@@ -1,4 +1,5 @@
-"""Prompt shapes that several model families share, so each loader stays one small function."""
+"""Prompt shapes that many models share: the helpers mmrun's own loaders use, exported so a
+plugin never writes ChatML or numbered placeholders by hand."""
 
 from __future__ import annotations
 

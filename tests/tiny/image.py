@@ -1,4 +1,4 @@
-"""Tiny offline checkpoints for the image seed models (see :mod:`mmrun.tiny`).
+"""Tiny offline checkpoints for the image seed models (see tests/tiny/__init__.py).
 
 Each builder keeps the real model's geometry wherever vLLM or the seed depends on it (tile
 sizes that the seeds' ``mm_processor_kwargs`` name, fixed feature counts) and shrinks only
@@ -18,22 +18,20 @@ Traps met while proving these on vLLM 0.32 / transformers 5 (also noted where th
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 from mmrun.tiny import Builder, TinyCheckpoint
 from mmrun.tiny._common import (
+    CPU_ARGS,
     TINY_TEXT,
     build_tokenizer,
+    finish,
     padded_vocab_size,
-    save_random_weights,
     token_ids,
+    transformers_module,
 )
-
-# What every tiny image checkpoint needs on the CPU engine: a short context and few sequences
-# keep the KV cache and the profiling run small.
-_CPU_ARGS: dict[str, Any] = {"max_model_len": 2048, "max_num_seqs": 2}
+from mmrun.tiny.qwen_vl import build_qwen2_5_vl, build_qwen2_vl
 
 # ---------------------------------------------------------------------------------------------
 # Shared pieces
@@ -53,13 +51,6 @@ _CLIP = {
 _SIGLIP = {k: v for k, v in _CLIP.items() if k != "projection_dim"}
 
 
-def _transformers() -> Any:
-    """The transformers module, untyped: its processor classes have no annotations."""
-    import transformers
-
-    return transformers
-
-
 def _text(tokenizer: Any, **overrides: Any) -> dict[str, Any]:
     """A tiny language-model config (dict) whose vocab covers the tokenizer."""
     return {**TINY_TEXT, "vocab_size": padded_vocab_size(tokenizer), **overrides}
@@ -71,23 +62,6 @@ def _hub_vision_tower_names(name: str) -> str:
     if name.startswith(prefix) and not name.startswith(prefix + "vision_model."):
         return prefix + "vision_model." + name[len(prefix) :]
     return name
-
-
-def _finish(
-    dest: Path,
-    model_class: Any,
-    config: Any,
-    processor: Any,
-    *,
-    rename: Callable[[str], str] | None = None,
-    **engine_args: Any,
-) -> TinyCheckpoint:
-    """Save random bf16 weights and the processor, return the checkpoint with its CPU args."""
-    # bfloat16: what vLLM's CPU backend runs by default; float32 weights get cast on load
-    # (with one warning per tensor) and the checkpoint is twice as big.
-    save_random_weights(model_class, config, dest, dtype="bfloat16", rename=rename)
-    processor.save_pretrained(str(dest))
-    return TinyCheckpoint(dest, {**_CPU_ARGS, **engine_args})
 
 
 # ---------------------------------------------------------------------------------------------
@@ -163,7 +137,7 @@ def _sentencepiece_style_tokenizer(dest: Path, template: str) -> tuple[Any, dict
 
 def build_llava(dest: Path) -> TinyCheckpoint:
     """LLaVA 1.5 (``LlavaForConditionalGeneration``: CLIP tower, Llama text, 'USER:' template)."""
-    tf = _transformers()
+    tf = transformers_module()
 
     tokenizer, ids = _sentencepiece_style_tokenizer(dest, _LLAVA_TEMPLATE)
     config = tf.LlavaConfig(
@@ -187,14 +161,14 @@ def build_llava(dest: Path) -> TinyCheckpoint:
         num_additional_image_tokens=1,
         chat_template=_LLAVA_TEMPLATE,
     )
-    return _finish(
+    return finish(
         dest, tf.LlavaForConditionalGeneration, config, processor, rename=_hub_vision_tower_names
     )
 
 
 def build_llava_next(dest: Path) -> TinyCheckpoint:
     """LLaVA-NeXT 1.6 Mistral (``LlavaNextForConditionalGeneration``: CLIP, any-res tiles)."""
-    tf = _transformers()
+    tf = transformers_module()
 
     tokenizer, ids = _sentencepiece_style_tokenizer(dest, _LLAVA_NEXT_TEMPLATE)
     config = tf.LlavaNextConfig(
@@ -221,7 +195,7 @@ def build_llava_next(dest: Path) -> TinyCheckpoint:
         num_additional_image_tokens=1,
         chat_template=_LLAVA_NEXT_TEMPLATE,
     )
-    return _finish(
+    return finish(
         dest,
         tf.LlavaNextForConditionalGeneration,
         config,
@@ -232,7 +206,7 @@ def build_llava_next(dest: Path) -> TinyCheckpoint:
 
 def build_llava_onevision(dest: Path) -> TinyCheckpoint:
     """LLaVA-OneVision (``LlavaOnevisionForConditionalGeneration``: SigLIP, Qwen2 text)."""
-    tf = _transformers()
+    tf = transformers_module()
 
     tokenizer = build_tokenizer(
         dest,
@@ -268,7 +242,7 @@ def build_llava_onevision(dest: Path) -> TinyCheckpoint:
         vision_feature_select_strategy="full",
         chat_template=_LLAVA_ONEVISION_TEMPLATE,
     )
-    return _finish(
+    return finish(
         dest,
         tf.LlavaOnevisionForConditionalGeneration,
         config,
@@ -309,7 +283,7 @@ def _idefics_like(
     patch: int,
     longest_edge: int,
 ) -> TinyCheckpoint:
-    tf = _transformers()
+    tf = transformers_module()
 
     bos = "<|im_start|>" if smol else "<|begin_of_text|>"
     tokenizer = build_tokenizer(
@@ -378,7 +352,7 @@ def _idefics_like(
         image_token_id=ids["<image>"],
         pad_token_id=ids["<|end_of_text|>"],
     )
-    return _finish(dest, model_class, config, processor)
+    return finish(dest, model_class, config, processor)
 
 
 def build_idefics3(dest: Path) -> TinyCheckpoint:
@@ -440,7 +414,7 @@ _GEMMA3_TEMPLATE = """{{ bos_token }}
 
 def build_gemma3(dest: Path) -> TinyCheckpoint:
     """Gemma 3 (``Gemma3ForConditionalGeneration``: SigLIP pooled to mm_tokens_per_image)."""
-    tf = _transformers()
+    tf = transformers_module()
 
     tokenizer = build_tokenizer(
         dest,
@@ -509,7 +483,7 @@ def build_gemma3(dest: Path) -> TinyCheckpoint:
         image_seq_length=mm_tokens,
         chat_template=_GEMMA3_TEMPLATE,
     )
-    return _finish(
+    return finish(
         dest, tf.Gemma3ForConditionalGeneration, config, processor, rename=_hub_vision_tower_names
     )
 
@@ -555,7 +529,7 @@ _MISTRAL_SPECIALS = [
 
 
 def _pixtral_like(dest: Path, *, mistral3: bool) -> TinyCheckpoint:
-    tf = _transformers()
+    tf = transformers_module()
 
     tokenizer = build_tokenizer(
         dest,
@@ -608,7 +582,7 @@ def _pixtral_like(dest: Path, *, mistral3: bool) -> TinyCheckpoint:
         spatial_merge_size=merge,
         chat_template=_MISTRAL3_TEMPLATE,
     )
-    return _finish(dest, model_class, config, processor)
+    return finish(dest, model_class, config, processor)
 
 
 def build_mistral3(dest: Path) -> TinyCheckpoint:
@@ -619,104 +593,6 @@ def build_mistral3(dest: Path) -> TinyCheckpoint:
 def build_pixtral_hf(dest: Path) -> TinyCheckpoint:
     """Pixtral-12B community conversion (``LlavaForConditionalGeneration`` + Pixtral tower)."""
     return _pixtral_like(dest, mistral3=False)
-
-
-# ---------------------------------------------------------------------------------------------
-# Qwen2-VL / Qwen2.5-VL
-
-# The real template of Qwen/Qwen2-VL-7B-Instruct and Qwen/Qwen2.5-VL-3B-Instruct (identical).
-_QWEN2_VL_TEMPLATE = (
-    "{% set image_count = namespace(value=0) %}{% set video_count = namespace(value=0) %}"
-    "{% for message in messages %}{% if loop.first and message['role'] != 'system' %}"
-    "<|im_start|>system\nYou are a helpful assistant.<|im_end|>\n{% endif %}"
-    "<|im_start|>{{ message['role'] }}\n"
-    "{% if message['content'] is string %}{{ message['content'] }}<|im_end|>\n"
-    "{% else %}{% for content in message['content'] %}"
-    "{% if content['type'] == 'image' or 'image' in content or 'image_url' in content %}"
-    "{% set image_count.value = image_count.value + 1 %}"
-    "{% if add_vision_id %}Picture {{ image_count.value }}: {% endif %}"
-    "<|vision_start|><|image_pad|><|vision_end|>"
-    "{% elif content['type'] == 'video' or 'video' in content %}"
-    "{% set video_count.value = video_count.value + 1 %}"
-    "{% if add_vision_id %}Video {{ video_count.value }}: {% endif %}"
-    "<|vision_start|><|video_pad|><|vision_end|>"
-    "{% elif 'text' in content %}{{ content['text'] }}{% endif %}{% endfor %}<|im_end|>\n"
-    "{% endif %}{% endfor %}{% if add_generation_prompt %}<|im_start|>assistant\n{% endif %}"
-)
-_QWEN_SPECIALS = (
-    "<|endoftext|>",
-    "<|im_start|>",
-    "<|im_end|>",
-    "<|vision_start|>",
-    "<|vision_end|>",
-    "<|vision_pad|>",
-    "<|image_pad|>",
-    "<|video_pad|>",
-)
-
-
-def _qwen_vl(dest: Path, *, version: str) -> TinyCheckpoint:
-    tf = _transformers()
-
-    tokenizer = build_tokenizer(
-        dest,
-        _QWEN_SPECIALS,
-        chat_template=_QWEN2_VL_TEMPLATE,
-        eos_token="<|im_end|>",
-        pad_token="<|endoftext|>",
-    )
-    ids = token_ids(tokenizer, _QWEN_SPECIALS)
-    # mrope_section halves sum to head_dim / 2 = 32 (the real 16/24/24 is for head_dim 128).
-    text = {
-        **TINY_TEXT,
-        "vocab_size": padded_vocab_size(tokenizer),
-        "bos_token_id": ids["<|endoftext|>"],
-        "eos_token_id": ids["<|im_end|>"],
-        "rope_parameters": {"rope_type": "default", "mrope_section": [8, 12, 12]},
-    }
-    vision: dict[str, Any] = {"depth": 1, "num_heads": 2, "patch_size": 14}
-    config_class: Any
-    if version == "2.5":
-        config_class, model_class = tf.Qwen2_5_VLConfig, tf.Qwen2_5_VLForConditionalGeneration
-        processor_class = tf.Qwen2_5_VLProcessor
-        vision |= {
-            "hidden_size": 64,
-            "intermediate_size": 128,
-            "out_hidden_size": TINY_TEXT["hidden_size"],
-            "fullatt_block_indexes": [0],
-            "window_size": 56,
-        }
-    else:
-        config_class, model_class = tf.Qwen2VLConfig, tf.Qwen2VLForConditionalGeneration
-        processor_class = tf.Qwen2VLProcessor
-        vision |= {"embed_dim": 64, "mlp_ratio": 2, "hidden_size": TINY_TEXT["hidden_size"]}
-    config = config_class(
-        text_config=text,
-        vision_config=vision,
-        image_token_id=ids["<|image_pad|>"],
-        video_token_id=ids["<|video_pad|>"],
-        vision_start_token_id=ids["<|vision_start|>"],
-        vision_end_token_id=ids["<|vision_end|>"],
-    )
-    # At most 16 merged 28x28 patches per image: a few placeholder tokens per image.
-    pixels = {"shortest_edge": 4 * 28 * 28, "longest_edge": 16 * 28 * 28}
-    processor = processor_class(
-        image_processor=tf.Qwen2VLImageProcessor(size=pixels),
-        video_processor=tf.Qwen2VLVideoProcessor(size=pixels),
-        tokenizer=tokenizer,
-        chat_template=_QWEN2_VL_TEMPLATE,
-    )
-    return _finish(dest, model_class, config, processor)
-
-
-def build_qwen2_vl(dest: Path) -> TinyCheckpoint:
-    """Qwen2-VL (``Qwen2VLForConditionalGeneration``)."""
-    return _qwen_vl(dest, version="2")
-
-
-def build_qwen2_5_vl(dest: Path) -> TinyCheckpoint:
-    """Qwen2.5-VL (``Qwen2_5_VLForConditionalGeneration``)."""
-    return _qwen_vl(dest, version="2.5")
 
 
 # ---------------------------------------------------------------------------------------------
@@ -741,7 +617,7 @@ def build_aria(dest: Path) -> TinyCheckpoint:
     Trap (loader, not checkpoint): the seed's ``tokenizer_mode="slow"`` is rejected by vLLM
     0.32 ("No tokenizer registered for tokenizer_mode='slow'"), whatever the checkpoint.
     """
-    tf = _transformers()
+    tf = transformers_module()
     tokenizer = build_tokenizer(
         dest,
         [
@@ -798,7 +674,7 @@ def build_aria(dest: Path) -> TinyCheckpoint:
         chat_template=_ARIA_TEMPLATE,
         size_conversion={490: 4, 980: 8},
     )
-    checkpoint = _finish(dest, tf.AriaForConditionalGeneration, config, processor)
+    checkpoint = finish(dest, tf.AriaForConditionalGeneration, config, processor)
     # The loader's stop ids are the real model's (93532, ...): outside this 512-token vocabulary,
     # vLLM refuses them, so the tiny run drops them. The golden and seed tests pin the ids.
     return dataclasses.replace(checkpoint, sampling_args={"stop_token_ids": []})
@@ -810,7 +686,7 @@ def build_aria(dest: Path) -> TinyCheckpoint:
 
 def build_llama4(dest: Path) -> TinyCheckpoint:
     """Llama 4 Scout (``Llama4ForConditionalGeneration``: tiled ViT, pixel shuffle, MoE text)."""
-    tf = _transformers()
+    tf = transformers_module()
     from transformers.models.llama4 import processing_llama4
 
     # The real Llama-4 template (with its tool-calling branches) is long; transformers ships
@@ -883,7 +759,7 @@ def build_llama4(dest: Path) -> TinyCheckpoint:
         pixel_shuffle_ratio=0.5,
         chat_template=template,
     )
-    return _finish(dest, tf.Llama4ForConditionalGeneration, config, processor)
+    return finish(dest, tf.Llama4ForConditionalGeneration, config, processor)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -948,7 +824,7 @@ _GLM4V_TEMPLATE = """[gMASK]<sop>
 
 def build_glm4_5v(dest: Path) -> TinyCheckpoint:
     """GLM-4.5V (``Glm4vMoeForConditionalGeneration``: Qwen2-VL-like tower, MoE text)."""
-    tf = _transformers()
+    tf = transformers_module()
     specials = [
         "<|endoftext|>",
         "[gMASK]",
@@ -1020,7 +896,7 @@ def build_glm4_5v(dest: Path) -> TinyCheckpoint:
         tokenizer=tokenizer,
         chat_template=_GLM4V_TEMPLATE,
     )
-    return _finish(dest, tf.Glm4vMoeForConditionalGeneration, config, processor)
+    return finish(dest, tf.Glm4vMoeForConditionalGeneration, config, processor)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -1109,7 +985,7 @@ def build_step3(dest: Path) -> TinyCheckpoint:
         },
     }
     (dest / "config.json").write_text(json.dumps(config, indent=2, ensure_ascii=False))
-    return TinyCheckpoint(dest, {**_CPU_ARGS, "max_model_len": 4096, "load_format": "dummy"})
+    return TinyCheckpoint(dest, {**CPU_ARGS, "max_model_len": 4096, "load_format": "dummy"})
 
 
 BUILDERS: dict[str, Builder] = {

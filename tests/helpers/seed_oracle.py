@@ -23,7 +23,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-SEEDS = Path(__file__).parent / "seeds"
+SEEDS = Path(__file__).parent.parent / "golden" / "seeds"
 IMAGE_SEED = SEEDS / "000_3435aa0c330ee93b.txt"
 AUDIO_SEED = SEEDS / "004_c7a6148f2ec898b4.txt"
 EOS_TOKEN_ID = 2
@@ -188,7 +188,7 @@ def _as_request(data: Any) -> SeedRequest:
         prompt_token_ids=getattr(data, "prompt_token_ids", None),
         stop_token_ids=data.stop_token_ids,
         chat_template=getattr(data, "chat_template", None),
-        lora=tuple(lora) if lora else None,  # type: ignore[arg-type]
+        lora=tuple(lora) if lora else None,
     )
 
 

@@ -1,4 +1,4 @@
-"""Tiny random-weight checkpoints of the audio seed models (see :mod:`mmrun.tiny`).
+"""Tiny random-weight checkpoints of the audio seed models (see tests/tiny/__init__.py).
 
 Each builder writes the seed model's real architecture with small sizes: the config class the
 engine parses (transformers', or the one vLLM ships where the checkpoints' model_type is
@@ -18,42 +18,22 @@ from typing import Any
 
 from mmrun.tiny import Builder, TinyCheckpoint
 from mmrun.tiny._common import (
+    DUMMY_WEIGHTS,
     TINY_TEXT,
     build_tokenizer,
     padded_vocab_size,
+    save_config,
     token_ids,
+    transformers_module,
 )
+from mmrun.tiny.whisper import TINY_WHISPER_ENCODER as _TINY_WHISPER_ENCODER
+from mmrun.tiny.whisper import build_whisper
 
 # Qwen-style chat tokens shared by several models (Qwen2-Audio, Qwen2.5-Omni, AudioFlamingo3).
 _QWEN_CHAT = ("<|endoftext|>", "<|im_start|>", "<|im_end|>")
 
-# A tiny Whisper-style audio encoder: d_model / heads = 64 (the CPU attention kernels reject
-# head_dim 16/32), one layer. Encoders that read 3000 mel frames must keep
-# max_source_positions = 1500 (the conv stem halves 3000 frames).
-_TINY_WHISPER_ENCODER: dict[str, Any] = {
-    "d_model": 128,
-    "encoder_layers": 1,
-    "encoder_attention_heads": 2,
-    "encoder_ffn_dim": 256,
-    "max_source_positions": 1500,
-}
 
-
-# Every checkpoint is config-only: vLLM initialises random weights itself (load_format
-# "dummy"), which builds in seconds and keeps each checkpoint a few kB. Trap: transformers 5.19
-# saves some composite models under keys vLLM does not map (Qwen2-Audio's text model as
-# ``language_model.model.model.*``: "There is no module or parameter named 'model' in
-# Qwen2Model"), and some architectures have no transformers model class at all.
-# Not included, but worth passing on a 2-core CPU: enforce_eager=True (torch.compile adds
-# ~40 s to every engine start).
-_ENGINE: dict[str, Any] = {"load_format": "dummy", "max_num_seqs": 2}
-
-
-def _transformers() -> Any:
-    """The transformers module, untyped: its processor classes have no annotations."""
-    import transformers
-
-    return transformers
+_ENGINE = DUMMY_WEIGHTS
 
 
 def _vllm_config(name: str) -> Any:
@@ -63,66 +43,8 @@ def _vllm_config(name: str) -> Any:
     return import_module(f"vllm.transformers_utils.configs.{name}")
 
 
-def _save_config(config: Any, dest: Path, architecture: str) -> None:
-    # Trap: a config saved without a model has no "architectures"; vLLM then cannot pick the
-    # model class ("LLM.generate() is only supported for generative models").
-    config.architectures = [architecture]
-    dest.mkdir(parents=True, exist_ok=True)
-    config.save_pretrained(str(dest))
-
-
-def _whisper(dest: Path) -> TinyCheckpoint:
-    tf = _transformers()
-    from transformers.models.whisper.tokenization_whisper import LANGUAGES
-
-    # Whisper's special tokens, in the real order (ids differ: the real vocab starts at 50257).
-    specials = [
-        "<|endoftext|>",
-        "<|startoftranscript|>",
-        *(f"<|{code}|>" for code in LANGUAGES),
-        "<|translate|>",
-        "<|transcribe|>",
-        "<|startoflm|>",
-        "<|startofprev|>",
-        "<|nospeech|>",
-        "<|notimestamps|>",
-    ]
-    tok = build_tokenizer(
-        dest,
-        specials,
-        tokenizer_class=tf.WhisperTokenizer,
-        bos_token="<|endoftext|>",
-        eos_token="<|endoftext|>",
-        unk_token="<|endoftext|>",
-        pad_token="<|endoftext|>",
-    )
-    ids = token_ids(tok, ["<|endoftext|>", "<|startoftranscript|>", "<|notimestamps|>"])
-    eot, sot = ids["<|endoftext|>"], ids["<|startoftranscript|>"]
-    config = tf.WhisperConfig(
-        vocab_size=padded_vocab_size(tok),
-        num_mel_bins=80,
-        decoder_layers=1,
-        decoder_attention_heads=2,
-        decoder_ffn_dim=256,
-        max_target_positions=448,
-        bos_token_id=eot,
-        eos_token_id=eot,
-        pad_token_id=eot,
-        decoder_start_token_id=sot,
-        begin_suppress_tokens=None,
-        suppress_tokens=None,
-        **_TINY_WHISPER_ENCODER,
-    )
-    _save_config(config, dest, "WhisperForConditionalGeneration")
-    tf.WhisperProcessor(tf.WhisperFeatureExtractor(feature_size=80), tok).save_pretrained(str(dest))
-    # Trap: Whisper's encoder item is always 1500 tokens and vLLM's CPU run does not chunk
-    # multimodal input, so max_num_batched_tokens must be >= 1500 (the seed's max_model_len=448
-    # alone gives "max_tokens_per_mm_item (1500) is larger than max_num_batched_tokens").
-    return TinyCheckpoint(dest, {**_ENGINE, "max_model_len": 448, "max_num_batched_tokens": 2048})
-
-
 def _qwen2_audio(dest: Path) -> TinyCheckpoint:
-    tf = _transformers()
+    tf = transformers_module()
 
     audio = ("<|audio_bos|>", "<|AUDIO|>", "<|audio_eos|>")
     # The real chat template of Qwen2-Audio-7B-Instruct ("Audio N: <|audio_bos|>...").
@@ -146,7 +68,7 @@ def _qwen2_audio(dest: Path) -> TinyCheckpoint:
         },
         audio_token_index=ids["<|AUDIO|>"],
     )
-    _save_config(config, dest, "Qwen2AudioForConditionalGeneration")
+    save_config(config, dest, "Qwen2AudioForConditionalGeneration")
     tf.Qwen2AudioProcessor(
         tf.WhisperFeatureExtractor(feature_size=128), tok, chat_template=template
     ).save_pretrained(str(dest))
@@ -175,7 +97,7 @@ _AF3_TEMPLATE = (
 
 
 def _audioflamingo3(dest: Path) -> TinyCheckpoint:
-    tf = _transformers()
+    tf = transformers_module()
 
     tok = build_tokenizer(
         dest,
@@ -201,7 +123,7 @@ def _audioflamingo3(dest: Path) -> TinyCheckpoint:
         },
         audio_token_id=ids["<sound>"],
     )
-    _save_config(config, dest, "AudioFlamingo3ForConditionalGeneration")
+    save_config(config, dest, "AudioFlamingo3ForConditionalGeneration")
     # Trap: vLLM 0.32 takes one audio per AudioFlamingo3 prompt (get_supported_mm_limits is
     # {"audio": 1}); the seed's --num-audios 2 fails with "At most 1 audio(s) may be provided".
     # The real checkpoint's feature extractor returns the attention mask, from which vLLM
@@ -259,7 +181,7 @@ _GLM_SPECIALS = (
 
 
 def _glmasr(dest: Path) -> TinyCheckpoint:
-    tf = _transformers()
+    tf = transformers_module()
 
     tok = build_tokenizer(
         dest,
@@ -284,7 +206,7 @@ def _glmasr(dest: Path) -> TinyCheckpoint:
         },
         audio_token_id=ids["<|pad|>"],
     )
-    _save_config(config, dest, "GlmAsrForConditionalGeneration")
+    save_config(config, dest, "GlmAsrForConditionalGeneration")
     # Trap: two audios in one prompt fail inside transformers' GlmAsrProcessor ("Got 1 text but
     # 2 audios; they must match 1:1"), although vLLM declares no limit: one audio per prompt.
     # max_audio_len: the real 655 s makes vLLM profile the encoder on 22 dummy 30 s windows
@@ -327,7 +249,7 @@ _QWEN_OMNI_TEMPLATE = (
 
 
 def _qwen2_5_omni(dest: Path) -> TinyCheckpoint:
-    tf = _transformers()
+    tf = transformers_module()
 
     # Qwen2_5OmniProcessor reads these names from the tokenizer (tokenizer.audio_token, ...).
     named: dict[str, Any] = {
@@ -383,7 +305,7 @@ def _qwen2_5_omni(dest: Path) -> TinyCheckpoint:
     }
     # vLLM runs the thinker only; talker and token2wav keep their defaults (config only).
     config = tf.Qwen2_5OmniConfig(thinker_config=thinker, enable_audio_output=False)
-    _save_config(config, dest, "Qwen2_5OmniModel")
+    save_config(config, dest, "Qwen2_5OmniModel")
     pixels = {"shortest_edge": 4 * 28 * 28, "longest_edge": 16 * 28 * 28}
     tf.Qwen2_5OmniProcessor(
         image_processor=tf.Qwen2VLImageProcessor(size=pixels),
@@ -428,7 +350,7 @@ _QWEN3_ASR_TEMPLATE = (
 
 
 def _qwen3_asr(dest: Path) -> TinyCheckpoint:
-    tf = _transformers()
+    tf = transformers_module()
 
     # vLLM registers its own Qwen3ASRConfig for model_type "qwen3_asr": the original repo's
     # layout (thinker_config with audio/text), not transformers' flattened HF layout.
@@ -477,7 +399,7 @@ def _qwen3_asr(dest: Path) -> TinyCheckpoint:
         "audio_start_token_id": ids["<|audio_start|>"],
     }
     config = Qwen3ASRConfig(thinker_config=thinker)
-    _save_config(config, dest, "Qwen3ASRForConditionalGeneration")
+    save_config(config, dest, "Qwen3ASRForConditionalGeneration")
     # Trap: vLLM's class writes timestamp_token_id / support_languages as null, which
     # transformers 5.19's own (strict) Qwen3ASRConfig rejects, so AutoTokenizer / AutoConfig
     # on the folder fail ("Field 'timestamp_token_id' expected int, got NoneType"); the
@@ -602,7 +524,7 @@ def _voxtral(dest: Path) -> TinyCheckpoint:
 
 def _funaudiochat(dest: Path) -> TinyCheckpoint:
     """FunAudioChat: a discrete speech-token encoder plus a continuous Whisper-style one."""
-    tf = _transformers()
+    tf = transformers_module()
 
     # The checkpoints' model_type "funaudiochat" is unknown to transformers and has no
     # auto_map; vLLM ships the config class (a "temporary shim").
@@ -638,13 +560,13 @@ def _funaudiochat(dest: Path) -> TinyCheckpoint:
         },
         audio_token_index=ids["<|AUDIO|>"],
     )
-    _save_config(config, dest, "FunAudioChatForConditionalGeneration")
+    save_config(config, dest, "FunAudioChatForConditionalGeneration")
     tf.WhisperFeatureExtractor(feature_size=128).save_pretrained(str(dest))
     return TinyCheckpoint(dest, {**_ENGINE, "max_model_len": 2048})
 
 
 BUILDERS: dict[str, Builder] = {
-    "whisper": _whisper,
+    "whisper": build_whisper,
     "qwen2_audio": _qwen2_audio,
     "audioflamingo3": _audioflamingo3,
     "glmasr": _glmasr,

@@ -1,0 +1,114 @@
+"""A batch run's output: each prompt's result as it finishes (to ``-o``, or to stdout as JSON
+lines or the terminal view), a progress bar, resuming, and the closing summary line."""
+
+from __future__ import annotations
+
+import sys
+import time
+from typing import TextIO
+
+from mmrun.cli._output import (
+    BatchProgress,
+    engine_output,
+    print_outcome,
+    stderr_console,
+    stdout_console,
+    write_json_line,
+)
+from mmrun.errors import EXIT_OK, EXIT_PARTIAL
+from mmrun.inputs import Item
+from mmrun.plan import Plan
+from mmrun.results import Existing, Outcome, OutputFile, line
+from mmrun.runner import Hooks, Stats
+from mmrun.runner import run_batch as run_items
+
+
+def run_batch(plan: Plan, *, json_out: bool, quiet: bool) -> int:
+    """Run a batch; the exit code (0: every prompt has a result; 3: some failed)."""
+    from mmrun.templates import HFTemplateRenderer
+
+    opts = plan.options
+    err = stderr_console()
+    out = (
+        OutputFile(opts.output, plan, overwrite=opts.overwrite, retry_errors=opts.retry_errors)
+        if opts.output is not None
+        else None
+    )
+    existing = out.existing if out is not None else Existing()
+    skipped = {"done": 0, "failed": 0}
+
+    def skip(item: Item) -> bool:
+        if item.id in existing.done:
+            skipped["done"] += 1
+            return True
+        if item.id in existing.failed:
+            skipped["failed"] += 1
+            return True
+        return False
+
+    progress = None if quiet else BatchProgress(err, plan.items.total)
+    results: list[TextIO] = []  # standard output, as it was before the engine's redirection
+    dry_run = opts.dry_run
+
+    def emit(outcome: Outcome) -> None:
+        row = line(outcome, dry_run=dry_run)
+        if out is not None:
+            out.write(row)
+        elif json_out:
+            write_json_line(row, results[0])
+        elif not quiet or outcome.error is None:
+            print_outcome(outcome, row, stdout_console(results[0]), quiet=quiet)
+        if progress is not None:
+            progress.advance(outcome)
+
+    def announce() -> None:
+        if not quiet:
+            err.print("[dim]mmrun: starting vLLM (this takes a while the first time)...[/]")
+
+    def started(total: int) -> None:
+        if progress is not None:
+            progress.start(skipped=skipped["done"] + skipped["failed"])
+
+    hooks = Hooks(on_engine_start=announce, on_started=started)
+    t0 = time.monotonic()
+    engine = None
+    try:
+        with engine_output(quiet) as stdout:
+            results.append(stdout)
+            stats, engine = run_items(plan, HFTemplateRenderer, emit, skip=skip, hooks=hooks)
+    finally:
+        if progress is not None:
+            progress.close()
+        if out is not None:
+            out.close()
+        if engine is not None:
+            with engine_output(quiet):
+                engine.close()
+    stats.skipped = skipped["done"] + skipped["failed"]
+    stats.failed_before = skipped["failed"]
+    if not quiet:
+        err.print(summary(stats, time.monotonic() - t0, opts.output), highlight=False)
+    sys.stdout.flush()
+    return EXIT_PARTIAL if stats.failed or stats.failed_before else EXIT_OK
+
+
+def summary(stats: Stats, seconds: float, output: str | None) -> str:
+    """``998 done, 2 failed, 0 skipped in 3m12s; errors in out.jsonl``."""
+    text = (
+        f"{stats.done} done, {stats.failed} failed, {stats.skipped} skipped in {_duration(seconds)}"
+    )
+    if stats.failed and output:
+        text += f"; errors in {output}"
+    if stats.failed_before:
+        text += f"; {stats.failed_before} failed in an earlier run (--retry-errors runs them again)"
+    return text
+
+
+def _duration(seconds: float) -> str:
+    minutes, secs = divmod(round(seconds), 60)
+    hours, minutes = divmod(minutes, 60)
+    if hours:
+        return f"{hours}h{minutes:02d}m{secs:02d}s"
+    if minutes:
+        return f"{minutes}m{secs:02d}s"
+    return f"{seconds:.1f}s"

@@ -1,0 +1,337 @@
+"""What a run produces, in the two documented shapes, and the file batch results go to.
+
+- ``mmrun.result/1``: one JSON document for a run named on the command line (``--json``).
+- ``mmrun.batch/1``: one JSON line per prompt, written as soon as that prompt is finished
+  (``-o FILE.jsonl``, or standard output with ``--json``).
+
+A batch output file is appended to one complete line at a time (one ``write`` each), so a
+reader never sees half a line and a process killed at any moment leaves at most one torn
+last line, which the next run cuts off. Beside it, ``FILE.jsonl.mmrun.json`` records what
+produced the file; a later run with the same ``-o`` resumes it (skipping the ids it already
+holds) only if it would produce the same results.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import time
+from collections.abc import Iterator, Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, Literal
+
+from mmrun import __version__
+from mmrun.errors import UsageError
+from mmrun.inputs import Item
+
+if TYPE_CHECKING:
+    from mmrun.media import MediaItem
+    from mmrun.plan import Plan
+    from mmrun.request import Prompt
+
+SCHEMA = "mmrun.result/1"
+BATCH_SCHEMA = "mmrun.batch/1"
+Stage = Literal["media", "request", "engine"]
+
+
+@dataclass(frozen=True)
+class Completion:
+    """One prompt's result, from vLLM's own counts."""
+
+    text: str
+    prompt_tokens: int
+    completion_tokens: int
+    finish_reason: str | None
+
+
+@dataclass(frozen=True)
+class ItemError:
+    """Why one prompt failed: media (fetch or decode), request (the loader or vLLM refused
+    it) or engine (vLLM failed while generating it)."""
+
+    stage: Stage
+    message: str
+
+
+@dataclass
+class Outcome:
+    """What became of one prompt."""
+
+    item: Item
+    question: str
+    media: Sequence[MediaItem] = ()
+    prompt: Prompt | None = None
+    completion: Completion | None = None
+    error: ItemError | None = None
+    replica: int | None = None
+
+
+@dataclass
+class RunResult:
+    """A run named on the command line: its plan, the prompt, the media and each output."""
+
+    plan: Plan
+    question: str
+    prompt: Prompt
+    lora_path: str | None
+    media: list[MediaItem] = field(default_factory=list)
+    media_per_prompt: list[list[int]] = field(default_factory=list)
+    outputs: list[Completion] = field(default_factory=list)
+    timings: dict[str, float] = field(default_factory=dict)
+
+    @property
+    def dry_run(self) -> bool:
+        return self.plan.options.dry_run
+
+
+def media_json(item: MediaItem) -> dict[str, Any]:
+    return {
+        "source": item.source,
+        "path": item.path,
+        "sha256": item.sha256,
+        "size_bytes": item.size_bytes,
+        **item.info,
+    }
+
+
+def _model_json(plan: Plan) -> dict[str, Any]:
+    spec = plan.spec
+    return {
+        "key": spec.key,
+        "repo_id": spec.repo_id,
+        "model": plan.model,
+        "architecture": spec.architecture,
+    }
+
+
+def request_json(plan: Plan, prompt: Prompt | None, lora_path: str | None) -> dict[str, Any]:
+    spec = plan.spec
+    lora = spec.lora
+    return {
+        "engine_args": plan.engine_args,
+        "sampling": plan.sampling,
+        "stop_token_ids": list(prompt.stop_token_ids) if prompt is not None else [],
+        "chat_template": spec.chat_template,
+        "lora": None
+        if lora is None
+        else {"name": lora.name, "int_id": lora.int_id, "path": lora_path},
+        "num_prompts": plan.items.total,
+    }
+
+
+def document(result: RunResult) -> dict[str, Any]:
+    """The ``mmrun.result/1`` document (documented in docs/usage.md)."""
+    plan, prompt = result.plan, result.prompt
+    return {
+        "schema": SCHEMA,
+        "model": _model_json(plan),
+        "modality": plan.modality.name,
+        "method": plan.method,
+        "dry_run": result.dry_run,
+        "question": result.question,
+        "prompt": prompt.text,
+        "prompt_token_ids": list(prompt.token_ids) if prompt.token_ids is not None else None,
+        "request": request_json(plan, prompt, result.lora_path),
+        "media": [media_json(item) for item in result.media],
+        "media_per_prompt": result.media_per_prompt,
+        "outputs": [
+            {
+                "index": i,
+                "text": o.text,
+                "prompt_tokens": o.prompt_tokens,
+                "completion_tokens": o.completion_tokens,
+                "finish_reason": o.finish_reason,
+            }
+            for i, o in enumerate(result.outputs)
+        ],
+        "timings": {k: round(v, 4) for k, v in result.timings.items()},
+        "versions": {"mmrun": __version__, "vllm": plan.vllm_version},
+    }
+
+
+def line(outcome: Outcome, dry_run: bool = False) -> dict[str, Any]:
+    """One ``mmrun.batch/1`` line (documented in docs/usage.md)."""
+    completion, error = outcome.completion, outcome.error
+    row: dict[str, Any] = {
+        "id": outcome.item.id,
+        "index": outcome.item.index,
+        "media": list(outcome.item.sources),
+        "question": outcome.question,
+        "text": completion.text if completion else None,
+        "prompt_tokens": completion.prompt_tokens if completion else None,
+        "completion_tokens": completion.completion_tokens if completion else None,
+        "finish_reason": completion.finish_reason if completion else None,
+        "meta": outcome.item.meta,
+        "error": None if error is None else {"stage": error.stage, "message": error.message},
+    }
+    if dry_run and outcome.prompt is not None:
+        row["prompt"] = outcome.prompt.text
+        if outcome.prompt.token_ids is not None:
+            row["prompt_token_ids"] = list(outcome.prompt.token_ids)
+    if outcome.replica is not None:
+        row["replica"] = outcome.replica
+    return row
+
+
+def encode(row: Mapping[str, Any]) -> bytes:
+    return (json.dumps(row, ensure_ascii=False, default=str) + "\n").encode()
+
+
+# What a later run must share with the run that wrote a file to resume it.
+_IDENTITY = ("modality", "key", "model", "method", "question", "sampling", "seed", "dry_run")
+
+
+def identity(plan: Plan) -> dict[str, Any]:
+    return {
+        "modality": plan.modality.name,
+        "key": plan.spec.key,
+        "model": plan.model,
+        "method": plan.method,
+        "question": plan.options.question,
+        "sampling": plan.sampling,
+        "seed": plan.engine_args.get("seed"),
+        "dry_run": plan.options.dry_run,
+    }
+
+
+@dataclass
+class Existing:
+    """What an output file already holds: the ids done, and the ids that failed."""
+
+    done: set[str] = field(default_factory=set)
+    failed: set[str] = field(default_factory=set)
+
+
+class OutputFile:
+    """The JSONL file a batch writes, opened for appending, locked against a second writer."""
+
+    def __init__(self, path: str, plan: Plan, *, overwrite: bool, retry_errors: bool) -> None:
+        self.path = Path(path).expanduser()
+        self.sidecar = self.path.with_name(self.path.name + ".mmrun.json")
+        if self.path.is_dir():
+            raise UsageError(f"-o {path} is a folder", hint="name a .jsonl file")
+        try:
+            self.path.parent.mkdir(parents=True, exist_ok=True)
+            self._fd = os.open(self.path, os.O_RDWR | os.O_CREAT | os.O_APPEND, 0o644)
+        except OSError as exc:
+            raise UsageError(
+                f"cannot write {path}: {exc.strerror or exc}", hint="choose a writable -o path"
+            ) from exc
+        self._lock()
+        self.existing = Existing()
+        wanted = identity(plan)
+        try:
+            if overwrite:
+                os.ftruncate(self._fd, 0)
+            elif os.fstat(self._fd).st_size:
+                self._check_identity(wanted)
+                self._repair()
+                self.existing = self._scan()
+                if retry_errors and self.existing.failed:
+                    self._drop_failed()
+            self._write_sidecar(wanted)
+        except BaseException:
+            os.close(self._fd)  # and with it the lock
+            raise
+
+    def _lock(self) -> None:
+        import fcntl
+
+        try:
+            fcntl.flock(self._fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except OSError as exc:
+            os.close(self._fd)
+            raise UsageError(
+                f"another mmrun is writing {self.path}",
+                hint="wait for it to finish, or choose another -o",
+            ) from exc
+
+    def _check_identity(self, wanted: Mapping[str, Any]) -> None:
+        try:
+            recorded = json.loads(self.sidecar.read_text())["run"]
+        except (OSError, ValueError, KeyError, TypeError):
+            raise UsageError(
+                f"{self.path} already holds results, but not what produced them "
+                f"({self.sidecar.name} is missing or unreadable)",
+                hint="pass --overwrite to start it again, or choose another -o",
+            ) from None
+        differ = [k for k in _IDENTITY if recorded.get(k) != json.loads(json.dumps(wanted[k]))]
+        if differ:
+            raise UsageError(
+                f"{self.path} was written by a different run ({', '.join(differ)} differ)",
+                hint="pass --overwrite to replace it, or choose another -o",
+            )
+
+    def _write_sidecar(self, wanted: Mapping[str, Any]) -> None:
+        record = {
+            "schema": BATCH_SCHEMA,
+            "run": dict(wanted),
+            "mmrun": __version__,
+            "updated": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
+        }
+        partial = self.sidecar.with_name(f".{self.sidecar.name}.{os.getpid()}.part")
+        partial.write_text(json.dumps(record, indent=2, default=str) + "\n")
+        os.replace(partial, self.sidecar)
+
+    def _lines(self) -> Iterator[tuple[int, bytes]]:
+        """(offset, line) for each complete line."""
+        with open(self.path, "rb") as source:
+            offset = 0
+            for raw in source:
+                if not raw.endswith(b"\n"):
+                    return
+                yield offset, raw
+                offset += len(raw)
+
+    def _repair(self) -> None:
+        """Cut off a torn last line (a run killed while writing it)."""
+        good = 0
+        for offset, raw in self._lines():
+            try:
+                json.loads(raw)
+            except ValueError:
+                break
+            good = offset + len(raw)
+        if good != os.fstat(self._fd).st_size:
+            os.ftruncate(self._fd, good)
+
+    def _scan(self) -> Existing:
+        existing = Existing()
+        for _, raw in self._lines():
+            row = json.loads(raw)
+            ident = str(row.get("id"))
+            if row.get("error") is None:
+                existing.done.add(ident)
+                existing.failed.discard(ident)
+            elif ident not in existing.done:
+                existing.failed.add(ident)
+        return existing
+
+    def _drop_failed(self) -> None:
+        """Rewrite the file without its error lines, so that the ids retried appear once."""
+        partial = self.path.with_name(f".{self.path.name}.{os.getpid()}.part")
+        with open(partial, "wb") as out:
+            for _, raw in self._lines():
+                if json.loads(raw).get("error") is None:
+                    out.write(raw)
+            out.flush()
+            os.fsync(out.fileno())
+        os.replace(partial, self.path)
+        fd = os.open(self.path, os.O_RDWR | os.O_APPEND)
+        os.close(self._fd)
+        self._fd = fd
+        self._lock()
+        self.existing.failed.clear()
+
+    def write(self, row: Mapping[str, Any]) -> None:
+        data = encode(row)
+        written = os.write(self._fd, data)
+        while written < len(data):  # a regular file takes it whole; this is for safety
+            written += os.write(self._fd, data[written:])
+
+    def close(self) -> None:
+        with contextlib.suppress(OSError):
+            os.fsync(self._fd)
+            os.close(self._fd)

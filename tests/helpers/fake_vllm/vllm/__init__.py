@@ -1,0 +1,123 @@
+"""A stand-in for vLLM, as far as mmrun uses it: ``LLM`` (enqueue, enqueue_chat, the engine's
+step loop, generate, chat), ``SamplingParams`` and the model registry file that
+``mmrun.support`` reads. Fast unit tests of the layers above the engine use it; the real
+engine runs in tests/e2e.
+
+In a test process, put this module in ``sys.modules["vllm"]`` (the ``fake_vllm`` fixture);
+for a ``python -m mmrun`` subprocess, put its folder first on PYTHONPATH (``fake_vllm_env``).
+Behaviour is set with class attributes in-process, or these variables in a subprocess:
+
+- FAKE_VLLM_FAIL_START: raise this message (a ValueError) when the engine starts.
+- FAKE_VLLM_FAIL_STEP: raise this message (a RuntimeError) when the engine runs.
+- FAKE_VLLM_NOISE=1: print on file descriptors 1 and 2 while starting, as vLLM does.
+- A prompt (or chat question) containing REJECT is refused when submitted, as vLLM refuses
+  a prompt longer than the model takes.
+"""
+
+from __future__ import annotations
+
+import os
+import types
+from typing import Any, ClassVar
+
+__version__ = "0.0.0+fake"
+
+
+class SamplingParams:
+    def __init__(self, **kwargs: Any) -> None:
+        self.kwargs = kwargs
+
+    def __repr__(self) -> str:
+        return f"SamplingParams({self.kwargs})"
+
+
+class _Completion:
+    def __init__(self, text: str, token_ids: list[int]) -> None:
+        self.text = text
+        self.token_ids = token_ids
+        self.finish_reason = "length"
+
+
+class _Output:
+    def __init__(self, request_id: str, prompt_tokens: int, text: str) -> None:
+        self.request_id = request_id
+        self.prompt_token_ids = list(range(prompt_tokens))
+        self.outputs = [_Completion(text, [1, 2])]
+        self.finished = True
+
+
+def _describe(request: Any) -> tuple[str, int]:
+    """(text that decides the answer, number of media items) of a prompt or conversation."""
+    if isinstance(request, list):  # a chat conversation
+        parts = request[0]["content"]
+        text = next(p["text"] for p in parts if p["type"] == "text")
+        return text, len(parts) - 1
+    data = request.get("multi_modal_data") or {}
+    count = sum(len(v) for v in data.values())
+    return str(request.get("prompt", request.get("prompt_token_ids"))), count
+
+
+class _Engine:
+    def __init__(self, llm: LLM) -> None:
+        self._llm = llm
+        self.engine_core = types.SimpleNamespace(shutdown=llm._shutdown)
+
+    def has_unfinished_requests(self) -> bool:
+        return bool(self._llm.queue)
+
+    def step(self) -> list[_Output]:
+        failure = LLM.fail_step or os.environ.get("FAKE_VLLM_FAIL_STEP")
+        if failure:
+            raise failure if isinstance(failure, BaseException) else RuntimeError(failure)
+        done, self._llm.queue = self._llm.queue, []
+        return done
+
+
+class LLM:
+    fail_start: BaseException | None = None
+    fail_step: BaseException | None = None
+    shutdowns = 0
+    submitted: ClassVar[list[Any]] = []
+
+    def __init__(self, **engine_args: Any) -> None:
+        if os.environ.get("FAKE_VLLM_NOISE"):
+            os.write(1, b"INFO engine noise on stdout\n")
+            os.write(2, b"INFO engine noise on stderr\n")
+            print("a print() inside the engine", flush=True)
+        failure = LLM.fail_start or os.environ.get("FAKE_VLLM_FAIL_START")
+        if failure:
+            raise failure if isinstance(failure, BaseException) else ValueError(failure)
+        self.engine_args = engine_args
+        self.queue: list[_Output] = []
+        self._ids = 0
+        self.llm_engine = _Engine(self)
+
+    def _shutdown(self) -> None:
+        LLM.shutdowns += 1
+
+    def _add(self, request: Any) -> str:
+        text, count = _describe(request)
+        if "REJECT" in text:
+            raise ValueError(
+                "The decoder prompt (length 9999) is longer than the maximum model length"
+            )
+        self._ids += 1
+        LLM.submitted.append(request)
+        request_id = str(self._ids)
+        self.queue.append(_Output(request_id, 10 + count, f"  answer to {text[-24:]!r}\n"))
+        # As vLLM 0.32: enqueue answers with the internal id, the outputs carry the counter's.
+        return f"{request_id}-1f3a9c0e"
+
+    def enqueue(self, prompts: list[Any], params: Any = None, **kwargs: Any) -> list[str]:
+        return [self._add(p) for p in prompts]
+
+    def enqueue_chat(self, messages: list[Any], params: Any = None, **kwargs: Any) -> list[str]:
+        return [self._add(m) for m in messages]
+
+    def generate(self, prompts: list[Any], *args: Any, **kwargs: Any) -> list[_Output]:
+        self.enqueue(prompts)
+        return self.llm_engine.step()
+
+    def chat(self, messages: list[Any], *args: Any, **kwargs: Any) -> list[_Output]:
+        self.enqueue_chat(messages)
+        return self.llm_engine.step()

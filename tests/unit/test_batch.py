@@ -1,0 +1,282 @@
+"""Batch runs above the engine, with the stand-in vLLM: streamed lines, one failed prompt
+among good ones, exit codes, the summary, resuming, and the output file's safety rules.
+The real engine runs the same paths in tests/e2e/test_batch_e2e.py."""
+
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+from typing import Any
+
+import pytest
+from typer.testing import CliRunner
+
+from mmrun.cli.main import app
+from mmrun.errors import EXIT_PARTIAL, EXIT_USAGE
+from tests.helpers.http import PNG
+
+runner = CliRunner()
+# mistral3 writes its own prompt: no processor to load, so the CLI runs offline.
+MODEL = ("image", "-m", "mistral3")
+
+
+def cli(*args: str) -> Any:
+    return runner.invoke(app, [*MODEL, *args])
+
+
+def lines(path: Path) -> list[dict[str, Any]]:
+    return [json.loads(line) for line in path.read_text().splitlines()]
+
+
+@pytest.fixture
+def photos(tmp_path: Path) -> Path:
+    folder = tmp_path / "photos"
+    folder.mkdir()
+    for i in range(5):
+        (folder / f"p{i}.png").write_bytes(PNG)
+    return folder
+
+
+def test_a_folder_streams_one_line_per_prompt_with_the_documented_fields(
+    fake_vllm: Any, photos: Path, tmp_path: Path
+) -> None:
+    out = tmp_path / "out.jsonl"
+    result = cli("-i", str(photos), "-o", str(out))
+    assert result.exit_code == 0, result.stderr
+    rows = lines(out)
+    assert sorted(r["id"] for r in rows) == sorted(str(p) for p in photos.iterdir())
+    for row in rows:
+        assert set(row) == {
+            "id",
+            "index",
+            "media",
+            "question",
+            "text",
+            "prompt_tokens",
+            "completion_tokens",
+            "finish_reason",
+            "meta",
+            "error",
+        }
+        assert row["error"] is None and row["text"].startswith("  answer")
+        assert row["media"] == [row["id"]] and row["prompt_tokens"] == 11
+    assert result.stdout == ""  # the results went to the file
+    assert result.stderr.strip().endswith("5 done, 0 failed, 0 skipped in 0.0s") or (
+        "5 done, 0 failed, 0 skipped" in result.stderr
+    )
+    sidecar = json.loads((tmp_path / "out.jsonl.mmrun.json").read_text())
+    assert sidecar["schema"] == "mmrun.batch/1" and sidecar["run"]["key"] == "mistral3"
+
+
+def test_bad_items_get_error_lines_and_the_others_succeed(
+    fake_vllm: Any, photos: Path, tmp_path: Path, server: Any
+) -> None:
+    (photos / "broken.png").write_bytes(PNG[:40])
+    manifest = tmp_path / "m.jsonl"
+    rows = [
+        {"id": "good", "image": ["photos/p0.png", "photos/p1.png"]},
+        {"id": "missing", "image": server.url("/nothing.png")},
+        {"id": "truncated", "image": "photos/broken.png"},
+        {"id": "refused", "image": "photos/p2.png", "question": "REJECT this one"},
+        {"id": "too-many", "image": [f"photos/p{i % 5}.png" for i in range(3)]},
+        {"id": "also-good", "image": "photos/p3.png", "meta": {"row": 6}},
+    ]
+    manifest.write_text("".join(json.dumps(r) + "\n" for r in rows))
+    out = tmp_path / "out.jsonl"
+    result = cli("--input", str(manifest), "-o", str(out))
+    assert result.exit_code == EXIT_PARTIAL, result.stderr
+    by_id = {r["id"]: r for r in lines(out)}
+    assert sorted(by_id) == sorted(r["id"] for r in rows)
+    assert by_id["good"]["error"] is None and by_id["also-good"]["meta"] == {"row": 6}
+    assert by_id["missing"]["error"]["stage"] == "media"
+    assert "HTTP 404" in by_id["missing"]["error"]["message"]
+    assert by_id["truncated"]["error"]["stage"] == "media"
+    assert by_id["refused"]["error"] == {
+        "stage": "request",
+        "message": "The decoder prompt (length 9999) is longer than the maximum model length",
+    }
+    # mistral3 takes any number of images, so "too-many" is fine here: vLLM's limit was
+    # raised to the manifest's largest prompt.
+    assert by_id["too-many"]["error"] is None
+    summary = result.stderr.strip().splitlines()[-1]
+    assert summary.startswith("3 done, 3 failed, 0 skipped in ") and summary.endswith(
+        f"; errors in {out}"
+    ), summary
+
+
+def test_a_prompt_with_more_items_than_the_model_takes_fails_alone(
+    fake_vllm: Any, tmp_path: Path, media_dir: Path
+) -> None:
+    clip = str(media_dir / "tone.wav")
+    manifest = tmp_path / "clips.jsonl"
+    manifest.write_text(
+        json.dumps({"id": "one", "audio": clip})
+        + "\n"
+        + json.dumps({"id": "two", "audio": [clip, clip]})
+        + "\n"
+    )
+    result = runner.invoke(
+        app, ["audio", "-m", "whisper", "--input", str(manifest), "--json", "--quiet"]
+    )
+    assert result.exit_code == EXIT_PARTIAL
+    rows = {r["id"]: r for r in map(json.loads, result.stdout.splitlines())}
+    assert rows["one"]["error"] is None
+    assert rows["two"]["error"] == {
+        "stage": "request",
+        "message": "whisper takes at most 1 audio(s) per prompt, got 2",
+    }
+    # vLLM is told the model's own limit, not the manifest's largest prompt.
+    assert fake_vllm.submitted and all(
+        len(r["multi_modal_data"]["audio"]) == 1 for r in fake_vllm.submitted
+    )
+
+
+def test_resume_skips_what_is_done_and_retry_errors_redoes_failures_once(
+    fake_vllm: Any, photos: Path, tmp_path: Path
+) -> None:
+    (photos / "broken.png").write_bytes(PNG[:40])
+    out = tmp_path / "out.jsonl"
+    first = cli("-i", str(photos), "-o", str(out))
+    assert first.exit_code == EXIT_PARTIAL
+    submitted = len(fake_vllm.submitted)
+    assert submitted == 5
+    again = cli("-i", str(photos), "-o", str(out))
+    assert again.exit_code == EXIT_PARTIAL  # the failed prompt is still failed
+    assert len(fake_vllm.submitted) == submitted  # nothing ran again
+    assert "0 done, 0 failed, 6 skipped" in again.stderr
+    assert "1 failed in an earlier run (--retry-errors runs them again)" in again.stderr
+    (photos / "broken.png").write_bytes(PNG)  # fixed
+    retry = cli("-i", str(photos), "-o", str(out), "--retry-errors")
+    assert retry.exit_code == 0, retry.stderr
+    assert len(fake_vllm.submitted) == submitted + 1
+    ids = [r["id"] for r in lines(out)]
+    assert len(ids) == len(set(ids)) == 6  # every id exactly once
+    assert all(r["error"] is None for r in lines(out))
+
+
+def test_a_different_run_is_refused_unless_overwrite(
+    fake_vllm: Any, photos: Path, tmp_path: Path
+) -> None:
+    out = tmp_path / "out.jsonl"
+    assert cli("-i", str(photos), "-o", str(out)).exit_code == 0
+    before = out.read_bytes()
+    other = cli("-i", str(photos), "-o", str(out), "--temperature", "0.5")
+    assert other.exit_code == EXIT_USAGE
+    assert other.stderr.count("\n") == 1
+    assert "was written by a different run (sampling differ)" in other.stderr
+    assert out.read_bytes() == before  # untouched
+    fresh = cli("-i", str(photos), "-o", str(out), "--temperature", "0.5", "--overwrite")
+    assert fresh.exit_code == 0
+    assert len(lines(out)) == 5
+
+
+def test_a_torn_last_line_is_cut_off_and_its_prompt_run_again(
+    fake_vllm: Any, photos: Path, tmp_path: Path
+) -> None:
+    out = tmp_path / "out.jsonl"
+    assert cli("-i", str(photos), "-o", str(out)).exit_code == 0
+    rows = out.read_text().splitlines(keepends=True)
+    torn = json.loads(rows[-1])["id"]
+    out.write_text("".join(rows[:-1]) + rows[-1][: len(rows[-1]) // 2])  # killed mid-write
+    again = cli("-i", str(photos), "-o", str(out))
+    assert again.exit_code == 0, again.stderr
+    assert "1 done, 0 failed, 4 skipped" in again.stderr
+    final = lines(out)
+    assert sorted(r["id"] for r in final) == sorted(str(p) for p in photos.iterdir())
+    assert [r["id"] for r in final].count(torn) == 1
+
+
+def test_a_file_without_its_record_is_not_appended_to(
+    fake_vllm: Any, photos: Path, tmp_path: Path
+) -> None:
+    out = tmp_path / "out.jsonl"
+    out.write_text('{"id": "someone else\'s"}\n')
+    result = cli("-i", str(photos), "-o", str(out))
+    assert result.exit_code == EXIT_USAGE
+    assert "already holds results, but not what produced them" in result.stderr
+    assert out.read_text() == '{"id": "someone else\'s"}\n'
+
+
+def test_a_second_writer_of_the_same_file_is_refused(
+    fake_vllm: Any, photos: Path, tmp_path: Path
+) -> None:
+    import fcntl
+
+    out = tmp_path / "out.jsonl"
+    out.touch()
+    with open(out) as held:
+        fcntl.flock(held, fcntl.LOCK_EX)
+        result = cli("-i", str(photos), "-o", str(out))
+    assert result.exit_code == EXIT_USAGE
+    assert f"another mmrun is writing {out}" in result.stderr
+
+
+def test_fail_fast_stops_at_the_first_failure(fake_vllm: Any, photos: Path, tmp_path: Path) -> None:
+    manifest = tmp_path / "m.jsonl"
+    manifest.write_text(
+        "".join(
+            json.dumps({"id": str(i), "image": "photos/p0.png", "question": q}) + "\n"
+            for i, q in enumerate(["fine", "REJECT", "fine", "fine"])
+        )
+    )
+    out = tmp_path / "out.jsonl"
+    result = cli("--input", str(manifest), "-o", str(out), "--fail-fast")
+    assert result.exit_code == EXIT_PARTIAL
+    rows = lines(out)
+    assert [r["id"] for r in rows if r["error"]] == ["1"]
+    assert "2" not in {r["id"] for r in rows} and "3" not in {r["id"] for r in rows}
+
+
+def test_json_without_output_streams_lines_to_stdout(
+    fake_vllm: Any, photos: Path, tmp_path: Path
+) -> None:
+    result = cli("-i", str(photos), "--json", "--quiet")
+    assert result.exit_code == 0
+    rows = [json.loads(line) for line in result.stdout.splitlines()]
+    assert len(rows) == 5 and all(r["error"] is None for r in rows)
+    assert result.stderr == ""  # --quiet: not even the summary
+
+
+def test_method_chat_in_a_batch_sends_conversations(
+    fake_vllm: Any, photos: Path, tmp_path: Path
+) -> None:
+    result = cli("-i", str(photos), "--json", "--method", "chat", "-q", "Which animal?")
+    assert result.exit_code == 0, result.stderr
+    conversation = fake_vllm.submitted[0]
+    parts = conversation[0]["content"]
+    assert parts[0] == {"type": "text", "text": "Which animal?"}
+    assert [p["type"] for p in parts[1:]] == ["image_pil"]
+
+
+def test_a_batch_dry_run_writes_the_prompts_without_an_engine(photos: Path, tmp_path: Path) -> None:
+    out = tmp_path / "dry.jsonl"
+    result = cli("-i", str(photos), "-o", str(out), "--dry-run")
+    assert result.exit_code == 0, result.stderr
+    rows = lines(out)
+    assert len(rows) == 5
+    assert all(
+        r["prompt"] == "<s>[INST]What is the content of each image?\n[IMG][/INST]" for r in rows
+    )
+    assert all(r["text"] is None and r["error"] is None for r in rows)
+
+
+def test_plain_progress_lines_off_a_terminal(
+    fake_vllm: Any, photos: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from mmrun.cli import _output
+
+    real = _output.BatchProgress.__init__
+
+    def every_line(self: Any, console: Any, total: int, every_s: float = 10.0) -> None:
+        real(self, console, total, every_s=0.0)
+
+    monkeypatch.setattr(_output.BatchProgress, "__init__", every_line)
+    result = cli("-i", str(photos), "-o", str(tmp_path / "out.jsonl"))
+    progress = [
+        line
+        for line in result.stderr.splitlines()
+        if line.startswith("mmrun: ") and "prompts," in line
+    ]
+    assert progress and progress[-1].startswith("mmrun: 5/5 prompts, 0 failed, ")
+    assert os.environ.get("NO_COLOR") is None or "\x1b" not in result.stderr
