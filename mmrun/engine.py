@@ -244,9 +244,12 @@ def _use_engine_log() -> None:
 _log_start = [0]  # where the current engine's part of the log begins
 
 
-def start(engine_args: Mapping[str, Any], abort: threading.Event | None = None) -> Any:
+def start(
+    engine_args: Mapping[str, Any], abort: threading.Event | None = None, engines_on_host: int = 1
+) -> Any:
     """Create ``vllm.LLM`` from the composed engine arguments. Setting ``abort`` while it
-    starts (e.g. a download failed meanwhile) stops the start and raises StartAborted."""
+    starts (e.g. a download failed meanwhile) stops the start and raises StartAborted.
+    ``engines_on_host``: how many engines share this host's cores (``-dp N``)."""
     aborted = abort.is_set if abort is not None else lambda: False
     if aborted():
         raise StartAborted
@@ -268,7 +271,31 @@ def start(engine_args: Mapping[str, Any], abort: threading.Event | None = None) 
     if aborted():  # an engine without processes of its own (it runs in this one) started
         shutdown(llm, now=True)
         raise StartAborted
+    use_frontend_threads(engines_on_host)
     return llm
+
+
+FRONTEND_THREADS_MAX = 8
+
+
+def use_frontend_threads(engines_on_host: int = 1) -> int | None:
+    """Let this process (vLLM's frontend, where each request's images and audio are
+    processed, one request after another) use several torch threads on a GPU build: with one,
+    as vLLM leaves it, that processing bounds a batch's throughput (measured on the H200: see
+    docs/performance.md). Up to FRONTEND_THREADS_MAX, sharing the cores this process may use
+    with the other engines on the host. Only this process: the engine's own processes keep
+    vLLM's setting. Not on vLLM's CPU build (the engine uses the cores), and not when the user
+    set OMP_NUM_THREADS. The number of threads set, or None."""
+    from mmrun.support import vllm_device
+
+    if os.environ.get("OMP_NUM_THREADS") or vllm_device() != "gpu":
+        return None
+    import torch
+
+    cores = len(os.sched_getaffinity(0))
+    threads = max(1, min(FRONTEND_THREADS_MAX, cores // max(1, engines_on_host)))
+    torch.set_num_threads(threads)
+    return threads
 
 
 def _construct(vllm: Any, engine_args: Mapping[str, Any]) -> Any:

@@ -18,6 +18,7 @@ from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from mmrun.devices import Replica, layout
 from mmrun.errors import (
     MissingDependencyError,
     RemoteCodeError,
@@ -64,6 +65,9 @@ class RunOptions:
     fail_fast: bool = False
     retry_errors: bool = False
     overwrite: bool = False
+    data_parallel_size: int = 1
+    backend: str = "local"
+    replicas: int | None = None
 
 
 class Items:
@@ -84,7 +88,10 @@ class Plan:
     """What will run.
 
     batch: the run streams one result per prompt and records failures per prompt (a manifest,
-        a folder or pattern of media, or ``--output``), instead of one document at the end.
+        a folder or pattern of media, ``--output``, or several engines), instead of one
+        document at the end.
+    backend, replicas: where the engines run: "local" (one engine in this process, or with
+        ``-dp N`` N replica processes, each on its own devices) or "ray" (a Ray cluster).
     count: the media items per prompt, when every prompt carries the same number.
     question: the run's question (``-q``, else the modality's default for ``count``); a
         manifest line's own question replaces it for that prompt.
@@ -102,6 +109,34 @@ class Plan:
     sampling: dict[str, Any]
     batch: bool
     vllm_version: str | None
+    backend: str = "local"
+    replicas: tuple[Replica, ...] = ()
+
+    def engines(self) -> dict[str, Any]:
+        """Where the engines run, for the dry run and the output file's record."""
+        per = int(self.engine_args.get("tensor_parallel_size") or 1)
+        count = len(self.replicas) or (self.options.replicas or 1)
+        return {
+            "backend": self.backend,
+            "replicas": count,
+            "gpus_per_replica": per,
+            "layout": [r.as_json() for r in self.replicas],
+        }
+
+    def recipe(self) -> Recipe:
+        """What a replica process needs to rebuild this plan (names and plain data)."""
+        return Recipe(
+            options=self.options,
+            modality=self.modality.name,
+            key=self.spec.key,
+            model=self.model,
+            question=self.question,
+            count=self.count,
+            max_count=self.items.max_count,
+            engine_args=self.engine_args,
+            sampling=self.sampling,
+            vllm_version=self.vllm_version,
+        )
 
     def question_for(self, item: Item) -> str:
         if item.question is not None:
@@ -111,7 +146,44 @@ class Plan:
         return self.modality.question(len(item.sources))
 
 
-def plan(opts: RunOptions, registry: Registry, vllm: VllmInfo) -> Plan:
+@dataclass(frozen=True)
+class Recipe:
+    """A plan as names and plain data: what crosses to a replica process (see Plan.recipe)."""
+
+    options: RunOptions
+    modality: str
+    key: str
+    model: str
+    question: str | None
+    count: int | None
+    max_count: int
+    engine_args: dict[str, Any]
+    sampling: dict[str, Any]
+    vllm_version: str | None
+
+
+def replica_plan(recipe: Recipe, registry: Registry, vllm: VllmInfo) -> Plan:
+    """The plan of one replica of a parallel run: the coordinator's, with no prompts of its
+    own (they come from the coordinator) and one engine."""
+    modality = registry.modality(recipe.modality)
+    return Plan(
+        options=recipe.options,
+        modality=modality,
+        spec=registry.get(recipe.modality, recipe.key),
+        model=recipe.model,
+        method=recipe.options.method,
+        question=recipe.question,
+        count=recipe.count,
+        items=Items([], 0, recipe.max_count),
+        engine_args=dict(recipe.engine_args),
+        sampling=dict(recipe.sampling),
+        batch=True,
+        vllm_version=vllm.version,
+    )
+
+
+def plan(opts: RunOptions, registry: Registry, vllm: VllmInfo, gpus: Sequence[str] = ()) -> Plan:
+    """``gpus``: the GPUs visible to this process (only read for ``-dp N`` on a GPU build)."""
     modality = registry.modality(opts.modality)
     spec = registry.get(opts.modality, opts.key or modality.default_model)
     check_allowed(opts, spec)
@@ -119,7 +191,9 @@ def plan(opts: RunOptions, registry: Registry, vllm: VllmInfo) -> Plan:
     vllm_version = vllm.version if opts.dry_run else check_supported(spec, vllm)
     model = opts.model or spec.repo_id
     sources, expanded = expand_sources(opts.sources, modality)
-    batch = opts.input is not None or expanded or opts.output is not None
+    # Several engines run a batch; a dry run of a command line's prompts stays one document.
+    parallel = (opts.data_parallel_size > 1 or opts.backend != "local") and not opts.dry_run
+    batch = opts.input is not None or expanded or opts.output is not None or parallel
     if opts.input is not None:
         if opts.sources:
             raise UsageError(
@@ -145,6 +219,29 @@ def plan(opts: RunOptions, registry: Registry, vllm: VllmInfo) -> Plan:
     question = opts.question
     if question is None and count is not None:
         question = modality.question(count)
+    engine_args = compose_engine_args(
+        spec,
+        model=model,
+        num_items=max(limit, 0),
+        seed=opts.seed if opts.seed is not None else modality.seed,
+        tensor_parallel_size=opts.tensor_parallel_size,
+        overrides=opts.engine_args,
+        engine_key=modality.engine_key,
+    )
+    if opts.backend == "ray":
+        if opts.method != "generate":
+            raise UsageError(
+                "--backend ray runs --method generate", hint="drop --method chat, or use -dp N"
+            )
+        if spec.lora is not None:
+            raise UsageError(
+                f"{spec.key} needs its LoRA adapter, which --backend ray does not load",
+                hint="use the local backend (-dp N)",
+            )
+    replicas: tuple[Replica, ...] = ()
+    if opts.backend == "local" and opts.data_parallel_size > 1:
+        per_replica = int(engine_args.get("tensor_parallel_size") or 1)
+        replicas = tuple(layout(opts.data_parallel_size, per_replica, vllm.device, list(gpus)))
     return Plan(
         options=opts,
         modality=modality,
@@ -154,18 +251,12 @@ def plan(opts: RunOptions, registry: Registry, vllm: VllmInfo) -> Plan:
         question=question,
         count=count,
         items=items,
-        engine_args=compose_engine_args(
-            spec,
-            model=model,
-            num_items=max(limit, 0),
-            seed=opts.seed if opts.seed is not None else modality.seed,
-            tensor_parallel_size=opts.tensor_parallel_size,
-            overrides=opts.engine_args,
-            engine_key=modality.engine_key,
-        ),
+        engine_args=engine_args,
         sampling=compose_sampling(spec, modality, opts),
         batch=batch,
         vllm_version=vllm_version,
+        backend=opts.backend,
+        replicas=replicas,
     )
 
 
@@ -266,6 +357,16 @@ def check_numbers(opts: RunOptions, modality: Modality) -> None:
         )
     if opts.per_prompt is not None and not opts.sources:
         raise UsageError("--per-prompt needs named media", hint=f"add {modality.option} files")
+    if opts.data_parallel_size < 1:
+        raise UsageError(f"-dp must be at least 1, got {opts.data_parallel_size}")
+    if opts.backend not in ("local", "ray"):
+        raise UsageError(f"unknown --backend {opts.backend!r}", hint="use local or ray")
+    if opts.backend == "ray" and opts.data_parallel_size > 1:
+        raise UsageError(
+            "-dp is for the local backend", hint="with --backend ray, set --replicas instead"
+        )
+    if opts.replicas is not None and opts.backend != "ray":
+        raise UsageError("--replicas is for --backend ray", hint="on one host, use -dp N")
     if opts.retry_errors and opts.output is None:
         raise UsageError("--retry-errors needs the output file of the earlier run", hint="add -o")
 

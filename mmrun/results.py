@@ -49,10 +49,12 @@ class Completion:
 @dataclass(frozen=True)
 class ItemError:
     """Why one prompt failed: media (fetch or decode), request (the loader or vLLM refused
-    it) or engine (vLLM failed while generating it)."""
+    it) or engine (vLLM failed while generating it). ``cause``: mmrun's own error, where
+    there is one (a run of named prompts raises it as it is)."""
 
     stage: Stage
     message: str
+    cause: BaseException | None = field(default=None, compare=False, repr=False)
 
 
 @dataclass
@@ -118,6 +120,7 @@ def request_json(plan: Plan, prompt: Prompt | None, lora_path: str | None) -> di
         if lora is None
         else {"name": lora.name, "int_id": lora.int_id, "path": lora_path},
         "num_prompts": plan.items.total,
+        "engines": plan.engines(),
     }
 
 
@@ -260,7 +263,8 @@ class OutputFile:
         differ = [k for k in _IDENTITY if recorded.get(k) != json.loads(json.dumps(wanted[k]))]
         if differ:
             raise UsageError(
-                f"{self.path} was written by a different run ({', '.join(differ)} differ)",
+                f"{self.path} was written by a different run ({', '.join(differ)} "
+                f"{'differs' if len(differ) == 1 else 'differ'})",
                 hint="pass --overwrite to replace it, or choose another -o",
             )
 

@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import collections
 import contextlib
-import itertools
 import os
 import threading
 import time
@@ -22,7 +21,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from mmrun.errors import DownloadError, EngineError, MediaError, MmrunError, UsageError
+from mmrun.errors import DownloadError, EngineError, MediaError, MmrunError
 from mmrun.inputs import Item
 from mmrun.media import MediaItem, MediaResolver, ProgressFn
 from mmrun.plan import Plan
@@ -83,6 +82,9 @@ class _Ready:
     error: ItemError | None
 
 
+_END: Any = object()
+
+
 class MediaPipeline:
     """The media of a stream of items, resolved by worker threads at most ``ahead`` items in
     front of the consumer, handed out in input order. A source repeated in nearby items is
@@ -91,7 +93,7 @@ class MediaPipeline:
     def __init__(
         self,
         plan: Plan,
-        items: Iterator[Item],
+        items: Iterator[Item | None],
         resolver: MediaResolver,
         ahead: int,
         known: Mapping[str, Future[MediaItem]] | None = None,
@@ -115,10 +117,14 @@ class MediaPipeline:
         self.keep_futures = True
 
     def fill(self) -> None:
+        """Submit items until ``ahead`` are waiting. The item stream may yield None: nothing
+        right now, more may come (a replica waiting on its coordinator)."""
         while not self._exhausted and len(self._queue) < self._ahead:
-            item = next(self._items, None)
-            if item is None:
+            item = next(self._items, _END)
+            if item is _END:
                 self._exhausted = True
+                return
+            if item is None:
                 return
             problem = _count_problem(self._plan, item)
             if problem is not None:
@@ -127,7 +133,7 @@ class MediaPipeline:
             try:
                 futures = [self._submit(source) for source in item.sources]
             except MmrunError as exc:  # a source that cannot be fetched at all (bad scheme)
-                self._queue.append((item, ItemError("media", str(exc))))
+                self._queue.append((item, ItemError("media", str(exc), exc)))
                 continue
             self._queue.append((item, futures))
 
@@ -152,6 +158,13 @@ class MediaPipeline:
         """The first item refused before any resolution started (a malformed source)."""
         return next((work for _, work in self._queue if isinstance(work, ItemError)), None)
 
+    def idle(self) -> None:
+        """Nothing in flight and nothing ready: wait a moment for the item stream (a
+        replica's coordinator) instead of asking again at once."""
+        wait = getattr(self._items, "wait", None)
+        if wait is not None:
+            wait(0.2)
+
     def done(self) -> bool:
         self.fill()
         return self._exhausted and not self._queue
@@ -173,7 +186,7 @@ class MediaPipeline:
         try:
             media = [f.result() for f in work]
         except (MediaError, DownloadError) as exc:
-            return _Ready(item, None, ItemError("media", str(exc)))
+            return _Ready(item, None, ItemError("media", str(exc), exc))
         duration = _duration_problem(self._plan, media)
         if duration is not None:
             return _Ready(item, None, ItemError("media", duration))
@@ -245,23 +258,30 @@ class Runner:
         self.renderer = renderers(plan.model, plan.spec.trust_remote_code)
         self.prompts = Prompts(plan, self.renderer)
         self.timings: dict[str, float] = {}
+        # A replica of a parallel run shares the host's cores with the others.
+        self.engines_on_host = int(plan.options.data_parallel_size)
         self._t0 = time.perf_counter()
 
-    def window(self) -> int:
+    def window(self, replica: bool = False) -> int:
         """How many prompts may be in the engine at once: enough to keep its scheduler full
-        (twice what it runs together), few enough that memory stays bounded."""
-        seqs = self.plan.engine_args.get("max_num_seqs") or 256
-        return max(16, 2 * int(seqs))
+        (twice what it runs together), few enough that memory stays bounded. A replica of a
+        parallel run keeps no more than that, so that prompts go to whichever replica has room."""
+        seqs = int(self.plan.engine_args.get("max_num_seqs") or 256)
+        return 2 * seqs if replica else max(16, 2 * seqs)
 
-    def start(self, resolver: MediaResolver, pipeline: MediaPipeline, abort_on_media: bool) -> Any:
-        """Start the engine while the first media resolve; its handle, or None for a dry run."""
+    def start(
+        self, resolver: MediaResolver, pipeline: MediaPipeline | None, abort_on_media: bool
+    ) -> Any:
+        """Start the engine while the first media resolve (those of ``pipeline``); its handle,
+        or None for a dry run."""
         if self.plan.options.dry_run:
             return None
         from mmrun import engine
 
         if self.hooks.on_engine_start is not None:
             self.hooks.on_engine_start()
-        pipeline.fill()
+        if pipeline is not None:
+            pipeline.fill()
         t_start = time.perf_counter()
         abort = threading.Event()
         failed: list[Future[Any]] = []
@@ -272,10 +292,12 @@ class Runner:
                     failed.append(future)
                     abort.set()
 
-            for future in list(pipeline.futures):
+            for future in list(pipeline.futures if pipeline is not None else ()):
                 future.add_done_callback(check)
         try:
-            llm = engine.start(self.plan.engine_args, abort=abort)
+            llm = engine.start(
+                self.plan.engine_args, abort=abort, engines_on_host=self.engines_on_host
+            )
         except engine.StartAborted:
             failed[0].result()  # raises the failure
             raise
@@ -313,6 +335,7 @@ class Runner:
         *,
         lora: Any,
         stop: Callable[[], bool] = lambda: False,
+        window: int | None = None,
     ) -> None:
         """Submit every item, keep the engine full, give each outcome to ``sink``.
 
@@ -323,7 +346,7 @@ class Runner:
 
         in_flight: dict[str, Outcome] = {}
         params_cache: dict[tuple[int, ...], Any] = {}
-        window = self.window()
+        window = window or self.window()
         while not stop():
             while len(in_flight) < window and not stop():
                 ready = pipeline.next(block=not in_flight)
@@ -338,7 +361,7 @@ class Runner:
                 try:
                     outcome.prompt = self.prompts.build(question, outcome.media)
                 except MediaError as exc:
-                    outcome.error = ItemError("request", str(exc))
+                    outcome.error = ItemError("request", str(exc), exc)
                     sink(outcome)
                     continue
                 if llm is None:  # dry run
@@ -365,6 +388,7 @@ class Runner:
             if not in_flight:
                 if pipeline.done() or stop():
                     return
+                pipeline.idle()
                 continue
             for request_id, result in llm.poll():
                 outcome = in_flight.pop(request_id)
@@ -468,28 +492,31 @@ def run_batch(
     plan: Plan,
     renderers: RendererFactory,
     emit: Sink,
+    items: Iterator[Item | None],
     *,
-    skip: Callable[[Item], bool] = lambda item: False,
     hooks: Hooks | None = None,
+    prefetch: bool = True,
 ) -> tuple[Stats, Any]:
-    """A batch: every prompt not skipped, each outcome given to ``emit`` as soon as it is
-    known, a failed prompt an outcome like the others. The counts, and the engine (still
-    running: the caller stops it) or None."""
+    """A batch: every item, each outcome given to ``emit`` as soon as it is known, a failed
+    prompt an outcome like the others. The counts, and the engine (still running: the caller
+    stops it) or None.
+
+    ``items`` may yield None (nothing right now). ``prefetch``: start on the first items'
+    media while the engine starts; a replica of a parallel run asks for prompts only once
+    its engine is up, so that no prompt waits on an engine still starting.
+    """
     from mmrun import engine
 
     runner = Runner(plan, renderers, hooks)
     stats = Stats()
-    todo: Iterator[Item] = (item for item in plan.items if not skip(item))
-    first = next(todo, None)
-    if first is None:  # everything is done already: no engine to start
-        stats.timings = {"total_s": time.perf_counter() - runner._t0}
-        return stats, None
-    todo = itertools.chain([first], todo)
+    window = runner.window(replica=not prefetch)
     resolver = MediaResolver(plan.modality, runner.hooks.on_request, runner.hooks.on_progress)
-    pipeline = MediaPipeline(plan, todo, resolver, ahead=2 * runner.window())
+    pipeline = MediaPipeline(plan, items, resolver, ahead=2 * window if prefetch else window // 2)
     handle = None
     try:
-        handle = runner.start(resolver, pipeline, abort_on_media=False)
+        if not prefetch:
+            pipeline.keep_futures = False
+        handle = runner.start(resolver, pipeline if prefetch else None, abort_on_media=False)
         pipeline.keep_futures = False
         pipeline.futures.clear()
         lora = _lora(plan, resolve=not plan.options.dry_run)
@@ -515,7 +542,7 @@ def run_batch(
         start = time.perf_counter()
         context = engine.interruptible() if handle is not None else contextlib.nullcontext()
         with context:
-            runner.drive(handle, pipeline, sink, lora=lora[1], stop=stop)
+            runner.drive(handle, pipeline, sink, lora=lora[1], stop=stop, window=window)
         end = time.perf_counter()
         runner.timings["generate_s"] = end - start
         runner.timings["first_result_s"] = (t_first[0] if t_first else end) - runner._t0
@@ -536,15 +563,12 @@ def _raise_first_problem(plan: Plan, futures: Sequence[Future[MediaItem]]) -> No
         raise MediaError(problem)
 
 
-def _as_error(error: ItemError) -> MmrunError:
-    if error.stage == "media":
-        return MediaError(error.message)
-    if error.stage == "request":
-        return (
-            UsageError(error.message)
-            if "per prompt" in error.message
-            else EngineError(f"vLLM refused the request: {error.message}")
-        )
+def _as_error(error: ItemError) -> BaseException:
+    """A failed prompt of a run of named prompts, as the run's error."""
+    if error.cause is not None:
+        return error.cause
+    if error.stage == "request":  # vLLM refused it
+        return EngineError(f"vLLM refused the request: {error.message}")
     return EngineError(error.message)
 
 

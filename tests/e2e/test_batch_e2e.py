@@ -219,7 +219,7 @@ def test_bad_items_get_error_lines_with_their_stage(
     assert got["404"]["error"]["stage"] == "media" and "HTTP 404" in got["404"]["error"]["message"]
     assert got["truncated"]["error"]["stage"] == "media"
     assert got["too-long"]["error"]["stage"] == "request"
-    assert "longer than the maximum model length" in got["too-long"]["error"]["message"]
+    assert "maximum context length is" in got["too-long"]["error"]["message"]
     assert proc.stderr.strip().splitlines()[-1].startswith("2 done, 3 failed, 0 skipped in ")
 
     # A clip longer than whisper takes (30 s), among good ones.

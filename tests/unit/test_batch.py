@@ -164,7 +164,7 @@ def test_a_different_run_is_refused_unless_overwrite(
     other = cli("-i", str(photos), "-o", str(out), "--temperature", "0.5")
     assert other.exit_code == EXIT_USAGE
     assert other.stderr.count("\n") == 1
-    assert "was written by a different run (sampling differ)" in other.stderr
+    assert "was written by a different run (sampling differs)" in other.stderr
     assert out.read_bytes() == before  # untouched
     fresh = cli("-i", str(photos), "-o", str(out), "--temperature", "0.5", "--overwrite")
     assert fresh.exit_code == 0

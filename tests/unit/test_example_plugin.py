@@ -56,6 +56,7 @@ def test_models_lists_it_and_the_allow_list_hides_it() -> None:
         "requires": [],
         "vllm_supported": None,
         "vllm_last_supported": None,
+        "gpus_per_replica": 1,
         "note": "from the example plugin (examples/mmrun-example-plugin)",
         "plugin": "example",
     }

@@ -10,6 +10,9 @@ Behaviour is set with class attributes in-process, or these variables in a subpr
 - FAKE_VLLM_FAIL_START: raise this message (a ValueError) when the engine starts.
 - FAKE_VLLM_FAIL_STEP: raise this message (a RuntimeError) when the engine runs.
 - FAKE_VLLM_NOISE=1: print on file descriptors 1 and 2 while starting, as vLLM does.
+- FAKE_VLLM_STEP_S: seconds each engine step takes (answers are instant otherwise).
+- FAKE_VLLM_DIE_ON_CPU=N: an engine whose process may run only on CPU core N dies (as an
+  engine whose core process was killed) at its third step: a replica of a parallel run.
 - A prompt (or chat question) containing REJECT is refused when submitted, as vLLM refuses
   a prompt longer than the model takes.
 """
@@ -17,6 +20,7 @@ Behaviour is set with class attributes in-process, or these variables in a subpr
 from __future__ import annotations
 
 import os
+import time
 import types
 from typing import Any, ClassVar
 
@@ -57,10 +61,15 @@ def _describe(request: Any) -> tuple[str, int]:
     return str(request.get("prompt", request.get("prompt_token_ids"))), count
 
 
+class EngineDeadError(Exception):
+    """As vllm.v1.engine.exceptions.EngineDeadError: the engine core process is gone."""
+
+
 class _Engine:
     def __init__(self, llm: LLM) -> None:
         self._llm = llm
         self.engine_core = types.SimpleNamespace(shutdown=llm._shutdown)
+        self._steps = 0
 
     def has_unfinished_requests(self) -> bool:
         return bool(self._llm.queue)
@@ -69,7 +78,14 @@ class _Engine:
         failure = LLM.fail_step or os.environ.get("FAKE_VLLM_FAIL_STEP")
         if failure:
             raise failure if isinstance(failure, BaseException) else RuntimeError(failure)
-        done, self._llm.queue = self._llm.queue, []
+        self._steps += 1
+        doomed = os.environ.get("FAKE_VLLM_DIE_ON_CPU")
+        if doomed is not None and os.sched_getaffinity(0) == {int(doomed)} and self._steps >= 3:
+            raise EngineDeadError(
+                "EngineCore encountered an issue. See stack trace for the root cause."
+            )
+        time.sleep(float(os.environ.get("FAKE_VLLM_STEP_S", "0")))
+        done, self._llm.queue = self._llm.queue[:2], self._llm.queue[2:]  # two at a time
         return done
 
 

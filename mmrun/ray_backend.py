@@ -1,0 +1,261 @@
+"""``--backend ray``: the same batch on a Ray cluster, through Ray Data's vLLM processor.
+
+The driver (this process) owns the prompts, the output and the progress, as with one engine.
+The prompts go to the cluster as a Ray Dataset of ids; a preprocess stage on the workers
+fetches and decodes each prompt's media there (URLs are fetched where the work runs) and
+builds the prompt with the model's loader; Ray Data's vLLM engine stage (``--replicas`` engine
+actors) generates; each finished row streams back to the driver and becomes mmrun's output
+line. A prompt whose media fail, or that vLLM refuses, comes back as an error row and becomes
+mmrun's error line; the others are unaffected.
+
+The cluster is the one ``RAY_ADDRESS`` names, else a local one started for the run. Every
+worker needs mmrun and the same vLLM installed (``pip install 'mmrun[ray]'``).
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import os
+import time
+from collections.abc import Callable, Iterator
+from typing import Any
+
+from mmrun.errors import EngineError, MissingDependencyError
+from mmrun.inputs import Item
+from mmrun.plan import Plan, Recipe
+from mmrun.results import Completion, ItemError, Outcome
+from mmrun.runner import Hooks, Stats
+
+# Rows of the Dataset the engine stage receives at a time.
+BATCH_SIZE = 16
+# Passed to the workers when set on the driver: they configure vLLM and the Hub alike.
+_FORWARDED_ENV = ("VLLM_", "HF_", "MMRUN_", "TRANSFORMERS_", "TOKENIZERS_", "CUDA_VISIBLE")
+
+
+# --- on the workers ------------------------------------------------------------------------
+
+_STATE: dict[str, Any] = {}
+
+
+def _worker_state(recipe: Recipe) -> tuple[Plan, Any, Any]:
+    """This worker's plan, template renderer and media resolver, made once."""
+    if "plan" not in _STATE:
+        from mmrun.media import MediaResolver
+        from mmrun.plan import replica_plan
+        from mmrun.plugins import get_registry
+        from mmrun.runner import Prompts
+        from mmrun.support import vllm_info
+        from mmrun.templates import HFTemplateRenderer
+
+        plan = replica_plan(recipe, get_registry(), vllm_info())
+        renderer = HFTemplateRenderer(plan.model, plan.spec.trust_remote_code)
+        _STATE.update(
+            plan=plan, prompts=Prompts(plan, renderer), resolver=MediaResolver(plan.modality)
+        )
+    return _STATE["plan"], _STATE["prompts"], _STATE["resolver"]
+
+
+def preprocess(recipe: Recipe, row: dict[str, Any]) -> dict[str, Any]:
+    """One prompt, on a worker: its media fetched and decoded, its prompt built; or, where
+    that fails, a stand-in request of one token whose row carries the error."""
+    from mmrun.errors import MmrunError
+    from mmrun.media import parse_source
+    from mmrun.runner import _count_problem, _duration_problem
+
+    plan, prompts, resolver = _worker_state(recipe)
+    item = Item(row["id"], row["index"], tuple(json.loads(row["sources"])), row["question"])
+    question = plan.question_for(item)
+    error: tuple[str, str] | None = None
+    problem = _count_problem(plan, item)
+    if problem is not None:
+        error = ("request", problem)
+    else:
+        try:
+            media = [resolver.resolve(parse_source(s, plan.modality)) for s in item.sources]
+            problem = _duration_problem(plan, media)
+            if problem is not None:
+                error = ("media", problem)
+        except MmrunError as exc:
+            error = ("media", str(exc))
+    if error is not None:
+        return {
+            "mmrun_id": item.id,
+            "mmrun_question": question,
+            "mmrun_error": json.dumps(error),
+            "prompt": "x",
+            "sampling_params": {"max_tokens": 1, "temperature": 0.0},
+        }
+    try:
+        prompt = prompts.build(question, media)
+    except MmrunError as exc:
+        return {
+            "mmrun_id": item.id,
+            "mmrun_question": question,
+            "mmrun_error": json.dumps(("request", str(exc))),
+            "prompt": "x",
+            "sampling_params": {"max_tokens": 1, "temperature": 0.0},
+        }
+    sampling = dict(plan.sampling)
+    if prompt.stop_token_ids:
+        sampling["stop_token_ids"] = list(prompt.stop_token_ids)
+    data = (
+        list(prompt.multi_modal_data)
+        if prompt.multi_modal_data is not None
+        else [plan.modality.to_engine(m.data, plan.spec) for m in media]
+    )
+    request: dict[str, Any] = {
+        "mmrun_id": item.id,
+        "mmrun_question": question,
+        "mmrun_error": "",
+        "sampling_params": sampling,
+    }
+    if prompt.text is not None:
+        request["prompt"] = prompt.text
+    else:
+        request["tokenized_prompt"] = list(prompt.token_ids or ())
+    if data:
+        request["multimodal_data"] = {plan.modality.engine_key: data}
+    return request
+
+
+def postprocess(row: dict[str, Any]) -> dict[str, Any]:
+    """What the driver needs of a finished row (the decoded media stay on the worker)."""
+    return {
+        "mmrun_id": row["mmrun_id"],
+        "mmrun_question": row["mmrun_question"],
+        "mmrun_error": row.get("mmrun_error") or "",
+        "inference_error": row.get("__inference_error__") or "",
+        "generated_text": row.get("generated_text") or "",
+        "num_input_tokens": int(row.get("num_input_tokens") or 0),
+        "num_generated_tokens": int(row.get("num_generated_tokens") or 0),
+    }
+
+
+# --- on the driver -------------------------------------------------------------------------
+
+
+def run_ray(
+    plan: Plan,
+    emit: Callable[[Outcome], None],
+    items: Iterator[Item],
+    *,
+    quiet: bool,
+    hooks: Hooks | None = None,
+) -> Stats:
+    """Run the batch on Ray; each finished row to ``emit`` as it comes back."""
+    try:
+        import ray
+        from ray.data.llm import build_processor, vLLMEngineProcessorConfig
+    except ImportError as exc:
+        raise MissingDependencyError(
+            f"--backend ray needs Ray Data ({exc})", hint="pip install 'mmrun[ray]'"
+        ) from exc
+    hooks = hooks or Hooks()
+    stats = Stats()
+    t0 = time.perf_counter()
+    todo = {item.id: item for item in items}
+    recipe = plan.recipe()
+    env = {k: v for k, v in os.environ.items() if any(k.startswith(p) for p in _FORWARDED_ENV)}
+    runtime_env = {"env_vars": env}
+    if not ray.is_initialized():
+        ray.init(
+            address=os.environ.get("RAY_ADDRESS") or None,
+            runtime_env=runtime_env,
+            log_to_driver=not quiet,
+            logging_level=logging.ERROR,
+        )
+    engine_kwargs = {k: v for k, v in plan.engine_args.items() if k != "model"}
+    cpu = plan.vllm_version is not None and _on_cpu()
+    config = vLLMEngineProcessorConfig(
+        model_source=plan.model,
+        engine_kwargs=engine_kwargs,
+        concurrency=plan.options.replicas or 1,
+        batch_size=BATCH_SIZE,
+        runtime_env=runtime_env,
+        chat_template_stage=False,
+        tokenize_stage=False,
+        detokenize_stage=False,
+        prepare_multimodal_stage=False,
+        should_continue_on_error=True,
+        # Ray's Prometheus export of vLLM's metrics needs ray[serve], which mmrun[ray] lacks.
+        log_engine_metrics=False,
+        # The CPU build: one CPU for each engine actor, no GPU.
+        placement_group_config={"bundles": [{"CPU": 1}]} if cpu else None,
+    )
+    processor = build_processor(
+        config,
+        preprocess=lambda row: preprocess(recipe, row),
+        postprocess=postprocess,
+    )
+    rows = [
+        {
+            "id": item.id,
+            "index": item.index,
+            "sources": json.dumps(list(item.sources)),
+            "question": item.question,
+        }
+        for item in todo.values()
+    ]
+    if hooks.on_engine_start is not None:
+        hooks.on_engine_start()
+    started = False
+    try:
+        for row in processor(ray.data.from_items(rows)).iter_rows():
+            if not started and hooks.on_started is not None:
+                started = True
+                hooks.on_started(plan.items.total)
+            outcome = _outcome(plan, todo[row["mmrun_id"]], row)
+            if outcome.error is None:
+                stats.done += 1
+                assert outcome.completion is not None
+                stats.prompt_tokens += outcome.completion.prompt_tokens
+                stats.completion_tokens += outcome.completion.completion_tokens
+            else:
+                stats.failed += 1
+            emit(outcome)
+            if plan.options.fail_fast and stats.failed:
+                break
+    except Exception as exc:  # a Ray job that failed as a whole: its root cause, one line
+        raise EngineError(
+            f"the Ray job failed: {_root_cause(exc)}",
+            hint="run the same command again to resume; -v shows Ray's and vLLM's logs",
+        ) from exc
+    stats.timings = {"total_s": time.perf_counter() - t0}
+    return stats
+
+
+def _root_cause(exc: BaseException) -> str:
+    """The last "SomeError: why" line of a Ray error (Ray nests the worker's traceback)."""
+    lines = [line.strip() for line in str(exc).splitlines() if line.strip()]
+    for line in reversed(lines):
+        head = line.split(":", 1)[0]
+        if head.endswith(("Error", "Exception")) and " " not in head:
+            return line[:300]
+    return (lines[-1] if lines else type(exc).__name__)[:300]
+
+
+def _on_cpu() -> bool:
+    from mmrun.support import vllm_device
+
+    return vllm_device() == "cpu"
+
+
+def _outcome(plan: Plan, item: Item, row: dict[str, Any]) -> Outcome:
+    outcome = Outcome(item=item, question=row["mmrun_question"])
+    if row["mmrun_error"]:
+        stage, message = json.loads(row["mmrun_error"])
+        outcome.error = ItemError(stage, message)
+    elif row["inference_error"]:
+        outcome.error = ItemError("request", row["inference_error"])
+    else:
+        generated = row["num_generated_tokens"]
+        # Ray's rows carry no finish reason: a completion as long as max_tokens stopped there.
+        reason = "length" if generated >= plan.sampling.get("max_tokens", -1) else "stop"
+        outcome.completion = Completion(
+            text=row["generated_text"],
+            prompt_tokens=row["num_input_tokens"],
+            completion_tokens=generated,
+            finish_reason=reason,
+        )
+    return outcome

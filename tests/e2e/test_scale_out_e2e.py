@@ -1,0 +1,228 @@
+"""Several engines: ``-dp 2`` on this host (two real vLLM CPU engines sharing the cores) and
+``--backend ray`` on a local Ray cluster, on the tiny Qwen2.5-VL checkpoint.
+
+Greedy texts are compared between runs with ``max_num_seqs=1``: every prompt then runs alone
+in its engine, so no answer depends on which replica ran it or what else it ran with.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import signal
+import subprocess
+import sys
+import tempfile
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import psutil
+import pytest
+
+from mmrun.tiny import TinyCheckpoint
+
+pytestmark = pytest.mark.e2e
+
+
+@pytest.fixture(scope="module")
+def qwen(tiny_checkpoint: Callable[[str, str], TinyCheckpoint]) -> TinyCheckpoint:
+    return tiny_checkpoint("image", "qwen2_5_vl")
+
+
+def manifest(folder: Path, count: int, bad: str | None = None) -> Path:
+    from PIL import Image
+
+    folder.mkdir(parents=True, exist_ok=True)
+    lines = []
+    for i in range(count):
+        path = folder / f"img{i:03d}.png"
+        Image.new("RGB", (56, 56), ((41 * i) % 256, (17 * i) % 256, 90)).save(path)
+        lines.append(json.dumps({"id": f"p{i}", "image": str(path)}))
+    if bad is not None:
+        lines.append(json.dumps({"id": "bad", "image": bad}))
+    path = folder / "manifest.jsonl"
+    path.write_text("\n".join(lines) + "\n")
+    return path
+
+
+def command(qwen: TinyCheckpoint, *args: str, seqs: int = 1) -> list[str]:
+    engine_args = {**qwen.engine_args, "enforce_eager": True, "max_num_seqs": seqs}
+    flags = [f"--engine-arg={k}={json.dumps(v)}" for k, v in engine_args.items()]
+    return [
+        sys.executable,
+        "-m",
+        "mmrun",
+        "image",
+        "-m",
+        "qwen2_5_vl",
+        "--model",
+        str(qwen.path),
+        "-tp",
+        "1",
+        *flags,
+        *args,
+    ]
+
+
+ENV = {**os.environ, "HF_HUB_OFFLINE": "1"}
+
+
+def rows(path: Path) -> dict[str, dict[str, Any]]:
+    return {r["id"]: r for r in map(json.loads, path.read_text().splitlines())}
+
+
+def test_two_replicas_share_the_work_and_answer_as_one_engine(
+    qwen: TinyCheckpoint, tmp_path: Path
+) -> None:
+    source = manifest(tmp_path / "data", 40)
+    # Long enough answers that the first engine up cannot finish all 40 before the second.
+    args = ["--input", str(source), "--max-tokens", "24", "--sampling-arg", "ignore_eos=true"]
+    one = tmp_path / "one.jsonl"
+    two = tmp_path / "two.jsonl"
+    first = subprocess.run(
+        command(qwen, *args, "-o", str(one)), env=ENV, capture_output=True, text=True, timeout=1200
+    )
+    assert first.returncode == 0, first.stderr[-3000:]
+    second = subprocess.run(
+        command(qwen, *args, "-o", str(two), "-dp", "2"),
+        env=ENV,
+        capture_output=True,
+        text=True,
+        timeout=1200,
+    )
+    assert second.returncode == 0, second.stderr[-3000:]
+    alone, parallel = rows(one), rows(two)
+    assert sorted(parallel) == sorted(alone) == sorted(f"p{i}" for i in range(40))
+    assert len(two.read_text().splitlines()) == 40  # each id exactly once
+    assert {r["replica"] for r in parallel.values()} == {0, 1}, "one replica did all the work"
+    assert {k: r["text"] for k, r in parallel.items()} == {k: r["text"] for k, r in alone.items()}
+    assert "engines: 2 (local)" in second.stderr
+
+
+def test_a_replica_whose_engine_dies_hands_its_prompts_to_the_other(
+    qwen: TinyCheckpoint, tmp_path: Path
+) -> None:
+    source = manifest(tmp_path / "data", 30)
+    out = tmp_path / "out.jsonl"
+    args = ["--input", str(source), "--max-tokens", "24", "--sampling-arg", "ignore_eos=true"]
+    proc = subprocess.Popen(
+        command(qwen, *args, "-o", str(out), "-dp", "2", seqs=2),
+        env=ENV,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    try:
+        # Once both replicas have answered something, kill the engine core of replica 0.
+        deadline = time.monotonic() + 900
+        while time.monotonic() < deadline and proc.poll() is None:
+            done = rows(out) if out.exists() else {}
+            if {r.get("replica") for r in done.values()} >= {0, 1}:
+                break
+            time.sleep(0.5)
+        assert proc.poll() is None, "the run ended before both replicas had answered"
+        victims = _engine_core_of_replica(proc.pid, replica=0)
+        assert victims, "no engine core found under replica 0"
+        for pid in victims:
+            os.kill(pid, signal.SIGKILL)
+        _, err = proc.communicate(timeout=900)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+    assert proc.returncode == 0, err[-3000:]
+    assert "mmrun: replica 0 (" in err and "stopped" in err
+    final = rows(out)
+    assert sorted(final) == sorted(f"p{i}" for i in range(30))
+    assert len(out.read_text().splitlines()) == 30 and all(
+        r["error"] is None for r in final.values()
+    )
+
+
+def _engine_core_of_replica(root: int, replica: int) -> list[int]:
+    """The pids of the vLLM engine core processes under replica ``replica`` of run ``root``."""
+    for child in psutil.Process(root).children():
+        try:
+            if f"mmrun: replica {replica}" in " ".join(child.cmdline()):  # its process title
+                return [
+                    p.pid
+                    for p in child.children(recursive=True)
+                    if "EngineCore" in " ".join(p.cmdline()) or "EngineCore" in p.name()
+                ]
+        except psutil.Error:
+            continue
+    return []
+
+
+@pytest.fixture
+def ray_cluster() -> Any:
+    """A local Ray cluster for the test, stopped afterwards (and bounded in time)."""
+    ray = shutil.which("ray", path=str(Path(sys.executable).parent))
+    if ray is None:
+        pytest.fail("Ray is not installed: make install installs mmrun[ray]")
+    env = {**ENV, "RAY_USAGE_STATS_ENABLED": "0"}
+    # Short: Ray's socket paths under it must stay within 107 bytes.
+    temp = tempfile.mkdtemp(prefix="ray-", dir="/tmp")
+    started = subprocess.run(
+        [
+            ray,
+            "start",
+            "--head",
+            "--num-cpus",
+            "2",
+            "--disable-usage-stats",
+            "--include-dashboard=false",
+            "--temp-dir",
+            temp,
+        ],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    assert started.returncode == 0, started.stderr[-3000:]
+    try:
+        yield {**env, "RAY_ADDRESS": "auto"}
+    finally:
+        subprocess.run([ray, "stop", "--force"], env=env, capture_output=True, timeout=120)
+        shutil.rmtree(temp, ignore_errors=True)
+
+
+def test_the_ray_backend_gives_the_local_backend_s_lines(
+    qwen: TinyCheckpoint, tmp_path: Path, ray_cluster: dict[str, str]
+) -> None:
+    source = manifest(tmp_path / "data", 4, bad=str(tmp_path / "data" / "missing.png"))
+    local, remote = tmp_path / "local.jsonl", tmp_path / "ray.jsonl"
+    args = ["--input", str(source), "--max-tokens", "6"]
+    here = subprocess.run(
+        command(qwen, *args, "-o", str(local)), env=ENV, capture_output=True, text=True, timeout=900
+    )
+    assert here.returncode == 3, here.stderr[-3000:]
+    started = time.monotonic()
+    there = subprocess.run(
+        command(qwen, *args, "-o", str(remote), "--backend", "ray"),
+        env=ray_cluster,
+        capture_output=True,
+        text=True,
+        timeout=1500,
+    )
+    print(f"--backend ray on a local cluster: {time.monotonic() - started:.0f} s")
+    assert there.returncode == 3, there.stderr[-3000:]
+    expected, got = rows(local), rows(remote)
+    assert sorted(got) == sorted(expected)
+    assert (
+        got["bad"]["error"]["stage"] == "media" and "no such file" in got["bad"]["error"]["message"]
+    )
+    fields = (
+        "text",
+        "prompt_tokens",
+        "completion_tokens",
+        "finish_reason",
+        "question",
+        "media",
+        "error",
+    )
+    for key in (k for k in expected if k != "bad"):
+        assert {f: got[key][f] for f in fields} == {f: expected[key][f] for f in fields}, key

@@ -1,0 +1,114 @@
+"""Several engines on one host (-dp N), above the engine: the device layout, and the
+coordinator with replicas running the stand-in vLLM (tests/helpers/fake_vllm) in real
+processes. The real engines run in tests/e2e/test_scale_out_e2e.py."""
+
+from __future__ import annotations
+
+import collections
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from mmrun.devices import Replica, layout
+from mmrun.errors import UsageError
+from tests.helpers.http import PNG
+
+
+def test_gpus_are_split_in_tensor_parallel_groups() -> None:
+    replicas = layout(2, 2, "gpu", ["0", "1", "2", "3"])
+    assert [r.gpus for r in replicas] == [("0", "1"), ("2", "3")]
+    assert replicas[1].describe() == "GPU 2,3"
+
+
+def test_too_few_gpus_is_a_usage_error_naming_the_numbers(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("CUDA_VISIBLE_DEVICES", "0,1,2")
+    with pytest.raises(UsageError) as caught:
+        layout(2, 2, "gpu", ["0", "1", "2"])
+    assert str(caught.value) == (
+        "-dp 2 with 2 GPU(s) each needs 4 GPUs; 3 are visible (CUDA_VISIBLE_DEVICES=0,1,2) "
+        "(lower -dp or -tp, or make more GPUs visible)"
+    )
+
+
+def test_cpu_replicas_split_the_cores_this_process_may_use(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(os, "sched_getaffinity", lambda pid: {0, 1, 2, 3})
+    assert [r.cpus for r in layout(2, 1, "cpu", [])] == [(0, 1), (2, 3)]
+    assert [r.cpus for r in layout(8, 1, "cpu", [])] == [()] * 8  # more engines than cores: shared
+    assert Replica(0).describe() == "shared"
+
+
+@pytest.fixture
+def photos(tmp_path: Path) -> Path:
+    folder = tmp_path / "photos"
+    folder.mkdir()
+    for i in range(24):
+        (folder / f"p{i:02d}.png").write_bytes(PNG)
+    return folder
+
+
+def mmrun(args: list[str], env: dict[str, str]) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, "-m", "mmrun", "image", "-m", "mistral3", *args],
+        capture_output=True,
+        text=True,
+        env={**env, "HF_HUB_OFFLINE": "1", "MMRUN_PLUGINS": ""},
+        timeout=300,
+    )
+
+
+def lines(path: Path) -> list[dict[str, Any]]:
+    return [json.loads(line) for line in path.read_text().splitlines()]
+
+
+@pytest.mark.skipif(len(os.sched_getaffinity(0)) < 2, reason="needs two cores to pin two replicas")
+def test_two_replicas_share_one_queue_and_one_writer(
+    photos: Path, tmp_path: Path, fake_vllm_env: dict[str, str]
+) -> None:
+    out = tmp_path / "out.jsonl"
+    env = {**fake_vllm_env, "FAKE_VLLM_STEP_S": "0.5"}
+    proc = mmrun(["-i", str(photos), "-o", str(out), "-dp", "2", "--max-tokens", "2"], env)
+    assert proc.returncode == 0, proc.stderr
+    rows = lines(out)
+    assert sorted(r["id"] for r in rows) == sorted(str(p) for p in photos.iterdir())
+    by_replica = collections.Counter(r["replica"] for r in rows)
+    assert set(by_replica) == {0, 1}, by_replica
+    assert "engines: 2 (local) on CPU 0 | CPU 1" in proc.stderr
+    assert proc.stderr.strip().splitlines()[-1].startswith("24 done, 0 failed, 0 skipped")
+
+
+@pytest.mark.skipif(len(os.sched_getaffinity(0)) < 2, reason="needs two cores to pin two replicas")
+def test_a_replica_that_dies_hands_its_prompts_to_the_other(
+    photos: Path, tmp_path: Path, fake_vllm_env: dict[str, str]
+) -> None:
+    out = tmp_path / "out.jsonl"
+    env = {**fake_vllm_env, "FAKE_VLLM_STEP_S": "0.5", "FAKE_VLLM_DIE_ON_CPU": "0"}
+    proc = mmrun(["-i", str(photos), "-o", str(out), "-dp", "2"], env)
+    assert proc.returncode == 0, proc.stderr
+    rows = lines(out)
+    assert sorted(r["id"] for r in rows) == sorted(str(p) for p in photos.iterdir())
+    assert len(rows) == 24 and all(r["error"] is None for r in rows)
+    assert {r["replica"] for r in rows} == {0, 1}  # replica 0 answered some before it died
+    assert (
+        "mmrun: replica 0 (CPU 0) stopped: vLLM failed: EngineDeadError: EngineCore" in proc.stderr
+    )
+    assert "unfinished prompt(s) go to the others" in proc.stderr
+
+
+def test_when_every_replica_dies_the_run_fails_and_can_resume(
+    photos: Path, tmp_path: Path, fake_vllm_env: dict[str, str]
+) -> None:
+    out = tmp_path / "out.jsonl"
+    env = {**fake_vllm_env, "FAKE_VLLM_FAIL_STEP": "EngineDeadError: the engine died"}
+    proc = mmrun(["-i", str(photos), "-o", str(out), "-dp", "2"], env)
+    assert proc.returncode == 1
+    last = proc.stderr.strip().splitlines()[-1]
+    assert last.startswith("mmrun: error: every replica stopped before the batch was done"), last
+    assert "run the same command again to resume" in last
+    again = mmrun(["-i", str(photos), "-o", str(out), "-dp", "2"], fake_vllm_env)
+    assert again.returncode == 0, again.stderr
+    assert len(lines(out)) == 24
