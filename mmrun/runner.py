@@ -11,6 +11,7 @@ line) and in what the caller does with the outcomes.
 from __future__ import annotations
 
 import collections
+import concurrent.futures
 import contextlib
 import os
 import threading
@@ -170,19 +171,26 @@ class MediaPipeline:
         return self._exhausted and not self._queue
 
     def next(self, block: bool) -> _Ready | None:
-        """The next item in input order with its media, None if it is not ready (and
-        ``block`` is false) or none is left."""
-        self.fill()
-        if not self._queue:
-            return None
-        item, work = self._queue[0]
+        """The first item (in input order) whose media are all resolved or failed; None if
+        none is, unless ``block``, or if none is left. An item waiting on a slow download
+        does not hold up the ready ones behind it."""
+        while True:
+            self.fill()
+            if not self._queue:
+                return None
+            for index, (item, work) in enumerate(self._queue):
+                if isinstance(work, ItemError) or all(f.done() for f in work):
+                    del self._queue[index]
+                    self.fill()
+                    return self._ready(item, work)
+            if not block:
+                return None
+            waiting = [f for _, work in self._queue if isinstance(work, list) for f in work]
+            concurrent.futures.wait(waiting, return_when=concurrent.futures.FIRST_COMPLETED)
+
+    def _ready(self, item: Item, work: list[Future[MediaItem]] | ItemError) -> _Ready:
         if isinstance(work, ItemError):
-            self._queue.popleft()
             return _Ready(item, None, work)
-        if not block and not all(f.done() for f in work):
-            return None
-        self._queue.popleft()
-        self.fill()
         try:
             media = [f.result() for f in work]
         except (MediaError, DownloadError) as exc:

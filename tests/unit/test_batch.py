@@ -280,3 +280,23 @@ def test_plain_progress_lines_off_a_terminal(
     ]
     assert progress and progress[-1].startswith("mmrun: 5/5 prompts, 0 failed, ")
     assert os.environ.get("NO_COLOR") is None or "\x1b" not in result.stderr
+
+
+def test_a_slow_download_does_not_hold_up_the_prompts_behind_it(
+    fake_vllm: Any, photos: Path, tmp_path: Path, server: Any
+) -> None:
+    from tests.helpers.http import reply
+
+    def slow(handler: Any) -> None:
+        server.stall(2.0)
+        reply(handler, 200, PNG)
+
+    server.routes["/slow.png"] = slow
+    manifest = tmp_path / "m.jsonl"
+    rows = [{"id": "slow", "image": server.url("/slow.png")}]
+    rows += [{"id": f"fast{i}", "image": f"photos/p{i}.png"} for i in range(4)]
+    manifest.write_text("".join(json.dumps(r) + "\n" for r in rows))
+    out = tmp_path / "out.jsonl"
+    result = cli("--input", str(manifest), "-o", str(out))
+    assert result.exit_code == 0, result.stderr
+    assert [r["id"] for r in lines(out)][-1] == "slow"  # the others were answered meanwhile
