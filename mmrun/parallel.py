@@ -151,6 +151,7 @@ def run_parallel(
     quiet: bool,
     hooks: Hooks | None = None,
     on_replica_lost: Callable[[Replica, str, int], None] | None = None,
+    on_replica_ready: Callable[[Replica, float], None] | None = None,
 ) -> Stats:
     """Run the batch on every replica; each outcome (with its replica) to ``emit``."""
     hooks = hooks or Hooks()
@@ -232,6 +233,8 @@ def run_parallel(
                     continue
                 if kind == "ready":
                     run.ready = True
+                    if on_replica_ready is not None:
+                        on_replica_ready(run.replica, time.perf_counter() - t0)
                     if not started and hooks.on_started is not None:
                         started = True
                         hooks.on_started(plan.items.total)

@@ -95,6 +95,7 @@ def run_batch(plan: Plan, *, json_out: bool, quiet: bool) -> int:
                     quiet=quiet,
                     hooks=hooks,
                     on_replica_lost=None if quiet else _report_lost(err),
+                    on_replica_ready=None if quiet else _report_ready(err),
                 )
             elif plan.backend == "ray":
                 from mmrun.ray_backend import run_ray
@@ -118,6 +119,17 @@ def run_batch(plan: Plan, *, json_out: bool, quiet: bool) -> int:
         err.print(summary(stats, time.monotonic() - t0, opts.output), highlight=False)
     sys.stdout.flush()
     return EXIT_PARTIAL if stats.failed or stats.failed_before else EXIT_OK
+
+
+def _report_ready(err: Any) -> Any:
+    def report(replica: Any, seconds: float) -> None:
+        err.print(
+            f"[dim]mmrun: replica {replica.index} ({replica.describe()}) ready after "
+            f"{seconds:.1f}s[/]",
+            highlight=False,
+        )
+
+    return report
 
 
 def _report_lost(err: Any) -> Any:
