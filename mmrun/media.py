@@ -1,9 +1,10 @@
 """Media sources: resolve (asset name, path, URL, data URI), download into the cache, decode.
 
-Downloads are bounded (timeouts, a size cap, a redirect limit, a few retries on transient
-failures only), written to a temporary file and moved into the cache only when complete, and
-guarded by a file lock so two processes fetching the same URL download it once. A downloaded
-file that does not decode is dropped from the cache, so no later run trusts it.
+Downloads are bounded (timeouts, an overall deadline, a size cap, a redirect limit, a few
+retries on transient failures only), written to a temporary file and moved into the cache
+only when complete, and guarded by a file lock so two processes fetching the same URL download
+it once. A downloaded file that does not decode is dropped from the cache, so no later run
+trusts it. Local files have a size cap too.
 """
 
 from __future__ import annotations
@@ -12,9 +13,11 @@ import base64
 import binascii
 import functools
 import hashlib
+import math
 import os
 import stat
 import threading
+import time
 import urllib.parse
 import warnings
 from collections.abc import Callable, Sequence
@@ -32,9 +35,14 @@ if TYPE_CHECKING:
 
 BASE_URL_ENV = "MMRUN_ASSETS_BASE_URL"
 MAX_BYTES_ENV = "MMRUN_MAX_DOWNLOAD_MB"
+MAX_FILE_ENV = "MMRUN_MAX_FILE_MB"
 TIMEOUT_ENV = "MMRUN_DOWNLOAD_TIMEOUT"
+DEADLINE_ENV = "MMRUN_DOWNLOAD_DEADLINE"
 DEFAULT_MAX_MB = 200
 DEFAULT_TIMEOUT_S = 30.0
+# A whole download, tries and waits included: a server that sends a byte just within every
+# read timeout would otherwise hold it forever. 200 MB (the size cap) at 1 MB/s fits.
+DEFAULT_DEADLINE_S = 300.0
 MAX_REDIRECTS = 5
 RETRIES = 3
 RETRY_BACKOFF_S = 0.5  # the wait before the second try; it doubles for each further try
@@ -68,20 +76,32 @@ class MediaItem:
     info: dict[str, Any]
 
 
-def _max_bytes() -> int:
-    raw = os.environ.get(MAX_BYTES_ENV, str(DEFAULT_MAX_MB))
+def _number(name: str, default: float, unit: str) -> float:
+    raw = os.environ.get(name, "")
+    if not raw.strip():
+        return default
     try:
-        return int(float(raw) * 1024 * 1024)
-    except ValueError as exc:
-        raise MediaError(f"{MAX_BYTES_ENV}={raw!r} is not a number of megabytes") from exc
+        value = float(raw)
+    except ValueError:
+        value = math.nan
+    if not value > 0 or math.isinf(value):
+        raise MediaError(
+            f"{name}={raw!r} is not a positive number of {unit}",
+            hint=f"set it to e.g. {default:g}, or unset it",
+        )
+    return value
+
+
+def _max_bytes() -> int:
+    return int(_number(MAX_BYTES_ENV, DEFAULT_MAX_MB, "megabytes") * 1024 * 1024)
 
 
 def _timeout() -> float:
-    raw = os.environ.get(TIMEOUT_ENV, str(DEFAULT_TIMEOUT_S))
-    try:
-        return float(raw)
-    except ValueError as exc:
-        raise MediaError(f"{TIMEOUT_ENV}={raw!r} is not a number of seconds") from exc
+    return _number(TIMEOUT_ENV, DEFAULT_TIMEOUT_S, "seconds")
+
+
+def _deadline() -> float:
+    return _number(DEADLINE_ENV, DEFAULT_DEADLINE_S, "seconds")
 
 
 def parse_source(text: str, modality: Modality) -> Source:
@@ -136,7 +156,15 @@ def _read_path(source: Source) -> bytes:
                 f"{source.text} is not a regular file (a device, pipe or socket)",
                 hint="name a media file",
             )
-        data = path.read_bytes()
+        cap_mb = _number(MAX_FILE_ENV, DEFAULT_MAX_MB, "megabytes")
+        limit = int(cap_mb * 1024 * 1024)
+        with open(path, "rb") as file:
+            size = os.fstat(file.fileno()).st_size
+            if size > limit:
+                raise _file_too_big(source.text, size, cap_mb)
+            data = file.read(limit + 1)  # a file that grew meanwhile still stops at the cap
+        if len(data) > limit:
+            raise _file_too_big(source.text, len(data), cap_mb)
     except (FileNotFoundError, NotADirectoryError) as exc:
         raise MediaError(f"no such file: {source.text}", hint="check the path") from exc
     except PermissionError as exc:
@@ -155,6 +183,14 @@ def _read_path(source: Source) -> bytes:
     if not data:
         raise MediaError(f"{source.text} is empty (0 bytes)", hint="name a non-empty media file")
     return data
+
+
+def _file_too_big(text: str, size: int, cap_mb: float) -> MediaError:
+    return MediaError(
+        f"{text} is {size / (1024 * 1024):,.1f} MB: more than the {cap_mb:g} MB "
+        "that mmrun reads from a local file",
+        hint=f"raise the cap with {MAX_FILE_ENV}=<megabytes>",
+    )
 
 
 def _read_data_uri(source: Source) -> bytes:
@@ -254,9 +290,10 @@ class Downloader:
             stale.unlink(missing_ok=True)
         partial = target.with_name(f".{target.name}.{os.getpid()}.{threading.get_ident()}.part")
         delay = RETRY_BACKOFF_S
+        deadline = time.monotonic() + _deadline()
         for attempt in range(1, RETRIES + 1):
             try:
-                self._attempt(url, partial, limit)
+                self._attempt(url, partial, limit, deadline)
                 os.replace(partial, target)
                 return
             except _Transient as exc:
@@ -293,19 +330,27 @@ class Downloader:
                 raise _unwritable(partial.parent, exc) from exc
             finally:
                 partial.unlink(missing_ok=True)
-            if attempt == RETRIES:
+            now = time.monotonic()
+            if now >= deadline:
+                raise _too_slow(url) from failure
+            if attempt == RETRIES or now + delay >= deadline:
                 raise failure
             if self._cancelled.wait(delay):  # backoff, cut short when the run is stopping
                 raise _cancelled(url)
             delay *= 2
 
-    def _attempt(self, url: str, partial: Path, limit: int) -> None:
+    def _attempt(self, url: str, partial: Path, limit: int, deadline: float) -> None:
         """One try: the whole body into ``partial``, or an error (``_Transient`` if retryable)."""
+        import httpx
+
         if self._cancelled.is_set():
             raise _cancelled(url)
         if self._on_request:
             self._on_request(url)
-        with self._http().stream("GET", url) as response:
+        # No single wait may run past the deadline either.
+        wait = max(0.1, min(_timeout(), deadline - time.monotonic()))
+        timeout = httpx.Timeout(wait, connect=min(wait, 10.0))
+        with self._http().stream("GET", url, timeout=timeout) as response:
             status = response.status_code
             if not 200 <= status < 300:
                 transient = status >= 500 or status == 429
@@ -324,6 +369,8 @@ class Downloader:
                 for chunk in response.iter_bytes():  # as they arrive: cap and stop act at once
                     if self._cancelled.is_set():
                         raise _cancelled(url)
+                    if time.monotonic() > deadline:  # a server that trickles
+                        raise _too_slow(url)
                     size += len(chunk)
                     if size > limit:  # also without a Content-Length, or when it lies
                         raise _too_big(url, limit)
@@ -355,6 +402,13 @@ def _too_big(url: str, limit: int) -> DownloadError:
     return DownloadError(
         f"download of {url} is larger than the {limit / (1024 * 1024):g} MB cap",
         hint=f"raise it with {MAX_BYTES_ENV}=<megabytes>",
+    )
+
+
+def _too_slow(url: str) -> DownloadError:
+    return DownloadError(
+        f"download of {url} did not finish within {_deadline():g} s",
+        hint=f"the server is too slow; raise the limit with {DEADLINE_ENV}=<seconds>",
     )
 
 
