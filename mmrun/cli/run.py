@@ -21,6 +21,7 @@ EPILOGS = {
 
 def _execute(modality: str, sources: list[str] | None, count: int | None, **kw: Any) -> None:
     # Imported here, not at the top: `mmrun --help` must stay fast.
+    from mmrun.capture import show_library_output
     from mmrun.cli._output import (
         DownloadProgress,
         engine_output,
@@ -61,6 +62,7 @@ def _execute(modality: str, sources: list[str] | None, count: int | None, **kw: 
         warmup=kw["warmup"],
     )
     configure_environment(verbose)
+    show_library_output(verbose)
     err = stderr_console()
 
     def announce() -> None:

@@ -582,9 +582,9 @@ def test_cache_folder_not_writable(tmp_path: Path, server: ScriptedServer) -> No
 @pytest.mark.parametrize(
     ("name", "fragments"),
     [
-        ("not-audio.wav", ["is not readable audio", "Format not recognised"]),
-        ("corrupt.ogg", ["is not readable audio"]),
-        ("blue.png", ["is not readable audio"]),
+        ("not-audio.wav", ["is not audio in a format mmrun reads", "MP3, Ogg (Vorbis or Opus)"]),
+        ("corrupt.ogg", ["is a damaged or truncated Ogg Vorbis file", "export it again"]),
+        ("blue.png", ["is not audio in a format mmrun reads"]),
     ],
 )
 def test_bad_audio_file(bad: Path, name: str, fragments: list[str], isolated_cache: Path) -> None:
@@ -594,7 +594,8 @@ def test_bad_audio_file(bad: Path, name: str, fragments: list[str], isolated_cac
         *fragments,
         cache=isolated_cache,
     )
-    assert "BytesIO" not in line  # libsndfile's words, not Python's object repr
+    assert "BytesIO" not in line  # mmrun's words, not Python's object repr
+    assert "." not in line.split(str(bad / name))[1]  # nor libsndfile's sentences
 
 
 def test_audio_longer_than_the_model_takes(bad: Path, isolated_cache: Path) -> None:
