@@ -20,6 +20,7 @@ from typing import Any
 
 from mmrun import __version__
 from mmrun.errors import (
+    DownloadError,
     EngineError,
     MediaError,
     MissingDependencyError,
@@ -27,6 +28,7 @@ from mmrun.errors import (
     UnsupportedModelError,
     UsageError,
 )
+from mmrun.hub import check_reachable
 from mmrun.media import MediaItem, MediaResolver, ProgressFn, smart_resize_size
 from mmrun.plan import compose_engine_args
 from mmrun.registry import LoaderSpec, Method, Modality, Registry
@@ -361,13 +363,28 @@ def lora_path(request: ModelRequest, model: str, resolve: bool) -> str | None:
     if Path(model).is_dir():
         base = model
     elif resolve:
-        from huggingface_hub import snapshot_download
-
-        base = snapshot_download(model)
+        base = _snapshot(model)
     else:
         base = f"<snapshot of {model}>"
     sub = request.lora.subfolder
     return base if sub is None else os.path.join(base, sub)
+
+
+def _snapshot(model: str) -> str:
+    """The local snapshot of ``model`` (downloaded if need be), or one line saying why not."""
+    check_reachable(model, "the LoRA adapter")
+    import httpx
+    from huggingface_hub import snapshot_download
+
+    try:
+        return str(snapshot_download(model))
+    except (OSError, ValueError, httpx.HTTPError) as exc:  # huggingface_hub's errors among them
+        first = next(iter(str(exc).strip().splitlines()), "") or type(exc).__name__
+        raise DownloadError(
+            f"cannot fetch the snapshot of {model} (for its LoRA adapter): {first[:300]}",
+            hint="check the model id and the network; offline, set HF_HUB_OFFLINE=1 with the "
+            "model in the Hugging Face cache",
+        ) from exc
 
 
 def run(
@@ -478,6 +495,7 @@ def run(
             if not opts.dry_run:
                 from mmrun import engine
 
+                check_reachable(model, "the model")  # vLLM's start asks the Hub next
                 if on_engine_start is not None:
                     on_engine_start()
                 t_start = time.perf_counter()
