@@ -373,12 +373,17 @@ def lora_path(request: ModelRequest, model: str, resolve: bool) -> str | None:
 def _snapshot(model: str) -> str:
     """The local snapshot of ``model`` (downloaded if need be), or one line saying why not."""
     check_reachable(model, "the LoRA adapter")
-    import httpx
     from huggingface_hub import snapshot_download
 
+    # huggingface_hub's errors are OSErrors; the HTTP client's own are not (httpx, or httpx2
+    # from huggingface_hub 2 on).
+    failures: tuple[type[Exception], ...] = (OSError, ValueError)
+    for client in ("httpx", "httpx2"):
+        if importlib.util.find_spec(client) is not None:
+            failures += (importlib.import_module(client).HTTPError,)
     try:
         return str(snapshot_download(model))
-    except (OSError, ValueError, httpx.HTTPError) as exc:  # huggingface_hub's errors among them
+    except failures as exc:
         first = next(iter(str(exc).strip().splitlines()), "") or type(exc).__name__
         raise DownloadError(
             f"cannot fetch the snapshot of {model} (for its LoRA adapter): {first[:300]}",
