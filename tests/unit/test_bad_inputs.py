@@ -161,6 +161,8 @@ def engine_env() -> Iterator[None]:
         "VLLM_LOGGING_STREAM",
         "TOKENIZERS_PARALLELISM",
         "TRANSFORMERS_VERBOSITY",
+        "TORCH_CPP_LOG_LEVEL",
+        "TORCH_LOGS",
         "PYTHONWARNINGS",
         engine.RPC_DIR_ENV,
         "MMRUN_ENGINE_LOG",
