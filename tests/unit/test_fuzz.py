@@ -342,8 +342,9 @@ def mutated_media(draw: st.DrawFn) -> tuple[str, str, bytes]:
         elif kind == "field":
             value = draw(st.sampled_from([0, 1, 0x7F, 0xFF, 0xFFFF, 0x7FFFFFFF, 0xFFFFFFFF]))
             size = draw(st.sampled_from([1, 2, 4]))
-            order = draw(st.sampled_from(["little", "big"]))
-            data[at : at + size] = (value & ((1 << (8 * size)) - 1)).to_bytes(size, order)
+            field = value & ((1 << (8 * size)) - 1)
+            big = draw(st.booleans())
+            data[at : at + size] = field.to_bytes(size, "big" if big else "little")
         elif kind == "cut":
             del data[at:]
         elif kind == "insert":

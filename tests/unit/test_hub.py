@@ -15,7 +15,7 @@ import subprocess
 import sys
 import threading
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any, ClassVar
 
@@ -37,7 +37,7 @@ def closed_port() -> int:
     return port
 
 
-UNREACHABLE = {
+UNREACHABLE: dict[str, Callable[[], str]] = {
     "refused": lambda: f"http://127.0.0.1:{closed_port()}",
     "unresolvable": lambda: "http://hub.invalid",  # .invalid never resolves (RFC 2606)
 }
