@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import atexit
 import contextlib
+import logging
 import multiprocessing
 import os
 import re
@@ -12,6 +13,7 @@ import signal
 import tempfile
 import threading
 import time
+import warnings
 from collections.abc import Iterator, Mapping, Sequence
 from types import FrameType
 from typing import Any
@@ -299,8 +301,11 @@ def use_frontend_threads(engines_on_host: int = 1) -> int | None:
 
 
 def _construct(vllm: Any, engine_args: Mapping[str, Any]) -> Any:
+    args = dict(engine_args)
+    if _quiet:  # vLLM's "Loading safetensors checkpoint shards" bars, one per engine process
+        args.setdefault("use_tqdm_on_load", False)
     try:
-        return vllm.LLM(**engine_args)
+        return vllm.LLM(**args)
     except Exception as exc:
         message = str(exc).strip()
         if isinstance(exc, TypeError) and "argument" in message:
@@ -562,18 +567,36 @@ def shutdown(llm: Any, *, now: bool = False) -> None:
 
 
 def configure_environment(verbose: bool) -> None:
-    """Send vLLM's logs to stderr and keep them quiet unless asked for."""
+    """Send vLLM's logs to stderr and keep them quiet unless asked for. Without ``verbose``,
+    what torch, Triton and Python's warnings print, in this process and in the engine's, is
+    kept back too: a run shows mmrun's lines and the results, and ``-v`` shows the rest."""
+    global _quiet
+    _quiet = not verbose
     os.environ.setdefault("VLLM_LOGGING_LEVEL", "INFO" if verbose else "ERROR")
     # stderr, and the reason for a failed start back to this process (see engine_log)
     os.environ.setdefault("VLLM_LOGGING_STREAM", engine_log.STREAM_SPEC)
     os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
-    if not verbose:
-        os.environ.setdefault("TRANSFORMERS_VERBOSITY", "error")
-        # Python's resource tracker process removes the shared memory and semaphores that
-        # engine processes leave behind (always after an interrupt, often after a normal run)
-        # and warns about each kind: housekeeping that works, not something the user can act on.
-        current = os.environ.get("PYTHONWARNINGS", "")
-        if _QUIET_RESOURCE_TRACKER not in current:
-            os.environ["PYTHONWARNINGS"] = ",".join(
-                filter(None, [current, _QUIET_RESOURCE_TRACKER])
-            )
+    if verbose:
+        return
+    os.environ.setdefault("TRANSFORMERS_VERBOSITY", "error")
+    os.environ.setdefault("TORCH_CPP_LOG_LEVEL", "ERROR")  # c10's "[W...] Warning: NUMA ..."
+    os.environ.setdefault("TORCH_LOGS", "-all")  # torch's "No CUDA runtime is found, ..."
+    # vLLM logs a few warnings while it is imported, before it has set up its log (Triton's
+    # "doesn't include CPU backend"): Python prints those whatever VLLM_LOGGING_LEVEL says.
+    # This handler takes them; vLLM's own set-up replaces it.
+    vllm_logger = logging.getLogger("vllm")
+    if not any(isinstance(h, logging.NullHandler) for h in vllm_logger.handlers):
+        vllm_logger.addHandler(logging.NullHandler())
+    current = os.environ.get("PYTHONWARNINGS")
+    if current is None:
+        # Python's warnings (vLLM's FutureWarnings, the resource tracker's notes on the
+        # shared memory it cleans up after the engine): here and in the engine's processes.
+        os.environ["PYTHONWARNINGS"] = "ignore"
+        warnings.simplefilter("ignore")
+    elif _QUIET_RESOURCE_TRACKER not in current:
+        # The user's own filters, and the resource tracker's housekeeping kept out: work
+        # that succeeds, and nothing the user can act on.
+        os.environ["PYTHONWARNINGS"] = ",".join(filter(None, [current, _QUIET_RESOURCE_TRACKER]))
+
+
+_quiet = False  # set by configure_environment: no progress bars from the engine either

@@ -1,9 +1,15 @@
 """Media sources: resolve (asset name, path, URL, data URI), download into the cache, decode.
 
-Downloads are bounded (timeouts, a size cap, a redirect limit, a few retries on transient
-failures only), written to a temporary file and moved into the cache only when complete, and
-guarded by a file lock so two processes fetching the same URL download it once. A downloaded
-file that does not decode is dropped from the cache, so no later run trusts it.
+Downloads are bounded (timeouts, an overall deadline, a size cap, a redirect limit, a few
+retries on transient failures only), written to a temporary file and moved into the cache
+only when complete, and guarded by a file lock so two processes fetching the same URL download
+it once. A downloaded file that does not decode is dropped from the cache, so no later run
+trusts it. Local files have a size cap too.
+
+Decoding is bounded as well: what the libraries print while they decode is kept out of
+mmrun's output (see mmrun.capture), a header that declares an image larger than its file can
+hold is refused before anything is allocated, and the decodes that run at once share a memory
+budget (``MMRUN_DECODE_MEMORY_MB``).
 """
 
 from __future__ import annotations
@@ -12,18 +18,23 @@ import base64
 import binascii
 import functools
 import hashlib
+import math
 import os
 import stat
 import threading
+import time
 import urllib.parse
 import warnings
-from collections.abc import Callable, Sequence
+from collections import deque
+from collections.abc import Callable, Iterator, Sequence
 from concurrent.futures import Future
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from mmrun.cache import CACHE_ENV, media_cache_dir
+from mmrun.capture import Captured, library_output
 from mmrun.errors import DownloadError, MediaError
 from mmrun.registry import Modality
 
@@ -32,9 +43,18 @@ if TYPE_CHECKING:
 
 BASE_URL_ENV = "MMRUN_ASSETS_BASE_URL"
 MAX_BYTES_ENV = "MMRUN_MAX_DOWNLOAD_MB"
+MAX_FILE_ENV = "MMRUN_MAX_FILE_MB"
 TIMEOUT_ENV = "MMRUN_DOWNLOAD_TIMEOUT"
+DEADLINE_ENV = "MMRUN_DOWNLOAD_DEADLINE"
+DECODE_MEMORY_ENV = "MMRUN_DECODE_MEMORY_MB"
 DEFAULT_MAX_MB = 200
 DEFAULT_TIMEOUT_S = 30.0
+# A whole download, tries and waits included: a server that sends a byte just within every
+# read timeout would otherwise hold it forever. 200 MB (the size cap) at 1 MB/s fits.
+DEFAULT_DEADLINE_S = 300.0
+# What the decodes running at once may hold (file bytes, decoded pixels or samples); a decode
+# that needs more than all of it runs alone.
+DEFAULT_DECODE_MEMORY_MB = 512
 MAX_REDIRECTS = 5
 RETRIES = 3
 RETRY_BACKOFF_S = 0.5  # the wait before the second try; it doubles for each further try
@@ -68,20 +88,36 @@ class MediaItem:
     info: dict[str, Any]
 
 
-def _max_bytes() -> int:
-    raw = os.environ.get(MAX_BYTES_ENV, str(DEFAULT_MAX_MB))
+def _number(name: str, default: float, unit: str) -> float:
+    raw = os.environ.get(name, "")
+    if not raw.strip():
+        return default
     try:
-        return int(float(raw) * 1024 * 1024)
-    except ValueError as exc:
-        raise MediaError(f"{MAX_BYTES_ENV}={raw!r} is not a number of megabytes") from exc
+        value = float(raw)
+    except ValueError:
+        value = math.nan
+    if not value > 0 or math.isinf(value):
+        raise MediaError(
+            f"{name}={raw!r} is not a positive number of {unit}",
+            hint=f"set it to e.g. {default:g}, or unset it",
+        )
+    return value
+
+
+def _max_bytes() -> int:
+    return int(_number(MAX_BYTES_ENV, DEFAULT_MAX_MB, "megabytes") * 1024 * 1024)
 
 
 def _timeout() -> float:
-    raw = os.environ.get(TIMEOUT_ENV, str(DEFAULT_TIMEOUT_S))
-    try:
-        return float(raw)
-    except ValueError as exc:
-        raise MediaError(f"{TIMEOUT_ENV}={raw!r} is not a number of seconds") from exc
+    return _number(TIMEOUT_ENV, DEFAULT_TIMEOUT_S, "seconds")
+
+
+def _deadline() -> float:
+    return _number(DEADLINE_ENV, DEFAULT_DEADLINE_S, "seconds")
+
+
+def _decode_memory() -> int:
+    return int(_number(DECODE_MEMORY_ENV, DEFAULT_DECODE_MEMORY_MB, "megabytes") * 1024 * 1024)
 
 
 def parse_source(text: str, modality: Modality) -> Source:
@@ -136,7 +172,16 @@ def _read_path(source: Source) -> bytes:
                 f"{source.text} is not a regular file (a device, pipe or socket)",
                 hint="name a media file",
             )
-        data = path.read_bytes()
+        cap_mb = _number(MAX_FILE_ENV, DEFAULT_MAX_MB, "megabytes")
+        limit = int(cap_mb * 1024 * 1024)
+        with open(path, "rb") as file:
+            size = os.fstat(file.fileno()).st_size
+            if size > limit:
+                raise _file_too_big(source.text, size, cap_mb)
+            _reserve(size)
+            data = file.read(limit + 1)  # a file that grew meanwhile still stops at the cap
+        if len(data) > limit:
+            raise _file_too_big(source.text, len(data), cap_mb)
     except (FileNotFoundError, NotADirectoryError) as exc:
         raise MediaError(f"no such file: {source.text}", hint="check the path") from exc
     except PermissionError as exc:
@@ -155,6 +200,14 @@ def _read_path(source: Source) -> bytes:
     if not data:
         raise MediaError(f"{source.text} is empty (0 bytes)", hint="name a non-empty media file")
     return data
+
+
+def _file_too_big(text: str, size: int, cap_mb: float) -> MediaError:
+    return MediaError(
+        f"{text} is {size / (1024 * 1024):,.1f} MB: more than the {cap_mb:g} MB "
+        "that mmrun reads from a local file",
+        hint=f"raise the cap with {MAX_FILE_ENV}=<megabytes>",
+    )
 
 
 def _read_data_uri(source: Source) -> bytes:
@@ -254,9 +307,10 @@ class Downloader:
             stale.unlink(missing_ok=True)
         partial = target.with_name(f".{target.name}.{os.getpid()}.{threading.get_ident()}.part")
         delay = RETRY_BACKOFF_S
+        deadline = time.monotonic() + _deadline()
         for attempt in range(1, RETRIES + 1):
             try:
-                self._attempt(url, partial, limit)
+                self._attempt(url, partial, limit, deadline)
                 os.replace(partial, target)
                 return
             except _Transient as exc:
@@ -293,19 +347,27 @@ class Downloader:
                 raise _unwritable(partial.parent, exc) from exc
             finally:
                 partial.unlink(missing_ok=True)
-            if attempt == RETRIES:
+            now = time.monotonic()
+            if now >= deadline:
+                raise _too_slow(url) from failure
+            if attempt == RETRIES or now + delay >= deadline:
                 raise failure
             if self._cancelled.wait(delay):  # backoff, cut short when the run is stopping
                 raise _cancelled(url)
             delay *= 2
 
-    def _attempt(self, url: str, partial: Path, limit: int) -> None:
+    def _attempt(self, url: str, partial: Path, limit: int, deadline: float) -> None:
         """One try: the whole body into ``partial``, or an error (``_Transient`` if retryable)."""
+        import httpx
+
         if self._cancelled.is_set():
             raise _cancelled(url)
         if self._on_request:
             self._on_request(url)
-        with self._http().stream("GET", url) as response:
+        # No single wait may run past the deadline either.
+        wait = max(0.1, min(_timeout(), deadline - time.monotonic()))
+        timeout = httpx.Timeout(wait, connect=min(wait, 10.0))
+        with self._http().stream("GET", url, timeout=timeout) as response:
             status = response.status_code
             if not 200 <= status < 300:
                 transient = status >= 500 or status == 429
@@ -324,6 +386,8 @@ class Downloader:
                 for chunk in response.iter_bytes():  # as they arrive: cap and stop act at once
                     if self._cancelled.is_set():
                         raise _cancelled(url)
+                    if time.monotonic() > deadline:  # a server that trickles
+                        raise _too_slow(url)
                     size += len(chunk)
                     if size > limit:  # also without a Content-Length, or when it lies
                         raise _too_big(url, limit)
@@ -358,6 +422,13 @@ def _too_big(url: str, limit: int) -> DownloadError:
     )
 
 
+def _too_slow(url: str) -> DownloadError:
+    return DownloadError(
+        f"download of {url} did not finish within {_deadline():g} s",
+        hint=f"the server is too slow; raise the limit with {DEADLINE_ENV}=<seconds>",
+    )
+
+
 def _cancelled(url: str) -> DownloadError:
     return DownloadError(f"download of {url} was stopped", hint="the run is ending")
 
@@ -369,6 +440,129 @@ def _unwritable(folder: Path, exc: OSError) -> DownloadError:
     )
 
 
+# --- The memory budget of decoding ------------------------------------------------------------
+
+
+class _Ticket:
+    """What one resolve (or one decode called on its own) holds of the budget."""
+
+    def __init__(self) -> None:
+        self.held = 0
+
+
+class _MemoryBudget:
+    """The bytes that the decodes running at once may hold, shared by the worker threads.
+
+    A reservation waits until it fits beside what the others hold. One that cannot fit goes
+    ahead when no other decode is running (all of them wait or hold nothing), the first to ask
+    first: so nothing waits forever, and the peak is the budget or the largest single decode.
+    """
+
+    def __init__(self) -> None:
+        self._cond = threading.Condition()
+        self._held = 0
+        self._running = 0  # tickets holding bytes and not waiting for more
+        self._queue: deque[_Ticket] = deque()
+
+    def reserve(self, ticket: _Ticket, nbytes: int) -> None:
+        limit = _decode_memory()
+        with self._cond:
+            if ticket.held:  # waiting from now on: another waiter may be next, if none runs
+                self._running -= 1
+                self._cond.notify_all()
+            self._queue.append(ticket)
+            try:
+                while not (
+                    self._held + nbytes <= limit
+                    or (self._running == 0 and self._queue[0] is ticket)
+                ):
+                    self._cond.wait()
+            finally:
+                self._queue.remove(ticket)
+                if ticket.held or nbytes:
+                    self._running += 1
+                self._cond.notify_all()
+            self._held += nbytes
+            ticket.held += nbytes
+
+    def release(self, ticket: _Ticket) -> None:
+        with self._cond:
+            if not ticket.held:
+                return
+            if ticket.held >= _TRIM_AFTER:
+                _give_back_freed_memory()
+            self._held -= ticket.held
+            self._running -= 1
+            ticket.held = 0
+            self._cond.notify_all()
+
+
+# Pillow allocates an image in blocks that glibc's malloc serves from the arena of the thread
+# that decodes, and keeps there once freed: without this, six failed decodes of 170 MB each,
+# one after the other in six threads, still held 1 GB. So after a large decode, the freed
+# memory goes back to the system before the next one starts.
+_TRIM_AFTER = 32 << 20
+
+
+@functools.cache
+def _malloc_trim() -> Callable[[int], int] | None:
+    import ctypes
+
+    try:
+        trim: Callable[[int], int] = ctypes.CDLL(None).malloc_trim  # glibc only
+    except (OSError, AttributeError):
+        return None
+    return trim
+
+
+def _give_back_freed_memory() -> None:
+    trim = _malloc_trim()
+    if trim is not None:
+        trim(0)
+
+
+_budget = _MemoryBudget()
+_tickets = threading.local()
+
+
+@contextmanager
+def _memory_ticket(initial: int = 0) -> Iterator[None]:
+    """Hold a share of the decoding budget until the block ends; ``initial`` bytes at once.
+    Inside a block that holds one already (a resolve), this thread's ticket is that one."""
+    if getattr(_tickets, "current", None) is not None:
+        yield
+        return
+    ticket = _Ticket()
+    _tickets.current = ticket
+    try:
+        if initial:
+            _budget.reserve(ticket, initial)
+        yield
+    finally:
+        _tickets.current = None
+        _budget.release(ticket)
+
+
+def _reserve(nbytes: int) -> None:
+    """Add ``nbytes`` to this thread's share of the budget, waiting for room if need be."""
+    ticket: _Ticket | None = getattr(_tickets, "current", None)
+    if ticket is not None and nbytes > 0:
+        _budget.reserve(ticket, nbytes)
+
+
+def _forget_locals(exc: Exception) -> Exception:
+    """``exc``, without the local variables of the frames it was raised through: a failed
+    decode's half-decoded image (hundreds of MB) would otherwise live as long as the error,
+    which the run keeps until it ends. The traceback itself stays, for MMRUN_DEBUG."""
+    import traceback
+
+    traceback.clear_frames(exc.__traceback__)
+    return exc
+
+
+# --- Images -------------------------------------------------------------------------------------
+
+
 @functools.cache
 def _quiet_pillow_bomb_warning() -> None:
     """decode_image checks the pixel count itself; Pillow's own warning, printed between
@@ -378,36 +572,138 @@ def _quiet_pillow_bomb_warning() -> None:
     warnings.filterwarnings("ignore", category=Image.DecompressionBombWarning)
 
 
+# The most pixels that one byte of a Pillow decoder's input can give, at the densest its
+# encoding allows (1-bit pixels, the longest run, deflate's best ratio): a header that declares
+# more pixels than its file can hold is damaged, and is refused before Pillow allocates the
+# image. Decoders not listed (FLI, JPEG, libtiff, BMP's RLE, ...) can encode a plain image in
+# next to nothing; the memory budget bounds those.
+_MAX_PIXELS_PER_BYTE = {
+    "raw": 8,  # uncompressed
+    "dds_rgb": 8,  # DDS with bit masks, uncompressed
+    "bcn": 2,  # DDS block compression: 16 pixels in 8 bytes
+    "BLP1": 2,  # BLP paletted or DXT (JPEG-compressed BLP is not bounded: see below)
+    "BLP2": 2,
+    "packbits": 8 * 64,  # 128 bytes from a 2-byte run
+    "tga_rle": 64,  # 128 pixels from a 2-byte packet
+    "sgi_rle": 8 * 64,
+    "pcx": 8 * 32,  # 63 bytes from a 2-byte run
+    "zip": 8 * 1032,  # PNG: deflate turns 1 byte into at most 1032
+    "gif": 4096,  # an LZW code stands for at most 4096 pixels
+}
+_JPEG_BLP = 0  # BLP's compression field for JPEG data (Pillow's BlpImagePlugin.Format.JPEG)
+# Formats whose tiles read the file itself. Others (AVIF, WebP, ICO, ...) decode it whole and
+# then read the decoded pixels through a tile: their tiles say nothing about the file.
+_TILES_READ_THE_FILE = frozenset(
+    [
+        "BLP",
+        "BMP",
+        "DIB",
+        "DDS",
+        "GIF",
+        "IM",
+        "MSP",
+        "PCX",
+        "PNG",
+        "PPM",
+        "PSD",
+        "SGI",
+        "TGA",
+        "TIFF",
+    ]
+)
+# Bytes per pixel of Pillow's storage for a mode (modes of several bands take 4).
+_STORED_BYTES = {"1": 1, "L": 1, "P": 1, "I;16": 2, "I;16L": 2, "I;16B": 2, "I;16N": 2}
+
+
+def _check_declared_size(image: Any, size: int, label: str) -> None:
+    """Refuse an image whose header declares more pixels than the file can hold."""
+    if image.format not in _TILES_READ_THE_FILE:
+        return
+    for tile in image.tile:
+        codec, extents, offset = tile[0], tile[1], tile[2]
+        args = tile[3] if len(tile) > 3 else None
+        ratio = _MAX_PIXELS_PER_BYTE.get(codec)
+        if ratio is None or extents is None:
+            continue
+        if codec in ("BLP1", "BLP2") and isinstance(args, tuple) and args[:1] == (_JPEG_BLP,):
+            continue
+        x0, y0, x1, y1 = extents
+        pixels = max(0, x1 - x0) * max(0, y1 - y0)
+        needed = (offset or 0) + pixels // ratio
+        if needed > size:
+            raise MediaError(
+                f"{label} is damaged: its header declares a {image.width}x{image.height} "
+                f"{image.format or ''} image, which needs at least {needed:,} bytes; "
+                f"the file has {size:,}",
+                hint="check the file, or export it again",
+            )
+
+
+def _decode_bytes(image: Any) -> int:
+    """About what decoding ``image`` and converting it to RGB allocates."""
+    width, height = image.size
+    pixels = width * height
+    lines = 8 * height  # Pillow keeps a pointer per row: for a tall, narrow image that counts
+    cost = pixels * _STORED_BYTES.get(image.mode, 4) + lines
+    if image.mode != "RGB":
+        cost += pixels * 4 + lines
+    if image.format == "JPEG" and image.info.get("progressive"):
+        cost += pixels * 6  # libjpeg keeps every coefficient of a progressive image
+    return int(cost)
+
+
 def decode_image(data: bytes, label: str) -> tuple[Any, dict[str, Any]]:
+    _quiet_pillow_bomb_warning()
+    with _memory_ticket(len(data)):
+        failure: Exception | None = None
+        with library_output() as said:
+            try:
+                rgb = _decode_image(data, label)
+            except Exception as exc:
+                failure = exc
+    if failure is not None:
+        raise _image_error(failure, label, said) from _forget_locals(failure)
+    return rgb, {"width": rgb.width, "height": rgb.height}
+
+
+def _decode_image(data: bytes, label: str) -> Any:
     import io
 
+    from PIL import Image
+
+    with Image.open(io.BytesIO(data)) as image:
+        # Checked before decoding, and here rather than through Pillow's global
+        # MAX_IMAGE_PIXELS, which only errors at twice its value and warns below that.
+        if image.width * image.height > MAX_IMAGE_PIXELS:
+            raise _too_many_pixels(label, f"{image.width}x{image.height} pixels")
+        _check_declared_size(image, len(data), label)
+        _reserve(_decode_bytes(image))
+        image.load()
+        # convert() copies even an RGB image (a third of the decoding time for photos).
+        return image if image.mode == "RGB" else image.convert("RGB")
+
+
+_IMAGE_HINT = "give a PNG, JPEG, WebP or other Pillow-readable file"
+
+
+def _image_error(exc: Exception, label: str, said: Captured) -> MediaError:
     from PIL import Image, UnidentifiedImageError
 
-    _quiet_pillow_bomb_warning()
-    try:
-        with Image.open(io.BytesIO(data)) as image:
-            # Checked before decoding, and here rather than through Pillow's global
-            # MAX_IMAGE_PIXELS, which only errors at twice its value and warns below that.
-            if image.width * image.height > MAX_IMAGE_PIXELS:
-                raise _too_many_pixels(label, f"{image.width}x{image.height} pixels")
-            image.load()
-            # convert() copies even an RGB image (a third of the decoding time for photos).
-            rgb = image if image.mode == "RGB" else image.convert("RGB")
-    except MediaError:
-        raise
-    except Image.DecompressionBombError as exc:  # Pillow's own check, in Image.open
-        raise _too_many_pixels(label, "too large") from exc
-    except UnidentifiedImageError as exc:
-        raise MediaError(
-            f"{label} is not an image (Pillow cannot identify its format)",
-            hint="give a PNG, JPEG, WebP or other Pillow-readable file",
-        ) from exc
-    except Exception as exc:  # on bad bytes Pillow raises OSError, SyntaxError, struct.error...
-        raise MediaError(
-            f"{label} is not a readable image ({exc or type(exc).__name__})",
-            hint="give a PNG, JPEG, WebP or other Pillow-readable file",
-        ) from exc
-    return rgb, {"width": rgb.width, "height": rgb.height}
+    if isinstance(exc, MediaError):
+        return exc
+    if isinstance(exc, Image.DecompressionBombError):  # Pillow's own check, in Image.open
+        return _too_many_pixels(label, "too large")
+    if isinstance(exc, UnidentifiedImageError):
+        return MediaError(
+            f"{label} is not an image (Pillow cannot identify its format)", hint=_IMAGE_HINT
+        )
+    if isinstance(exc, MemoryError):
+        return MediaError(
+            f"{label} is too large to decode in the memory available", hint="downscale it first"
+        )
+    # On bad bytes Pillow raises OSError, SyntaxError, struct.error, ValueError...
+    reason = said.failure or str(exc) or type(exc).__name__
+    return MediaError(f"{label} is not a readable image ({reason})", hint=_IMAGE_HINT)
 
 
 def _too_many_pixels(label: str, size: str) -> MediaError:
@@ -418,27 +714,207 @@ def _too_many_pixels(label: str, size: str) -> MediaError:
     )
 
 
-def decode_audio(data: bytes, label: str) -> tuple[Any, dict[str, Any]]:
-    import io
+# --- Audio --------------------------------------------------------------------------------------
 
+AUDIO_HINT = "give a WAV, FLAC, MP3, Ogg (Vorbis or Opus) or AIFF file"
+_CONVERT_HINT = "convert it to WAV or FLAC first, e.g. `ffmpeg -i <file> out.wav`"
+# Sample rates outside this range are a damaged header, not a recording (libsndfile reads an
+# AIFF rate of 0 as 1 Hz, and accepts 800 MHz).
+MIN_SAMPLE_RATE = 1_000
+MAX_SAMPLE_RATE = 768_000
+# Frames read at a time once a file holds more than its header declared.
+_AUDIO_BLOCK = 1 << 20
+# More frames per byte than any encoding gives (FLAC's constant blocks of silence come closest,
+# at a few thousand): a header that declares more describes another file.
+_MAX_FRAMES_PER_BYTE = 1 << 16
+_UNKNOWN_FRAMES = (1 << 63) - 1  # libsndfile's SF_COUNT_MAX: a length it could not find
+
+
+def _sniff_audio(data: bytes) -> tuple[str | None, bool]:
+    """The container a file's first bytes name, and whether libsndfile decodes it."""
+    head = data[:64]
+    if head[:4] in (b"RIFF", b"RIFX") and head[8:12] == b"WAVE":
+        return "WAV", True
+    if head[:4] == b"RF64":
+        return "RF64 WAV", True
+    if head[:4] == b"riff":
+        return "Wave64", True
+    if head[:4] == b"FORM" and head[8:12] in (b"AIFF", b"AIFC"):
+        return "AIFF", True
+    if head[:4] == b"fLaC":
+        return "FLAC", True
+    if head[:4] == b"OggS":
+        for marker, name, decodes in (
+            (b"OpusHead", "Ogg Opus", True),
+            (b"\x01vorbis", "Ogg Vorbis", True),
+            (b"\x7fFLAC", "Ogg FLAC", True),
+            (b"Speex   ", "Ogg Speex", False),
+            (b"\x80theora", "Ogg Theora video", False),
+        ):
+            if marker in head:
+                return name, decodes
+        return "Ogg", True
+    if head[:4] == b".snd":
+        return "AU", True
+    if head[:4] == b"caff":
+        return "CAF", True
+    if head[4:8] == b"ftyp":
+        return "MP4/M4A (AAC or ALAC)", False
+    if head[:5] == b"#!AMR":
+        return "AMR", False
+    if head[:4] == b"wvpk":
+        return "WavPack", False
+    if head[:4] == b"MAC ":
+        return "Monkey's Audio", False
+    if head[:4] == b"\x30\x26\xb2\x75":
+        return "WMA/ASF", False
+    if head[:4] == b"\x1a\x45\xdf\xa3":
+        return "Matroska/WebM", False
+    if head[:4] == b"MThd":
+        return "MIDI (notes, not sound)", False
+    if head[:4] == b"ADIF" or (len(head) > 1 and head[0] == 0xFF and head[1] & 0xF6 == 0xF0):
+        return "AAC", False
+    if head[:3] == b"ID3" or (len(head) > 1 and head[0] == 0xFF and head[1] & 0xE0 == 0xE0):
+        return "MP3", True
+    return None, False
+
+
+# libsndfile's words for what is wrong with a file it knows, in mmrun's. Its own messages are
+# sometimes wrong for a file held in memory ("File does not exist or is not a regular file
+# (possibly a pipe?)" for an MP3 without a decodable frame; "Unspecified internal error." for
+# a header that points past the end).
+_LIBSNDFILE_REASONS = (
+    ("data' chunk", "it has no audio data chunk"),
+    ("channel", "its header gives an invalid number of channels"),
+    ("fmt ' chunk", "its format header is malformed"),
+    ("SF_INFO struct incomplete", "its header gives no usable sample rate or channel count"),
+    ("flac decoder", "its FLAC stream is corrupt"),
+    ("psf_fseek", "its header and its data disagree"),
+    ("not a regular file", "no audio frame in it can be decoded"),
+)
+
+
+def _audio_error(exc: Exception, data: bytes, label: str, said: Captured) -> MediaError:
     import soundfile
 
-    try:
-        waveform, sample_rate = soundfile.read(io.BytesIO(data), dtype="float32", always_2d=False)
-    except (soundfile.LibsndfileError, RuntimeError, TypeError, ValueError) as exc:
-        # libsndfile's own words, without the "Error opening <_io.BytesIO object at 0x...>" prefix
-        reason = getattr(exc, "error_string", None) or str(exc)
-        raise MediaError(
-            f"{label} is not readable audio ({reason})", hint="give a WAV, FLAC or Ogg file"
-        ) from exc
-    if waveform.ndim == 2:  # mixed down to mono, as the seed's loader (librosa) does
-        waveform = waveform.mean(axis=1)
+    if isinstance(exc, MediaError):
+        return exc
+    if isinstance(exc, MemoryError):
+        return MediaError(
+            f"{label} is too long to decode in the memory available", hint="trim it first"
+        )
+    container, decodes = _sniff_audio(data)
+    if container is not None and not decodes:
+        return MediaError(f"{label} is {container}, which mmrun cannot decode", hint=_CONVERT_HINT)
+    code = exc.code if isinstance(exc, soundfile.LibsndfileError) else None
+    words = exc.error_string if isinstance(exc, soundfile.LibsndfileError) else str(exc)
+    if code == 1 or container is None:  # SF_ERR_UNRECOGNISED_FORMAT
+        return MediaError(f"{label} is not audio in a format mmrun reads", hint=AUDIO_HINT)
+    if "unimplemented format" in words:
+        return MediaError(
+            f"{label} is {container} that mmrun cannot decode: an encoding libsndfile does "
+            "not implement, or a damaged file",
+            hint=_CONVERT_HINT,
+        )
+    if said.failure is not None:  # libsndfile asked its file for a position before the start
+        reason = "its header and its data disagree"
+    else:
+        reason = next(
+            (mine for theirs, mine in _LIBSNDFILE_REASONS if theirs.lower() in words.lower()),
+            "its header or data cannot be read",
+        )
+    return MediaError(
+        f"{label} is a damaged or truncated {container} file: {reason}",
+        hint="check the file, or export it again",
+    )
+
+
+class _AudioBytes:
+    """The file object soundfile reads through libsndfile's virtual I/O.
+
+    On some malformed headers libsndfile asks to seek before the start; a BytesIO raises
+    there, inside a C callback where nothing can catch it, and Python prints the traceback.
+    This one stays where it is, which libsndfile reads as a failed seek."""
+
+    def __init__(self, data: bytes) -> None:
+        import io
+
+        self._file = io.BytesIO(data)
+
+    def seek(self, offset: int, whence: int = 0) -> int:
+        try:
+            return self._file.seek(offset, whence)
+        except (ValueError, OverflowError):
+            return self._file.tell()
+
+    def tell(self) -> int:
+        return self._file.tell()
+
+    def read(self, size: int = -1) -> bytes:
+        return self._file.read(size)
+
+    def readinto(self, buffer: Any) -> int:
+        return self._file.readinto(buffer)
+
+
+def decode_audio(data: bytes, label: str) -> tuple[Any, dict[str, Any]]:
+    with _memory_ticket(len(data)):
+        failure: Exception | None = None
+        with library_output() as said:
+            try:
+                waveform, sample_rate = _decode_audio(data, label)
+            except Exception as exc:
+                failure = exc
+    if failure is not None:
+        raise _audio_error(failure, data, label, said) from _forget_locals(failure)
+    return (waveform, sample_rate), {
+        "duration_s": round(waveform.shape[0] / sample_rate, 3),
+        "sample_rate": sample_rate,
+    }
+
+
+def _decode_audio(data: bytes, label: str) -> tuple[Any, int]:
+    import numpy as np
+    import soundfile
+
+    with soundfile.SoundFile(_AudioBytes(data)) as audio:
+        rate, channels = int(audio.samplerate), int(audio.channels)
+        if not MIN_SAMPLE_RATE <= rate <= MAX_SAMPLE_RATE:
+            container = _sniff_audio(data)[0] or "audio"
+            raise MediaError(
+                f"{label} is a damaged {container} file: its header gives a sample rate of "
+                f"{rate:,} Hz",
+                hint=f"mmrun reads {MIN_SAMPLE_RATE:,} to {MAX_SAMPLE_RATE:,} Hz; check the file",
+            )
+        # The frame count comes from the header, and a damaged one can declare 2^36 frames:
+        # read what the file holds, never more than what it could hold at 1 bit a frame.
+        declared = max(0, int(audio.frames))
+        if declared >= _UNKNOWN_FRAMES:  # libsndfile does not know: blocks until the end
+            declared = 0
+        elif declared > _MAX_FRAMES_PER_BYTE * len(data):
+            container = _sniff_audio(data)[0] or "audio"
+            raise MediaError(
+                f"{label} is a damaged {container} file: its header declares {declared:,} "
+                f"frames, more than {len(data):,} bytes can hold",
+                hint="check the file, or export it again",
+            )
+        first = min(declared, 8 * len(data) // max(channels, 1)) or _AUDIO_BLOCK
+        _reserve(first * channels * 4 * 2)  # the samples, and their mono mix
+        pieces = [audio.read(first, dtype="float32", always_2d=True)]
+        while len(pieces[-1]) == (first if len(pieces) == 1 else _AUDIO_BLOCK):
+            _reserve(_AUDIO_BLOCK * channels * 4 * 2)
+            pieces.append(audio.read(_AUDIO_BLOCK, dtype="float32", always_2d=True))
+    frames = pieces[0] if len(pieces) == 1 else np.concatenate(pieces)
+    # Mixed down to mono, as the seed's loader (librosa) does.
+    waveform = frames[:, 0] if channels == 1 else frames.mean(axis=1, dtype=np.float32)
     if waveform.size == 0:
         raise MediaError(f"{label} holds no audio samples", hint="give a non-empty recording")
-    return (waveform, int(sample_rate)), {
-        "duration_s": round(waveform.shape[0] / sample_rate, 3),
-        "sample_rate": int(sample_rate),
-    }
+    if not np.isfinite(waveform).all():
+        raise MediaError(
+            f"{label} holds invalid samples (not-a-number or infinite values)",
+            hint="check the file, or export it again",
+        )
+    return np.ascontiguousarray(waveform), rate
 
 
 class _DaemonPool:
@@ -514,21 +990,27 @@ class MediaResolver:
         path: Path | None = None
         if source.kind in ("asset", "url"):
             path = self.downloader.fetch(source.location)
-            data = path.read_bytes()
-        elif source.kind == "data":
-            data = _read_data_uri(source)
-        else:
-            path = Path(source.location).expanduser()
-            data = _read_path(source)
-        label = source.text if source.kind != "data" else "the data: URI"
-        try:
-            decoded, info = self.modality.decode(data, label)
-        except MediaError:
-            if source.kind in ("asset", "url") and path is not None:
-                # Complete but not media (an error page served with 200, the wrong file):
-                # drop it, so that a later run fetches it again instead of trusting it.
-                path.unlink(missing_ok=True)
-            raise
+        # The file's bytes and what decoding them takes share the decoding budget: twelve
+        # files at the size cap are read no faster than memory allows.
+        with _memory_ticket():
+            if path is not None:
+                _reserve(path.stat().st_size)
+                data = path.read_bytes()
+            elif source.kind == "data":
+                data = _read_data_uri(source)
+                _reserve(len(data))
+            else:
+                path = Path(source.location).expanduser()
+                data = _read_path(source)
+            label = source.text if source.kind != "data" else "the data: URI"
+            try:
+                decoded, info = self.modality.decode(data, label)
+            except MediaError:
+                if source.kind in ("asset", "url") and path is not None:
+                    # Complete but not media (an error page served with 200, the wrong file):
+                    # drop it, so that a later run fetches it again instead of trusting it.
+                    path.unlink(missing_ok=True)
+                raise
         return MediaItem(
             source=source.text if source.kind != "data" else source.text[:40] + "...",
             path=str(path) if path else None,

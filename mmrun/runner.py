@@ -13,6 +13,8 @@ from __future__ import annotations
 import collections
 import concurrent.futures
 import contextlib
+import importlib
+import importlib.util
 import os
 import threading
 import time
@@ -23,10 +25,11 @@ from pathlib import Path
 from typing import Any
 
 from mmrun.errors import DownloadError, EngineError, MediaError, MmrunError
+from mmrun.hub import check_reachable
 from mmrun.inputs import Item
 from mmrun.media import MediaItem, MediaResolver, ProgressFn
 from mmrun.plan import Plan
-from mmrun.request import LoaderContext, Prompt, TemplateRenderer
+from mmrun.request import LoaderContext, LoraAdapter, Prompt, TemplateRenderer
 from mmrun.results import Completion, ItemError, Outcome, RunResult
 
 Sink = Callable[[Outcome], None]
@@ -60,20 +63,39 @@ class Stats:
     timings: dict[str, float] = field(default_factory=dict)
 
 
-def lora_path(plan: Plan, resolve: bool) -> str | None:
+def lora_path(adapter: LoraAdapter | None, model: str, resolve: bool) -> str | None:
     """Where the LoRA adapter lives: inside a local model folder, or the model's Hub snapshot."""
-    adapter = plan.spec.lora
     if adapter is None:
         return None
-    if Path(plan.model).is_dir():
-        base = plan.model
+    if Path(model).is_dir():
+        base = model
     elif resolve:
-        from huggingface_hub import snapshot_download
-
-        base = snapshot_download(plan.model)
+        base = _snapshot(model)
     else:
-        base = f"<snapshot of {plan.model}>"
+        base = f"<snapshot of {model}>"
     return base if adapter.subfolder is None else os.path.join(base, adapter.subfolder)
+
+
+def _snapshot(model: str) -> str:
+    """The local snapshot of ``model`` (downloaded if need be), or one line saying why not."""
+    check_reachable(model, "the LoRA adapter")
+    from huggingface_hub import snapshot_download
+
+    # huggingface_hub's errors are OSErrors; the HTTP client's own are not (httpx, or httpx2
+    # from huggingface_hub 2 on).
+    failures: tuple[type[Exception], ...] = (OSError, ValueError)
+    for client in ("httpx", "httpx2"):
+        if importlib.util.find_spec(client) is not None:
+            failures += (importlib.import_module(client).HTTPError,)
+    try:
+        return str(snapshot_download(model))
+    except failures as exc:
+        first = next(iter(str(exc).strip().splitlines()), "") or type(exc).__name__
+        raise DownloadError(
+            f"cannot fetch the snapshot of {model} (for its LoRA adapter): {first[:300]}",
+            hint="check the model id and the network; offline, set HF_HUB_OFFLINE=1 with the "
+            "model in the Hugging Face cache",
+        ) from exc
 
 
 @dataclass
@@ -286,6 +308,7 @@ class Runner:
             return None
         from mmrun import engine
 
+        check_reachable(self.plan.model, "the model")  # vLLM's start asks the Hub next
         if self.hooks.on_engine_start is not None:
             self.hooks.on_engine_start()
         if pipeline is not None:
@@ -581,7 +604,7 @@ def _as_error(error: ItemError) -> BaseException:
 
 
 def _lora(plan: Plan, resolve: bool) -> tuple[str | None, Any]:
-    path = lora_path(plan, resolve)
+    path = lora_path(plan.spec.lora, plan.model, resolve)
     adapter = plan.spec.lora
     if adapter is None or path is None or plan.options.dry_run:
         return path, None

@@ -11,6 +11,7 @@ from functools import cached_property
 from typing import Any
 
 from mmrun.errors import MediaError, MmrunError
+from mmrun.hub import check_reachable
 from mmrun.request import Message, TemplateSource
 
 
@@ -22,6 +23,7 @@ class HFTemplateRenderer:
         self.trust_remote_code = trust_remote_code
 
     def _load(self, source: TemplateSource) -> Any:
+        check_reachable(self.model, f"the {source}")
         import transformers
 
         auto = transformers.AutoProcessor if source == "processor" else transformers.AutoTokenizer

@@ -14,7 +14,7 @@ from typing import Any
 
 import pytest
 
-from tests.helpers.http import ScriptedServer
+from tests.helpers.http import PNG, ScriptedServer, reply
 
 
 @pytest.fixture(autouse=True)
@@ -129,6 +129,7 @@ def pytest_addoption(parser: pytest.Parser) -> None:
 def server() -> Iterator[ScriptedServer]:
     """A real HTTP server on 127.0.0.1 whose routes the test scripts (tests/helpers/http.py)."""
     scripted = ScriptedServer()
+    scripted.routes["/blue.png"] = lambda h: reply(h, 200, PNG)
     try:
         yield scripted
     finally:
@@ -191,6 +192,8 @@ def engine_env() -> Iterator[None]:
         "VLLM_LOGGING_STREAM",
         "TOKENIZERS_PARALLELISM",
         "TRANSFORMERS_VERBOSITY",
+        "TORCH_CPP_LOG_LEVEL",
+        "TORCH_LOGS",
         "PYTHONWARNINGS",
         engine.RPC_DIR_ENV,
         "MMRUN_ENGINE_LOG",

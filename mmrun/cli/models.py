@@ -1,5 +1,6 @@
 """`mmrun models`: list every model key, from the same registry the commands use."""
 
+from collections.abc import Callable, Sequence
 from typing import Annotated, Any
 
 import typer
@@ -57,28 +58,71 @@ def models(
     json_out: o.JsonOpt = False,
 ) -> None:
     """List the model keys, their checkpoints, media limits and vLLM support."""
-    from mmrun.cli._output import print_json, stdout_console
+    from mmrun.cli._output import print_json, stderr_console, stdout_console
 
     rows = model_rows(modality)
     if json_out:
         print_json({"vllm": vllm_info().version, "models": rows})
         return
+    console = stdout_console()
+    title = f"mmrun models (vLLM {vllm_info().version or 'not installed'})"
+    if not console.is_terminal:
+        # Piped or redirected: every column, at the width it needs (Rich would cut it at 80).
+        console.width = 1_000
+        console.print(_table(title, rows, COLUMNS))
+        return
+    # A terminal: as many columns as fit, the key and the repo id always and never cut (they
+    # are what a user copies); the ones left out are named, with where to find them.
+    for count in range(len(COLUMNS), 2, -1):
+        table = _table(title, rows, COLUMNS[:count])
+        natural = console.measure(table, options=console.options.update(max_width=10_000))
+        if natural.maximum <= console.width:
+            break
+    else:
+        # Not even the key and the repo id fit: the terminal wraps the lines rather than
+        # Rich cutting them.
+        count = 2
+        table = _table(title, rows, COLUMNS[:count])
+        natural = console.measure(table, options=console.options.update(max_width=10_000))
+        console.width = max(console.width, natural.maximum)
+    console.print(table)
+    left_out = [name for name, _ in COLUMNS[count:]]
+    if left_out:
+        stderr_console().print(
+            f"[dim]mmrun: {', '.join(left_out)} left out for this terminal's width; "
+            "`mmrun models --json` has every field[/]"
+        )
+
+
+# Columns by priority: the key and the repo id first, never cut.
+COLUMNS: tuple[tuple[str, Callable[[dict[str, Any]], str]], ...] = (
+    ("key", lambda row: str(row["key"])),
+    ("repo id", lambda row: str(row["repo_id"])),
+    ("modality", lambda row: str(row["modality"])),
+    ("vLLM", lambda row: _supported(row)),
+    ("max items", lambda row: "any" if row["max_items"] is None else str(row["max_items"])),
+    ("methods", lambda row: ",".join(row["methods"])),
+    ("remote code", lambda row: "yes" if row["trust_remote_code"] else ""),
+)
+
+
+def _supported(row: dict[str, Any]) -> str:
+    text = {True: "[green]yes[/]", False: "[red]no[/]", None: "?"}[row["vllm_supported"]]
+    if row["vllm_last_supported"] and not row["vllm_supported"]:
+        text += f" (≤{row['vllm_last_supported']})"
+    return text
+
+
+def _table(
+    title: str,
+    rows: list[dict[str, Any]],
+    columns: Sequence[tuple[str, Callable[[dict[str, Any]], str]]],
+) -> Any:
     from rich.table import Table
 
-    table = Table(title=f"mmrun models (vLLM {vllm_info().version or 'not installed'})")
-    for column in ("key", "modality", "repo id", "max items", "methods", "remote code", "vLLM"):
-        table.add_column(column)
+    table = Table(title=title)
+    for index, (name, _) in enumerate(columns):
+        table.add_column(name, no_wrap=index < 2)
     for row in rows:
-        supported = {True: "[green]yes[/]", False: "[red]no[/]", None: "?"}[row["vllm_supported"]]
-        if row["vllm_last_supported"] and not row["vllm_supported"]:
-            supported += f" (≤{row['vllm_last_supported']})"
-        table.add_row(
-            row["key"],
-            row["modality"],
-            row["repo_id"],
-            "any" if row["max_items"] is None else str(row["max_items"]),
-            ",".join(row["methods"]),
-            "yes" if row["trust_remote_code"] else "",
-            supported,
-        )
-    stdout_console().print(table)
+        table.add_row(*(cell(row) for _, cell in columns))
+    return table

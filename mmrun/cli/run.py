@@ -26,6 +26,7 @@ class BackendChoice(str, enum.Enum):
 
 def _execute(modality: str, **kw: Any) -> None:
     # Imported here, not at the top: `mmrun --help` must stay fast.
+    from mmrun.capture import show_library_output
     from mmrun.devices import visible_gpus
     from mmrun.engine import configure_environment
     from mmrun.plan import RunOptions, parse_key_values, plan
@@ -64,6 +65,7 @@ def _execute(modality: str, **kw: Any) -> None:
         replicas=kw["replicas"],
     )
     configure_environment(verbose)
+    show_library_output(verbose)
     gpus = visible_gpus() if opts.data_parallel_size > 1 else []
     the_plan = plan(opts, get_registry(), vllm_info(), gpus)
     if the_plan.batch:

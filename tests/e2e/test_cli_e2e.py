@@ -145,3 +145,50 @@ def test_same_seed_same_text(
     texts = [[o["text"] for o in run["outputs"]] for run in runs]
     assert texts[0] == texts[1]
     assert all(o["completion_tokens"] > 0 for o in runs[0]["outputs"])
+
+
+# What a run prints on stderr without -v (measured before: torch's "No CUDA runtime is found"
+# and Triton's notice from each of the three processes, two FutureWarnings, c10's NUMA
+# warning, vLLM's "Loading safetensors checkpoint shards" bars: 14 lines besides mmrun's).
+NOISE = ("Loading safetensors", "Warning", "warnings.warn", "cpp_extension", "NUMA", "it/s]")
+# vLLM logs this while it is imported in each engine process it spawns on the CPU backend,
+# before it has set up its log, so no log level reaches it; mmrun has no hold on those
+# processes before that moment (they are spawned fresh by vLLM).
+VLLM_IMPORT_NOTICE = "Triton is installed, but doesn't include CPU backend. Disabling Triton."
+
+
+def test_a_run_without_verbose_shows_mmruns_lines_and_the_results(
+    tiny_checkpoint: Any, media_server: Any
+) -> None:
+    checkpoint = tiny_checkpoint("image", "qwen2_5_vl")
+    args = [
+        sys.executable,
+        "-m",
+        "mmrun",
+        "image",
+        "-m",
+        "qwen2_5_vl",
+        "--model",
+        str(checkpoint.path),
+        "-n",
+        "2",
+        "--max-tokens",
+        "4",
+        "--engine-arg",
+        "enforce_eager=true",
+        "-tp",
+        "1",
+        *(f"--engine-arg={k}={json.dumps(v)}" for k, v in checkpoint.engine_args.items()),
+    ]
+    env = {**os.environ, "MMRUN_ASSETS_BASE_URL": media_server.url, "HF_HUB_OFFLINE": "1"}
+    env.pop("PYTHONWARNINGS", None)
+    proc = subprocess.run(args, capture_output=True, text=True, env=env, timeout=900)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    assert "prompt 1/1" in proc.stdout
+    others = [
+        line
+        for line in proc.stderr.splitlines()
+        if not line.startswith("mmrun: ") and line != VLLM_IMPORT_NOTICE
+    ]
+    assert others == [], proc.stderr
+    assert not any(noise in proc.stderr for noise in NOISE), proc.stderr

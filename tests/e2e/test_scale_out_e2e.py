@@ -79,7 +79,7 @@ def test_two_replicas_share_the_work_and_answer_as_one_engine(
 ) -> None:
     source = manifest(tmp_path / "data", 40)
     # Long enough answers that the first engine up cannot finish all 40 before the second.
-    args = ["--input", str(source), "--max-tokens", "24", "--sampling-arg", "ignore_eos=true"]
+    args = ["--input", str(source), "--max-tokens", "48", "--sampling-arg", "ignore_eos=true"]
     one = tmp_path / "one.jsonl"
     two = tmp_path / "two.jsonl"
     first = subprocess.run(

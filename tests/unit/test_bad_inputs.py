@@ -310,6 +310,34 @@ def test_a_device_is_not_read_forever(isolated_cache: Path) -> None:
     )
 
 
+def test_a_local_file_over_the_size_cap_is_not_read(tmp_path: Path, isolated_cache: Path) -> None:
+    """Local files have a cap, as downloads do: a 3 GB (sparse) file is refused from its size,
+    before a byte of it is read into memory."""
+    big = tmp_path / "huge.png"
+    with open(big, "wb") as file:
+        file.truncate(3 << 30)
+    start = time.monotonic()
+    check(
+        cli(*IMAGE, "-i", str(big), *DRY),
+        EXIT_USAGE,
+        "huge.png is 3,072.0 MB: more than the 200 MB that mmrun reads from a local file",
+        "MMRUN_MAX_FILE_MB",
+        cache=isolated_cache,
+    )
+    assert time.monotonic() - start < 5
+    check(
+        cli(*IMAGE, "-i", str(big), *DRY, env={"MMRUN_MAX_FILE_MB": "0.001"}),
+        EXIT_USAGE,
+        "more than the 0.001 MB that mmrun reads",
+        cache=isolated_cache,
+    )
+    (tmp_path / "small.png").write_bytes(PNG)
+    assert (
+        cli(*IMAGE, "-i", str(tmp_path / "small.png"), *DRY, env={"MMRUN_MAX_FILE_MB": "1"}).code
+        == 0
+    )
+
+
 def test_control_characters_in_a_source_stay_escaped_on_one_line(isolated_cache: Path) -> None:
     """A newline would split the one line; an escape sequence would reach the terminal raw."""
     check(
@@ -515,9 +543,9 @@ def test_cache_folder_not_writable(tmp_path: Path, server: ScriptedServer) -> No
 @pytest.mark.parametrize(
     ("name", "fragments"),
     [
-        ("not-audio.wav", ["is not readable audio", "Format not recognised"]),
-        ("corrupt.ogg", ["is not readable audio"]),
-        ("blue.png", ["is not readable audio"]),
+        ("not-audio.wav", ["is not audio in a format mmrun reads", "MP3, Ogg (Vorbis or Opus)"]),
+        ("corrupt.ogg", ["is a damaged or truncated Ogg Vorbis file", "export it again"]),
+        ("blue.png", ["is not audio in a format mmrun reads"]),
     ],
 )
 def test_bad_audio_file(bad: Path, name: str, fragments: list[str], isolated_cache: Path) -> None:
@@ -527,7 +555,8 @@ def test_bad_audio_file(bad: Path, name: str, fragments: list[str], isolated_cac
         *fragments,
         cache=isolated_cache,
     )
-    assert "BytesIO" not in line  # libsndfile's words, not Python's object repr
+    assert "BytesIO" not in line  # mmrun's words, not Python's object repr
+    assert "." not in line.split(str(bad / name))[1]  # nor libsndfile's sentences
 
 
 def test_audio_longer_than_the_model_takes(bad: Path, isolated_cache: Path) -> None:

@@ -69,6 +69,48 @@ def test_models_table_and_filter() -> None:
     assert code == 2 and "unknown modality 'smell'" in err
 
 
+def _rows() -> list[dict[str, object]]:
+    return list(json.loads(invoke("models", "--json")[1])["models"])
+
+
+def test_models_piped_keeps_every_column_and_every_repo_id_whole() -> None:
+    """Piped (CliRunner's stdout is no terminal), Rich used to cut the table at 80 columns:
+    no repo id came out whole."""
+    code, out, err = invoke("models")
+    assert code == 0 and err == ""
+    header = next(line for line in out.splitlines() if "key" in line)
+    for column in ("key", "repo id", "modality", "vLLM", "max items", "methods", "remote code"):
+        assert column in header, header
+    assert "…" not in out
+    for row in _rows():
+        assert f" {row['key']} " in out and f" {row['repo_id']} " in out, row["key"]
+
+
+@pytest.mark.parametrize("width", [60, 80, 110, 200])
+def test_models_on_a_terminal_never_cuts_a_key_or_a_repo_id(
+    width: int, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """On a 110-column terminal, `CohereLabs/cohere-transcr…` was all a user could copy."""
+    import io
+
+    from rich.console import Console
+
+    screen = io.StringIO()
+    terminal = Console(file=screen, force_terminal=True, width=width, color_system=None)
+    monkeypatch.setattr("mmrun.cli._output.stdout_console", lambda: terminal)
+    code, _, err = invoke("models")
+    assert code == 0
+    out = screen.getvalue()
+    assert "…" not in out
+    for row in _rows():
+        assert f" {row['key']} " in out and f" {row['repo_id']} " in out, row["key"]
+    if width < 200:  # columns were left out: said where they are, on stderr
+        assert "`mmrun models --json` has every field" in err
+    else:
+        assert err == ""
+        assert max(len(line) for line in out.splitlines()) <= width
+
+
 def test_idefics3_dry_run_prints_seed_prompt_exactly(media_dir: Path) -> None:
     code, out, err = invoke(
         "image",

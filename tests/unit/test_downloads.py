@@ -24,10 +24,11 @@ from pathlib import Path
 import pytest
 
 from mmrun import media
-from mmrun.errors import DownloadError
+from mmrun.errors import DownloadError, MediaError
 from mmrun.media import Downloader, _cache_path
 from tests.helpers.http import (
     PNG,
+    Route,
     ScriptedServer,
     partial_files,
     reply,
@@ -184,6 +185,73 @@ def test_connection_refused_is_retried_then_fails(fast_retries: None) -> None:
     probe.close()  # nothing listens there now
     with pytest.raises(DownloadError, match="failed"):
         fetch(f"http://127.0.0.1:{port}/x.png")
+
+
+def _trickles(server: ScriptedServer, every_s: float) -> Route:
+    """A server that sends one byte of a long body just within every read timeout."""
+
+    def route(h: http.server.BaseHTTPRequestHandler) -> None:
+        h.send_response(200)
+        h.send_header("Content-Length", str(1 << 20))
+        h.end_headers()
+        try:
+            while not server.release.is_set():
+                h.wfile.write(b"\0")
+                h.wfile.flush()
+                server.stall(every_s)
+        except OSError:
+            pass  # the client gave up: that is the point
+
+    return route
+
+
+def test_a_trickling_server_meets_the_overall_deadline(
+    server: ScriptedServer, monkeypatch: pytest.MonkeyPatch, isolated_cache: Path
+) -> None:
+    monkeypatch.setenv("MMRUN_DOWNLOAD_TIMEOUT", "1")  # each byte arrives within it...
+    monkeypatch.setenv("MMRUN_DOWNLOAD_DEADLINE", "2")  # ...the whole body never does
+    server.routes["/slow.png"] = _trickles(server, 0.2)
+    start = time.monotonic()
+    with pytest.raises(DownloadError, match=r"did not finish within 2 s") as info:
+        fetch(server.url("/slow.png"))
+    assert time.monotonic() - start < 4
+    assert "MMRUN_DOWNLOAD_DEADLINE" in str(info.value)
+    assert server.count("/slow.png") == 1  # no retry past the deadline
+    assert trusted_files(isolated_cache) == [] and partial_files(isolated_cache) == []
+
+
+def test_retries_stop_at_the_deadline(
+    server: ScriptedServer, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Each try fails late; the deadline, not the number of tries, ends them."""
+    monkeypatch.setenv("MMRUN_DOWNLOAD_TIMEOUT", "0.6")
+    monkeypatch.setenv("MMRUN_DOWNLOAD_DEADLINE", "1")
+    monkeypatch.setattr(media, "RETRY_BACKOFF_S", 0.01)
+
+    def stalls(h: http.server.BaseHTTPRequestHandler) -> None:
+        h.send_response(200)
+        h.send_header("Content-Length", "10")
+        h.end_headers()
+        h.wfile.flush()
+        server.stall(30)
+
+    server.routes["/x.png"] = stalls
+    start = time.monotonic()
+    with pytest.raises(DownloadError):
+        fetch(server.url("/x.png"))
+    assert time.monotonic() - start < 2.5
+    assert server.count("/x.png") < media.RETRIES
+
+
+@pytest.mark.parametrize("name", ["MMRUN_DOWNLOAD_DEADLINE", "MMRUN_MAX_DOWNLOAD_MB"])
+@pytest.mark.parametrize("value", ["soon", "0", "-5", "inf", "nan"])
+def test_limits_must_be_positive_numbers(
+    server: ScriptedServer, monkeypatch: pytest.MonkeyPatch, name: str, value: str
+) -> None:
+    monkeypatch.setenv(name, value)
+    server.routes["/a.png"] = lambda h: reply(h, 200, PNG)
+    with pytest.raises(MediaError, match=f"{name}=.* is not a positive number"):
+        fetch(server.url("/a.png"))
 
 
 # --- size cap ----------------------------------------------------------------------------------

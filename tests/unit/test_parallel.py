@@ -70,7 +70,9 @@ def test_two_replicas_share_one_queue_and_one_writer(
     photos: Path, tmp_path: Path, fake_vllm_env: dict[str, str]
 ) -> None:
     out = tmp_path / "out.jsonl"
-    env = {**fake_vllm_env, "FAKE_VLLM_STEP_S": "0.5"}
+    (tmp_path / "gate").mkdir()
+    gate = f"{tmp_path / 'gate'}:2"  # both replicas ready together
+    env = {**fake_vllm_env, "FAKE_VLLM_STEP_S": "0.5", "FAKE_VLLM_START_GATE": gate}
     proc = mmrun(["-i", str(photos), "-o", str(out), "-dp", "2", "--max-tokens", "2"], env)
     assert proc.returncode == 0, proc.stderr
     rows = lines(out)
@@ -86,7 +88,13 @@ def test_a_replica_that_dies_hands_its_prompts_to_the_other(
     photos: Path, tmp_path: Path, fake_vllm_env: dict[str, str]
 ) -> None:
     out = tmp_path / "out.jsonl"
-    env = {**fake_vllm_env, "FAKE_VLLM_STEP_S": "0.5", "FAKE_VLLM_DIE_ON_CPU": "0"}
+    (tmp_path / "gate").mkdir()
+    env = {
+        **fake_vllm_env,
+        "FAKE_VLLM_STEP_S": "0.5",
+        "FAKE_VLLM_DIE_ON_CPU": "0",
+        "FAKE_VLLM_START_GATE": f"{tmp_path / 'gate'}:2",
+    }
     proc = mmrun(["-i", str(photos), "-o", str(out), "-dp", "2"], env)
     assert proc.returncode == 0, proc.stderr
     rows = lines(out)

@@ -7,6 +7,7 @@ from pathlib import Path
 from typing import Any
 
 from mmrun.errors import MediaError, MmrunError
+from mmrun.hub import check_reachable
 from mmrun.registry import loader
 from mmrun.request import LoaderContext, Prompt
 
@@ -20,6 +21,7 @@ def _mistral_tokenizer(model: str) -> Any:
     try:
         if local.is_dir():
             return MistralTokenizer.from_file(local / "tekken.json")
+        check_reachable(model, "the mistral tokenizer")
         return MistralTokenizer.from_hf_hub(model)
     except (OSError, ValueError) as exc:  # no tekken.json, or the Hub unreachable
         raise MmrunError(

@@ -14,6 +14,7 @@ from dataclasses import dataclass
 from importlib import import_module
 from typing import Any
 
+from mmrun.capture import library_output
 from mmrun.errors import MediaError, MissingDependencyError
 from mmrun.registry import Decoded, LoaderSpec, Modality, Register
 
@@ -56,16 +57,18 @@ def decode_video(data: bytes, label: str) -> Decoded:
             hint="pip install opencv-python-headless",
         )
     stream: Any = io.BytesIO(data)  # OpenCV reads any object with read() and seek()
-    capture = cv2.VideoCapture(stream, backend, [])
-    try:
-        ok = capture.isOpened()
-        frames = int(capture.get(cv2.CAP_PROP_FRAME_COUNT)) if ok else 0
-        fps = float(capture.get(cv2.CAP_PROP_FPS)) if ok else 0.0
-        width = int(capture.get(cv2.CAP_PROP_FRAME_WIDTH)) if ok else 0
-        height = int(capture.get(cv2.CAP_PROP_FRAME_HEIGHT)) if ok else 0
-        ok = ok and frames > 0 and capture.read()[0]
-    finally:
-        capture.release()
+    # OpenCV's FFmpeg backend writes its complaints about a bad file straight to stderr.
+    with library_output():
+        capture = cv2.VideoCapture(stream, backend, [])
+        try:
+            ok = capture.isOpened()
+            frames = int(capture.get(cv2.CAP_PROP_FRAME_COUNT)) if ok else 0
+            fps = float(capture.get(cv2.CAP_PROP_FPS)) if ok else 0.0
+            width = int(capture.get(cv2.CAP_PROP_FRAME_WIDTH)) if ok else 0
+            height = int(capture.get(cv2.CAP_PROP_FRAME_HEIGHT)) if ok else 0
+            ok = ok and frames > 0 and capture.read()[0]
+        finally:
+            capture.release()
     if not ok:
         raise MediaError(
             f"{label} is not a readable video (OpenCV cannot decode it)",

@@ -11,6 +11,9 @@ Behaviour is set with class attributes in-process, or these variables in a subpr
 - FAKE_VLLM_FAIL_STEP: raise this message (a RuntimeError) when the engine runs.
 - FAKE_VLLM_NOISE=1: print on file descriptors 1 and 2 while starting, as vLLM does.
 - FAKE_VLLM_STEP_S: seconds each engine step takes (answers are instant otherwise).
+- FAKE_VLLM_START_GATE=FOLDER:N: each engine, once started, waits until N engines have
+  started (each leaves a file in FOLDER): the replicas of a parallel run become ready
+  together, however unevenly a loaded machine starts their processes.
 - FAKE_VLLM_DIE_ON_CPU=N: an engine whose process may run only on CPU core N dies (as an
   engine whose core process was killed) at its third step: a replica of a parallel run.
 - A prompt (or chat question) containing REJECT is refused when submitted, as vLLM refuses
@@ -103,6 +106,12 @@ class LLM:
         failure = LLM.fail_start or os.environ.get("FAKE_VLLM_FAIL_START")
         if failure:
             raise failure if isinstance(failure, BaseException) else ValueError(failure)
+        gate = os.environ.get("FAKE_VLLM_START_GATE")
+        if gate:
+            folder, count = gate.rsplit(":", 1)
+            open(os.path.join(folder, f"started-{os.getpid()}"), "w").close()
+            while len(os.listdir(folder)) < int(count):
+                time.sleep(0.05)
         self.engine_args = engine_args
         self.queue: list[_Output] = []
         self._ids = 0
