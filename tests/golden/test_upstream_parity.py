@@ -107,7 +107,6 @@ MMRUN_ONLY: dict[tuple[str, str], str] = {
 # What mmrun does not yet do as upstream does: each is an expected failure, strictly (the
 # test fails once the gap is closed, so the entry must then go).
 GAPS: dict[tuple[str, str], frozenset[str]] = {
-    ("image", "keye_vl1_5"): frozenset({"engine_args"}),
     ("image", "ovis2_5"): frozenset({"prompt"}),
 }
 

@@ -32,6 +32,7 @@ AUDIO_EXAMPLE: Path = upstream.AUDIO_EXAMPLE
 # from the seed on purpose, and tests/golden/test_upstream_parity.py compares them instead.
 CHANGED_SINCE_SEED: dict[tuple[str, str], str] = {
     ("image", "interns1"): "runs internlm/Intern-S1-mini (Intern-S1 has ~241B parameters)",
+    ("image", "keye_vl1_5"): "max_model_len 32768 (was 8192) for multi-image prompts",
 }
 
 
