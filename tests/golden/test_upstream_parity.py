@@ -106,9 +106,7 @@ MMRUN_ONLY: dict[tuple[str, str], str] = {
 
 # What mmrun does not yet do as upstream does: each is an expected failure, strictly (the
 # test fails once the gap is closed, so the entry must then go).
-GAPS: dict[tuple[str, str], frozenset[str]] = {
-    ("image", "ovis2_5"): frozenset({"prompt"}),
-}
+GAPS: dict[tuple[str, str], frozenset[str]] = {}
 
 
 def _upstream_keys() -> list[tuple[str, str]]:
@@ -328,3 +326,23 @@ def test_not_runnable_keys_still_fail_offline(modality: str, key: str) -> None:
     """If one becomes runnable offline, it belongs in the comparison above."""
     with pytest.raises(Exception, match=r"(?i)hugging ?face"):  # needs the Hub
         upstream_request(modality, key, 1, "generate")
+
+
+class _NoTemplates(seed_oracle.RecordingRenderer):
+    def render(self, messages: Any, *, source: str, chat_template: str | None = None) -> str:
+        raise AssertionError("this prompt must not go through the model's chat template")
+
+
+@pytest.mark.parametrize("count", [1, 2, 3])
+def test_ovis2_5_prompt_has_an_image_placeholder_per_image(count: int) -> None:
+    """Ovis2.5's chat template drops "<image>" from plain-text content, so a prompt rendered
+    through it reaches vLLM with no placeholder ("Expected there to be 2 prompt updates ...
+    found 0"): the generate prompt is written by hand."""
+    spec = REGISTRY.get("image", "ovis2_5")
+    ctx = LoaderContext(
+        question="Q?", num_items=count, model=spec.repo_id, templates=_NoTemplates()
+    )
+    text = spec(ctx).text
+    assert text is not None
+    assert text.count("<image>") == count
+    assert text.startswith("<|im_start|>user\n") and text.endswith("<|im_start|>assistant\n")

@@ -33,6 +33,7 @@ AUDIO_EXAMPLE: Path = upstream.AUDIO_EXAMPLE
 CHANGED_SINCE_SEED: dict[tuple[str, str], str] = {
     ("image", "interns1"): "runs internlm/Intern-S1-mini (Intern-S1 has ~241B parameters)",
     ("image", "keye_vl1_5"): "max_model_len 32768 (was 8192) for multi-image prompts",
+    ("image", "ovis2_5"): "a hand-written prompt (the chat template drops <image> from text)",
 }
 
 
