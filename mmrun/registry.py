@@ -52,7 +52,7 @@ class Modality:
     questions: the default question for each number of items; the last one serves larger counts.
     default_count: how many default items one prompt carries when the user says nothing.
     min_count: the fewest items a prompt may carry (0 lets a prompt be text only).
-    temperature, max_tokens, seed: the default sampling and engine seed of the seed script.
+    temperature, max_tokens, seed: the default sampling and engine seed of vLLM's example.
     default_model: the model key used when ``-m`` is not given.
     decode: ``(bytes, label) -> (item, info)``; raises :class:`mmrun.errors.MediaError`.
     chat_part: one decoded item as an ``LLM.chat`` content part, for a model's spec.

@@ -139,7 +139,6 @@ def test_every_upstream_key_is_registered() -> None:
     assert ours - set(UPSTREAM_KEYS) == set(MMRUN_ONLY), "mmrun-only keys must be listed"
 
 
-@pytest.mark.xfail(strict=True, reason="gap: upstream's image seed is 0")
 def test_cli_defaults_match_upstream() -> None:
     """Default model, media count, engine seed and sampling of each command."""
     assert UPSTREAM_KEYS, "no upstream examples: see test_upstream_examples_are_fetched"
