@@ -27,11 +27,19 @@ Decoded = tuple[Any, dict[str, Any]]
 
 @dataclass(frozen=True)
 class Asset:
-    """A default media item: a short name, where it lives, and its file name on a mirror."""
+    """A default media item.
+
+    name: its short name (what ``-i``/``-a`` accept, and the output shows).
+    url: where it is fetched from.
+    mirror_name: its file name on a mirror (``MMRUN_ASSETS_BASE_URL``); the download cache
+        keys it by this name, so a change of source never fetches the same file again.
+    fallbacks: URLs tried in order when ``url`` fails.
+    """
 
     name: str
     url: str
     mirror_name: str
+    fallbacks: tuple[str, ...] = ()
 
 
 def _as_is(item: Any, spec: LoaderSpec) -> Any:

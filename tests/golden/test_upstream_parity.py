@@ -155,7 +155,6 @@ def test_cli_defaults_match_upstream() -> None:
         assert ours.sampling == expected, modality
 
 
-@pytest.mark.xfail(strict=True, reason="gap: upstream's images come from vLLM's bucket")
 def test_default_images_are_upstreams() -> None:
     from mmrun.modalities.image import IMAGE
 
