@@ -49,7 +49,8 @@ def test_every_seed_key_is_registered() -> None:
     assert len(CASES) == 52
     for modality, key in CASES:
         REGISTRY.get(modality, key)
-    assert {(s.modality, s.key) for m in SEED_MODALITIES for s in REGISTRY.specs(m)} == set(CASES)
+    # The others are the keys vLLM's current examples added (test_upstream_parity.py).
+    assert set(CASES) <= {(s.modality, s.key) for m in SEED_MODALITIES for s in REGISTRY.specs(m)}
 
 
 @pytest.mark.parametrize(("modality", "key"), [c for c in CASES if c not in DEVIATIONS])
