@@ -34,6 +34,7 @@ ROOT = Path(__file__).resolve().parent.parent
 # docs page docs.vllm.ai/en/latest/examples/generate/multimodal/ (lastmod 2026-09-24).
 VERSION = "0.33.0"
 COMMIT = "4ba787ec9"
+DATE = "2026-11-02"
 SDIST_SHA256 = "f4c33c2503d52bb411146afa9618a4f48bed68912f617e6803ac8d76e4c74112"
 EXAMPLES = "examples/generate/multimodal"
 FILES = {

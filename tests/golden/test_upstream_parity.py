@@ -360,3 +360,17 @@ def test_ovis2_5_prompt_has_an_image_placeholder_per_image(count: int) -> None:
     assert text is not None
     assert text.count("<image>") == count
     assert text.startswith("<|im_start|>user\n") and text.endswith("<|im_start|>assistant\n")
+
+
+def test_the_sources_table_names_what_upstream_added_and_changed() -> None:
+    """docs/models.md's "source" column (mmrun.modalities.image.SOURCES) tells the truth."""
+    from mmrun.modalities import image
+
+    assert UPSTREAM_KEYS, "no upstream examples: see test_upstream_examples_are_fetched"
+    in_seed = {("image", k) for k in seed_oracle.seed_keys(seed_oracle.IMAGE_SEED)} | {
+        ("audio", k) for k in seed_oracle.seed_keys(seed_oracle.AUDIO_SEED)
+    }
+    added = {row for row in UPSTREAM_KEYS if row not in in_seed}
+    assert {("image", k) for k, v in image.SOURCES.items() if v == image.UPSTREAM} == added
+    changed = {("image", k) for k, v in image.SOURCES.items() if v == image.CHANGED}
+    assert changed == set(oracle.CHANGED_SINCE_SEED)

@@ -123,6 +123,31 @@ IMAGE = Modality(
     ),
 )
 
+# Where each row's request comes from, for docs/models.md's "source" column: the seed script
+# (SEED), unless vLLM's current multi-image example added the row (UPSTREAM) or changed it since
+# the seed (CHANGED). tools/upstream.py pins that example's vLLM version; the parity test
+# (tests/golden/test_upstream_parity.py) checks this table against it.
+SEED, UPSTREAM, CHANGED = "seed", "upstream", "seed, changed upstream"
+SOURCES: Mapping[str, str] = {
+    **dict.fromkeys(
+        (
+            "bee",
+            "deepseek_ocr",
+            "exaone4_5",
+            "glm4_1v",
+            "granite4_vision",
+            "hunyuan_vl",
+            "molmo2",
+            "openpangu_vl",
+            "paddleocr_vl",
+            "phi4_siglip",
+            "stepvl",
+        ),
+        UPSTREAM,
+    ),
+    **dict.fromkeys(("interns1", "keye_vl1_5", "ovis2_5"), CHANGED),
+}
+
 FAMILIES = (
     "aria",
     "bee",
