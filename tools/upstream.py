@@ -147,7 +147,7 @@ def main(argv: list[str]) -> int:
     except (OSError, UpstreamError, ValueError, tarfile.TarError) as exc:
         print(f"tools.upstream: cannot fetch vLLM {VERSION}'s examples: {exc}", file=sys.stderr)
         return 1
-    print(f"tools.upstream: vLLM {VERSION} ({COMMIT}) examples in {DEST.relative_to(ROOT)}")
+    print(f"tools.upstream: vLLM {VERSION} ({COMMIT}) examples in {DEST}")
     return 0
 
 
