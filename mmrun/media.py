@@ -70,6 +70,8 @@ class Source:
     text: str
     kind: str  # "asset", "path", "url", "data"
     location: str  # the URL for assets and URLs, the path for files, the URI for data
+    fallbacks: tuple[str, ...] = ()  # URLs tried in order when ``location`` fails (assets)
+    cache_name: str | None = None  # an asset's mirror name: its cache key, whatever its URL
 
 
 @dataclass(frozen=True)
@@ -126,8 +128,11 @@ def parse_source(text: str, modality: Modality) -> Source:
     if text in assets:
         asset = assets[text]
         base = os.environ.get(BASE_URL_ENV)
-        url = f"{base.rstrip('/')}/{asset.mirror_name}" if base else asset.url
-        return Source(text, "asset", url)
+        if base:  # the user's mirror replaces every source
+            return Source(
+                text, "asset", f"{base.rstrip('/')}/{asset.mirror_name}", (), asset.mirror_name
+            )
+        return Source(text, "asset", asset.url, asset.fallbacks, asset.mirror_name)
     if not text.strip():
         raise MediaError("an empty media source was given", hint="name a file, URL or data: URI")
     try:
@@ -237,6 +242,12 @@ def _cache_path(url: str) -> Path:
     return media_cache_dir() / digest[:2] / digest / safe
 
 
+def _asset_path(mirror_name: str) -> Path:
+    """A default asset's cache file: keyed by its mirror name, not by the URL it came from."""
+    safe = "".join(c if c.isalnum() or c in "._-" else "_" for c in mirror_name)[-80:] or "media"
+    return media_cache_dir() / "assets" / safe / safe
+
+
 # Told of each chunk a download receives: (url, bytes so far, total bytes if the server said).
 ProgressFn = Callable[[str, int, "int | None"], None]
 
@@ -276,11 +287,17 @@ class Downloader:
         if self._client is not None:
             self._client.close()
 
-    def fetch(self, url: str) -> Path:
-        """The cached file for ``url``, downloading it first if needed."""
-        target = _cache_path(url)
+    def fetch(self, url: str, fallbacks: Sequence[str] = (), cache_name: str | None = None) -> Path:
+        """The cached file for ``url``, downloading it first if needed, from ``fallbacks`` in
+        order when ``url`` fails. ``cache_name``: a default asset's mirror name, its cache key."""
+        target = _cache_path(url) if cache_name is None else _asset_path(cache_name)
         if target.is_file():
             return target
+        if cache_name is not None:
+            # A cache from before assets were keyed by name holds them by URL.
+            for old in (_cache_path(u) for u in (url, *fallbacks)):
+                if old.is_file():
+                    return old
         from filelock import FileLock
 
         try:
@@ -292,10 +309,28 @@ class Downloader:
         try:
             if target.is_file():  # another process finished it while we waited
                 return target
-            self._download(url, target)
+            self._download_first((url, *fallbacks), target)
         finally:
             lock.release()
         return target
+
+    def _download_first(self, urls: Sequence[str], target: Path) -> None:
+        """Download from the first URL that works; the first failure is the one reported."""
+        failures: list[DownloadError] = []
+        for url in urls:
+            try:
+                self._download(url, target)
+                return
+            except DownloadError as exc:
+                if self._cancelled.is_set():
+                    raise
+                failures.append(exc)
+        first, last = failures[0], failures[-1]
+        if len(failures) == 1:
+            raise first
+        raise DownloadError(
+            f"{first.message}; the fallback {urls[-1]} failed too: {last.message}", hint=last.hint
+        ) from first
 
     def _download(self, url: str, target: Path) -> None:
         import httpx
@@ -989,7 +1024,7 @@ class MediaResolver:
     def resolve(self, source: Source) -> MediaItem:
         path: Path | None = None
         if source.kind in ("asset", "url"):
-            path = self.downloader.fetch(source.location)
+            path = self.downloader.fetch(source.location, source.fallbacks, source.cache_name)
         # The file's bytes and what decoding them takes share the decoding budget: twelve
         # files at the size cap are read no faster than memory allows.
         with _memory_ticket():

@@ -3,7 +3,7 @@ plugin never writes ChatML or numbered placeholders by hand."""
 
 from __future__ import annotations
 
-from mmrun.request import Message
+from mmrun.request import LoaderContext, Message, Prompt, TemplateSource
 
 
 def numbered(template: str, count: int, sep: str = "") -> str:
@@ -15,6 +15,15 @@ def media_first_messages(modality: str, count: int, question: str) -> list[Messa
     """One user turn holding ``count`` media parts, then the question, for a chat template."""
     parts: list[dict[str, str]] = [{"type": modality} for _ in range(count)]
     return [{"role": "user", "content": [*parts, {"type": "text", "text": question}]}]
+
+
+def template_prompt(
+    ctx: LoaderContext, modality: str, source: TemplateSource = "processor"
+) -> Prompt:
+    """The model's own chat template (its processor's, or its tokenizer's) over
+    :func:`media_first_messages`: what vLLM's examples do for most template-based models."""
+    messages = media_first_messages(modality, ctx.num_items, ctx.question)
+    return Prompt(text=ctx.templates.render(messages, source=source))
 
 
 def text_messages(content: str) -> list[Message]:

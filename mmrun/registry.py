@@ -27,11 +27,19 @@ Decoded = tuple[Any, dict[str, Any]]
 
 @dataclass(frozen=True)
 class Asset:
-    """A default media item: a short name, where it lives, and its file name on a mirror."""
+    """A default media item.
+
+    name: its short name (what ``-i``/``-a`` accept, and the output shows).
+    url: where it is fetched from.
+    mirror_name: its file name on a mirror (``MMRUN_ASSETS_BASE_URL``); the download cache
+        keys it by this name, so a change of source never fetches the same file again.
+    fallbacks: URLs tried in order when ``url`` fails.
+    """
 
     name: str
     url: str
     mirror_name: str
+    fallbacks: tuple[str, ...] = ()
 
 
 def _as_is(item: Any, spec: LoaderSpec) -> Any:
@@ -52,7 +60,7 @@ class Modality:
     questions: the default question for each number of items; the last one serves larger counts.
     default_count: how many default items one prompt carries when the user says nothing.
     min_count: the fewest items a prompt may carry (0 lets a prompt be text only).
-    temperature, max_tokens, seed: the default sampling and engine seed of the seed script.
+    temperature, max_tokens, seed: the default sampling and engine seed of vLLM's example.
     default_model: the model key used when ``-m`` is not given.
     decode: ``(bytes, label) -> (item, info)``; raises :class:`mmrun.errors.MediaError`.
     chat_part: one decoded item as an ``LLM.chat`` content part, for a model's spec.

@@ -25,7 +25,7 @@ SeedOpt = Annotated[
     int | None,
     typer.Option(
         "--seed",
-        help="Engine seed. Default: none for image, 0 for audio (as the seeds).",
+        help="Engine seed. Default: 0 for image and audio (as vLLM's examples), none for video.",
         show_default=False,
     ),
 ]

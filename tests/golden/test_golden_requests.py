@@ -46,6 +46,8 @@ def build(modality: str, key: str) -> dict[str, Any]:
         "chat_template": spec.chat_template,
         "lora": dataclasses.asdict(spec.lora) if spec.lora else None,
         "image_resize": dataclasses.asdict(spec.image_resize) if spec.image_resize else None,
+        # The model's own sampling defaults, where it has any (deepseek_ocr).
+        **({"sampling": dict(spec.sampling)} if spec.sampling else {}),
     }
 
 

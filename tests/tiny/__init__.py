@@ -11,9 +11,13 @@ from importlib import import_module
 
 from mmrun.tiny import Builder, selftest_builders
 
-# The modules that hold builders. Each exposes BUILDERS (model key -> Builder) and
-# UNPROVEN (model key -> why that seed row has no offline proof, in one phrase).
-_MODULES = {"image": "tests.tiny.image", "audio": "tests.tiny.audio"}
+# The modules that hold builders, with their modality. Each exposes BUILDERS (model key ->
+# Builder) and UNPROVEN (model key -> why that row has no offline proof, in one phrase).
+_MODULES = (
+    ("image", "tests.tiny.image"),
+    ("image", "tests.tiny.upstream"),  # the keys vLLM's current example added
+    ("audio", "tests.tiny.audio"),
+)
 
 
 def builders() -> dict[tuple[str, str], Builder]:
@@ -21,7 +25,7 @@ def builders() -> dict[tuple[str, str], Builder]:
     checkpoints of the same models (their processors carry the real video processors), in
     tests/e2e/test_video_e2e.py."""
     found = dict(selftest_builders())
-    for modality, module in _MODULES.items():
+    for modality, module in _MODULES:
         for key, builder in import_module(module).BUILDERS.items():
             found[(modality, key)] = builder
     for key in VIDEO_KEYS:
@@ -36,6 +40,6 @@ def unproven() -> dict[tuple[str, str], str]:
     """Why each seed row without a builder has no offline proof, keyed by (modality, key)."""
     return {
         (modality, key): reason
-        for modality, module in _MODULES.items()
+        for modality, module in _MODULES
         for key, reason in import_module(module).UNPROVEN.items()
     }

@@ -77,6 +77,7 @@ def test_dry_run_prints_its_exact_prompt(media_dir: Path) -> None:
         "model": "llava-hf/llava-interleave-qwen-0.5b-hf",
         "max_model_len": 16384,
         "limit_mm_per_prompt": {"image": 1, "video": 0, "audio": 0},
+        "seed": 0,
     }
     two = mmrun_cli(
         "image",

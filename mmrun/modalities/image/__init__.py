@@ -9,7 +9,14 @@ from typing import Any
 from mmrun.media import decode_image
 from mmrun.registry import Asset, LoaderSpec, Modality, Register
 
+# vLLM's public asset bucket, where vLLM's examples fetch the default photos since Wikimedia
+# rate-limited them; the Wikimedia originals (the seed's URLs) remain the fallback.
+VLLM_ASSETS = "https://vllm-public-assets.s3.us-west-2.amazonaws.com/multimodal_asset"
 _WIKI = "https://upload.wikimedia.org/wikipedia/commons"
+
+
+def _asset(name: str, mirror_name: str, wikimedia_path: str) -> Asset:
+    return Asset(name, f"{VLLM_ASSETS}/{mirror_name}", mirror_name, (f"{_WIKI}/{wikimedia_path}",))
 
 
 def _chat_part(image: Any, spec: LoaderSpec) -> dict[str, Any]:
@@ -52,57 +59,55 @@ def smart_resize_size(
 IMAGE = Modality(
     name="image",
     assets=(
-        Asset(
-            "duck", f"{_WIKI}/d/da/2015_Kaczka_krzy%C5%BCowka_w_wodzie_%28samiec%29.jpg", "duck.jpg"
-        ),
-        Asset(
+        _asset("duck", "duck.jpg", "d/da/2015_Kaczka_krzy%C5%BCowka_w_wodzie_%28samiec%29.jpg"),
+        _asset(
             "lion",
-            f"{_WIKI}/7/77/002_The_lion_king_Snyggve_in_the_Serengeti_National_Park_Photo_by_Giles_Laurent.jpg",
             "lion.jpg",
+            "7/77/002_The_lion_king_Snyggve_in_the_Serengeti_National_Park_Photo_by_Giles_Laurent.jpg",
         ),
-        Asset(
+        _asset(
             "flycatcher",
-            f"{_WIKI}/2/26/Ultramarine_Flycatcher_%28Ficedula_superciliaris%29_Naggar%2C_Himachal_Pradesh%2C_2013_%28cropped%29.JPG",
             "flycatcher.jpeg",
+            "2/26/Ultramarine_Flycatcher_%28Ficedula_superciliaris%29_Naggar%2C_Himachal_Pradesh%2C_2013_%28cropped%29.JPG",
         ),
-        Asset(
+        _asset(
             "somefish",
-            f"{_WIKI}/thumb/e/e5/Anim1754_-_Flickr_-_NOAA_Photo_Library_%281%29.jpg/2560px-Anim1754_-_Flickr_-_NOAA_Photo_Library_%281%29.jpg",
             "somefish.jpg",
+            "thumb/e/e5/Anim1754_-_Flickr_-_NOAA_Photo_Library_%281%29.jpg/2560px-Anim1754_-_Flickr_-_NOAA_Photo_Library_%281%29.jpg",
         ),
-        Asset(
+        _asset(
             "starfish",
-            f"{_WIKI}/d/d4/Starfish%2C_Caswell_Bay_-_geograph.org.uk_-_409413.jpg",
             "starfish.jpg",
+            "d/d4/Starfish%2C_Caswell_Bay_-_geograph.org.uk_-_409413.jpg",
         ),
-        Asset("snail", f"{_WIKI}/6/69/Grapevinesnail_01.jpg", "snail.jpg"),
-        Asset(
+        _asset("snail", "snail.jpg", "6/69/Grapevinesnail_01.jpg"),
+        _asset(
             "thistle",
-            f"{_WIKI}/thumb/0/0b/Texas_invasive_Musk_Thistle_1.jpg/1920px-Texas_invasive_Musk_Thistle_1.jpg",
             "thistle.jpg",
+            "thumb/0/0b/Texas_invasive_Musk_Thistle_1.jpg/1920px-Texas_invasive_Musk_Thistle_1.jpg",
         ),
-        Asset(
-            "husky", f"{_WIKI}/thumb/7/7a/Huskiesatrest.jpg/2880px-Huskiesatrest.jpg", "husky.jpg"
-        ),
-        Asset(
+        _asset("husky", "husky.jpg", "thumb/7/7a/Huskiesatrest.jpg/2880px-Huskiesatrest.jpg"),
+        _asset(
             "orangetabbycat",
-            f"{_WIKI}/thumb/6/68/Orange_tabby_cat_sitting_on_fallen_leaves-Hisashi-01A.jpg/1920px-Orange_tabby_cat_sitting_on_fallen_leaves-Hisashi-01A.jpg",
             "orangetabbycat.jpg",
+            "thumb/6/68/Orange_tabby_cat_sitting_on_fallen_leaves-Hisashi-01A.jpg/1920px-Orange_tabby_cat_sitting_on_fallen_leaves-Hisashi-01A.jpg",
         ),
-        Asset("guineapig", f"{_WIKI}/3/30/George_the_amazing_guinea_pig.jpg", "guineapig.jpg"),
-        Asset(
+        _asset("guineapig", "guineapig.jpg", "3/30/George_the_amazing_guinea_pig.jpg"),
+        _asset(
             "rabbit",
-            f"{_WIKI}/thumb/1/1f/Oryctolagus_cuniculus_Rcdo.jpg/1920px-Oryctolagus_cuniculus_Rcdo.jpg",
             "rabbit.jpg",
+            "thumb/1/1f/Oryctolagus_cuniculus_Rcdo.jpg/1920px-Oryctolagus_cuniculus_Rcdo.jpg",
         ),
-        Asset("horsepony", f"{_WIKI}/9/98/Horse-and-pony.jpg", "horsepony.jpg"),
+        _asset("horsepony", "horsepony.jpg", "9/98/Horse-and-pony.jpg"),
     ),
     questions={1: "What is the content of each image?"},
     default_count=2,
     min_count=1,
     temperature=0.0,
     max_tokens=256,
-    seed=None,
+    # vLLM's current example (the seed had None). vLLM 0.32's own default is 0 too, so runs do
+    # not change; an explicit 0 shows in dry runs and does not depend on vLLM's default.
+    seed=0,
     default_model="phi3_v",
     decode=decode_image,
     chat_part=_chat_part,
@@ -118,12 +123,41 @@ IMAGE = Modality(
     ),
 )
 
+# Where each row's request comes from, for docs/models.md's "source" column: the seed script
+# (SEED), unless vLLM's current multi-image example added the row (UPSTREAM) or changed it since
+# the seed (CHANGED). tools/upstream.py pins that example's vLLM version; the parity test
+# (tests/golden/test_upstream_parity.py) checks this table against it.
+SEED, UPSTREAM, CHANGED = "seed", "upstream", "seed, changed upstream"
+SOURCES: Mapping[str, str] = {
+    **dict.fromkeys(
+        (
+            "bee",
+            "deepseek_ocr",
+            "exaone4_5",
+            "glm4_1v",
+            "granite4_vision",
+            "hunyuan_vl",
+            "molmo2",
+            "openpangu_vl",
+            "paddleocr_vl",
+            "phi4_siglip",
+            "stepvl",
+        ),
+        UPSTREAM,
+    ),
+    **dict.fromkeys(("interns1", "keye_vl1_5", "ovis2_5"), CHANGED),
+}
+
 FAMILIES = (
     "aria",
+    "bee",
     "cohere",
     "deepseek",
+    "exaone",
     "gemma",
     "glm",
+    "granite",
+    "hunyuan",
     "hyperclova",
     "idefics",
     "intern",
@@ -132,7 +166,10 @@ FAMILIES = (
     "llama4",
     "llava",
     "mistral",
+    "molmo",
     "ovis",
+    "paddle",
+    "pangu",
     "phi",
     "qwen",
     "rvl",

@@ -1,4 +1,4 @@
-"""DeepSeek vision models: DeepSeek-VL2."""
+"""DeepSeek vision models: DeepSeek-VL2, DeepSeek-OCR."""
 
 from __future__ import annotations
 
@@ -22,3 +22,32 @@ from mmrun.request import LoaderContext, Prompt
 def deepseek_vl_v2(ctx: LoaderContext) -> Prompt:
     placeholders = numbered("image_{i}:<image>\n", ctx.num_items)
     return Prompt(text=f"<|User|>: {placeholders}{ctx.question}\n\n<|Assistant|>:")
+
+
+# DeepSeek-OCR's n-gram repetition guard: a vLLM logits processor, named by its qualified class
+# name (vLLM loads "<module>:<class>" itself), so that no loader imports vLLM.
+NGRAM_LOGITS_PROCESSOR = "vllm.model_executor.models.deepseek_ocr:NGramPerReqLogitsProcessor"
+
+
+@loader(
+    "deepseek_ocr",
+    "image",
+    repo_id="deepseek-ai/DeepSeek-OCR",
+    architecture="DeepseekOCRForCausalLM",
+    engine_args={"max_num_seqs": 2, "logits_processors": [NGRAM_LOGITS_PROCESSOR]},
+    # DeepSeek's own OCR settings, as vLLM's example gives them: the n-gram guard's arguments
+    # (its whitelist: the ids of <td> and </td>), long outputs, special tokens kept. vLLM's
+    # example applies them only in its chat path; mmrun applies them to both methods.
+    sampling={
+        "temperature": 0.0,
+        "max_tokens": 8192,
+        "extra_args": {
+            "ngram_size": 30,
+            "window_size": 90,
+            "whitelist_token_ids": [128821, 128822],
+        },
+        "skip_special_tokens": False,
+    },
+)
+def deepseek_ocr(ctx: LoaderContext) -> Prompt:
+    return Prompt(text="<image>\n" * ctx.num_items + ctx.question)

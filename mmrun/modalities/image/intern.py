@@ -38,7 +38,9 @@ def h2ovl_chat(ctx: LoaderContext) -> Prompt:
 @loader(
     "interns1",
     "image",
-    repo_id="internlm/Intern-S1",
+    # vLLM's example moved to the mini checkpoint: Intern-S1 itself has ~241B parameters and
+    # does not load with these settings on one GPU.
+    repo_id="internlm/Intern-S1-mini",
     architecture="InternS1ForConditionalGeneration",
     engine_args={"max_model_len": 4096},
     trust_remote_code=True,

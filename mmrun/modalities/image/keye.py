@@ -31,7 +31,10 @@ def keye_vl(ctx: LoaderContext) -> Prompt:
     "image",
     repo_id="Kwai-Keye/Keye-VL-1_5-8B",
     architecture="KeyeVL1_5ForConditionalGeneration",
-    engine_args=_ENGINE_ARGS,
+    # vLLM's current example raised max_model_len from the seed's 8192 to 32768, followed as is.
+    # It gives no reason; the likely one: a prompt must hold each image's token count, up to
+    # the image processor's max_pixels, and several large images overflow 8192 tokens.
+    engine_args={**_ENGINE_ARGS, "max_model_len": 32768},
     trust_remote_code=True,
 )
 def keye_vl1_5(ctx: LoaderContext) -> Prompt:

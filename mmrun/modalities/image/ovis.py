@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from mmrun.prompts import numbered, text_messages
+from mmrun.prompts import chatml, numbered, text_messages
 from mmrun.registry import loader
 from mmrun.request import LoaderContext, Prompt
 
@@ -36,4 +36,8 @@ def ovis(ctx: LoaderContext) -> Prompt:
     trust_remote_code=True,
 )
 def ovis2_5(ctx: LoaderContext) -> Prompt:
-    return _ovis_prompt(ctx)
+    # Written by hand, as vLLM's current example and its Ovis2.5 test do: Ovis2.5's chat
+    # template drops "<image>" from plain-text content, so the rendered prompt would carry no
+    # image placeholder and vLLM would refuse it.
+    placeholders = numbered("Image-{i}: <image>\n", ctx.num_items, "\n")
+    return Prompt(text=chatml(f"\n{placeholders}\n{ctx.question}"))

@@ -1,4 +1,5 @@
-"""Microsoft Phi vision models: Phi-3.5-vision, Phi-4-multimodal (remote code and HF format)."""
+"""Microsoft Phi vision models: Phi-3.5-vision, Phi-4-multimodal (remote code and HF format),
+Phi-4-reasoning-vision (SigLIP-2 tower)."""
 
 from __future__ import annotations
 
@@ -69,3 +70,16 @@ def phi4_mm(ctx: LoaderContext) -> Prompt:
 )
 def phi4_multimodal(ctx: LoaderContext) -> Prompt:
     return _phi4_prompt(ctx, "<|image|>" * ctx.num_items)
+
+
+@loader(
+    "phi4_siglip",
+    "image",
+    repo_id="microsoft/Phi-4-reasoning-vision-15B",
+    architecture="Phi4ForCausalLMV",
+    engine_args={"max_model_len": 8192, "max_num_seqs": 2},
+    trust_remote_code=True,
+)
+def phi4_siglip(ctx: LoaderContext) -> Prompt:
+    placeholders = "\n".join(["<image>"] * ctx.num_items)
+    return Prompt(text=f"<|user|>\n{placeholders}\n{ctx.question}<|end|>\n<|assistant|>\n")

@@ -1,4 +1,4 @@
-"""StepFun Step3 (vision)."""
+"""StepFun vision models: Step3, Step3-VL."""
 
 from __future__ import annotations
 
@@ -29,3 +29,28 @@ _STEP3_PROMPT = (
 def step3(ctx: LoaderContext) -> Prompt:
     images = "<im_patch>" * ctx.num_items
     return Prompt(text=_STEP3_PROMPT.format(images=images, question=ctx.question))
+
+
+# Step3-VL's prompt: Step3's, without the spaces before <|BOT|>user and <|EOT|>.
+_STEPVL_PROMPT = (
+    "<\uff5cbegin\u2581of\u2581sentence\uff5c> You are a helpful assistant.<|BOT|>user\n "
+    "{images}{question}<|EOT|><|BOT|>assistant\n<think>\n"
+)
+
+
+@loader(
+    "stepvl",
+    "image",
+    repo_id="stepfun-ai/Step3-VL-10B",
+    architecture="StepVLForConditionalGeneration",
+    engine_args={
+        "max_num_batched_tokens": 4096,
+        # vLLM's example turns the vision tower's patch branch off (vision_config.enable_patch).
+        "hf_overrides": {"vision_config": {"enable_patch": False}},
+        "reasoning_parser": "deepseek_r1",
+    },
+    trust_remote_code=True,
+)
+def stepvl(ctx: LoaderContext) -> Prompt:
+    images = "<im_patch>" * ctx.num_items
+    return Prompt(text=_STEPVL_PROMPT.format(images=images, question=ctx.question))

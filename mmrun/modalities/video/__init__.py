@@ -18,6 +18,9 @@ from mmrun.capture import library_output
 from mmrun.errors import MediaError, MissingDependencyError
 from mmrun.registry import Decoded, LoaderSpec, Modality, Register
 
+# Where the rows' requests come from (docs/models.md's "source" column).
+DEFAULT_SOURCE = "vLLM's video example"
+
 # vLLM's own default for a video given by URL (VideoMediaIO's num_frames).
 NUM_FRAMES = 32
 

@@ -1,0 +1,21 @@
+"""Ai2's Molmo vision models: Molmo2."""
+
+from __future__ import annotations
+
+from mmrun.prompts import template_prompt
+from mmrun.registry import loader
+from mmrun.request import LoaderContext, Prompt
+
+
+@loader(
+    "molmo2",
+    "image",
+    repo_id="allenai/Molmo2-8B",
+    architecture="Molmo2ForConditionalGeneration",
+    engine_args={"dtype": "bfloat16", "max_num_batched_tokens": 36864},
+    trust_remote_code=True,
+)
+def molmo2(ctx: LoaderContext) -> Prompt:
+    # vLLM's example loads the processor without trust_remote_code; Molmo2's processor is
+    # remote code, so mmrun loads it with the flag, as it does the model.
+    return template_prompt(ctx, "image")

@@ -1,0 +1,376 @@
+"""mmrun against vLLM's current multimodal examples, key by key.
+
+The examples (vLLM VERSION / COMMIT in tools/upstream.py) are fetched from PyPI by
+``make install`` into .cache/upstream/ (third-party code: not committed). The oracle
+(tests/helpers/upstream_oracle.py) runs each example's own command line, ``parse_args`` then
+``main``, with stand-ins that record what it hands to vLLM; mmrun plans the same run
+(``plan`` with the same key, media count and method) and its loader renders with the same
+stand-in renderer. For every key both have, the engine arguments, prompt, media, sampling, stop
+tokens, chat template and LoRA must be equal, for several media counts and both methods,
+except the deliberate deviations listed in DEVIATIONS, each with its reason. Keys upstream no
+longer has are listed in MMRUN_ONLY; an upstream key mmrun lacks fails the test.
+
+Normalisations, applied to both sides (deliberate too, and the same for every key):
+- ``limit_mm_per_prompt``: mmrun sets the media kinds a model is not asked to take to 0, as
+  upstream's chat path and audio example do; upstream's image ``generate`` path leaves them to
+  vLLM's defaults, which reserve memory for media that never come.
+- The engine seed is compared once, in test_cli_defaults_match_upstream (it is a CLI default).
+- qwen2_vl, qwen2_5_vl: upstream resizes images (and sets max_model_len 4096) only when the
+  optional ``qwen_vl_utils`` package is installed, else it runs unresized images with
+  max_model_len 32768. mmrun always takes the resize branch (its own resize rule, no extra
+  package); the oracle installs a stand-in ``qwen_vl_utils`` so that this branch is compared.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterator
+from dataclasses import dataclass
+from typing import Any
+
+import pytest
+
+from mmrun.engine import chat_input
+from mmrun.errors import UsageError
+from mmrun.plan import VLLM_MODALITIES, RunOptions, plan
+from mmrun.plugins import builtin_registry
+from mmrun.request import LoaderContext
+from mmrun.support import VllmInfo
+from tests.helpers import seed_oracle
+from tests.helpers import upstream_oracle as oracle
+from tools import upstream
+
+REGISTRY = builtin_registry()
+NO_VLLM = VllmInfo(None, frozenset(), {})
+EXAMPLES = {"image": oracle.IMAGE_EXAMPLE, "audio": oracle.AUDIO_EXAMPLE}
+FIELDS = (
+    "counts",
+    "engine_args",
+    "prompt",
+    "media",
+    "sampling",
+    "stop_token_ids",
+    "lora",
+    "chat_template",
+    "messages",
+)
+
+
+@dataclass(frozen=True)
+class Deviation:
+    """Fields of a key's request that differ from upstream on purpose (with these methods), and
+    why."""
+
+    fields: frozenset[str]
+    reason: str
+    methods: frozenset[str] = frozenset({"generate", "chat"})
+
+
+def _deviation(reason: str, *fields: str, methods: tuple[str, ...] = ()) -> Deviation:
+    if methods:
+        return Deviation(frozenset(fields), reason, frozenset(methods))
+    return Deviation(frozenset(fields), reason)
+
+
+DEVIATIONS: dict[tuple[str, str], Deviation] = {
+    ("audio", "gemma3n"): _deviation(
+        "upstream's prompt ends after the question (its last line is a stray expression, not "
+        "part of the string) and carries one <audio_soft_token> whatever the clip count; "
+        "mmrun writes one token per clip and the end of turn",
+        "prompt",
+    ),
+    ("audio", "audioflamingo3"): _deviation(
+        "mmrun takes one clip per prompt (vLLM 0.32's AudioFlamingo3 processor takes one); "
+        "upstream lets the example ask for two",
+        "counts",
+    ),
+    ("image", "deepseek_ocr"): _deviation(
+        "DeepSeek-OCR's own sampling settings (the n-gram guard's arguments, max_tokens 8192, "
+        "special tokens kept) apply to both methods; upstream's generate path ignores them "
+        "(only its chat path reads ModelRequestData.sampling_params), which leaves the n-gram "
+        "logits processor it loads switched off",
+        "sampling",
+        methods=("generate",),
+    ),
+    ("audio", "glmasr"): _deviation(
+        "mmrun takes one clip per prompt (GLM-ASR transcribes one recording); upstream lets "
+        "the example ask for two",
+        "counts",
+    ),
+}
+
+# Keys whose upstream function cannot run offline, and why (the comparison happens elsewhere).
+NOT_RUNNABLE: dict[tuple[str, str], str] = {
+    ("audio", "voxtral"): "upstream tokenizes with MistralTokenizer.from_hf_hub (the Hub); "
+    "mmrun tokenizes with the tokenizer of the model run (tests/golden/test_audio_deviations.py)",
+}
+
+# Keys mmrun keeps that upstream dropped: they run on the vLLM versions that still have them.
+MMRUN_ONLY: dict[tuple[str, str], str] = {
+    ("image", "aya_vision"): "dropped upstream with the AyaVision architecture (last: vLLM 0.24)",
+    ("image", "hyperclovax_seed_vision"): "dropped upstream with HCXVision (last: vLLM 0.28)",
+    ("image", "phi4_multimodal"): "dropped upstream with Phi4Multimodal (last: vLLM 0.12)",
+    ("image", "qwen_vl_chat"): "dropped upstream with QwenVL (last: vLLM 0.23)",
+    ("image", "tarsier"): "dropped upstream with Tarsier (last: vLLM 0.24)",
+    ("image", "tarsier2"): "dropped upstream with Tarsier2 (last: vLLM 0.23)",
+    ("audio", "musicflamingo"): "dropped upstream with MusicFlamingo (last: vLLM 0.24)",
+}
+
+# What mmrun does not yet do as upstream does: each is an expected failure, strictly (the
+# test fails once the gap is closed, so the entry must then go).
+GAPS: dict[tuple[str, str], frozenset[str]] = {}
+
+
+def _upstream_keys() -> list[tuple[str, str]]:
+    if oracle.missing():
+        return []
+    return [(m, k) for m, path in EXAMPLES.items() for k in oracle.keys(path)]
+
+
+UPSTREAM_KEYS = _upstream_keys()
+SHARED = [
+    c for c in UPSTREAM_KEYS if c not in NOT_RUNNABLE and c[1] in REGISTRY.loaders.get(c[0], {})
+]
+
+
+def test_upstream_examples_are_fetched() -> None:
+    """The examples must be there (in CI too): a missing file fails, it never skips."""
+    missing = oracle.missing()
+    assert not missing, (
+        f"vLLM {upstream.VERSION}'s example files are missing ({', '.join(map(str, missing))}): "
+        "run `make install` (it runs `python -m tools.upstream`, which fetches them from PyPI)"
+    )
+    assert upstream.present(), "the example files differ from their pinned sha256: `make install`"
+
+
+def test_every_upstream_key_is_registered() -> None:
+    assert UPSTREAM_KEYS, "no upstream examples: see test_upstream_examples_are_fetched"
+    ours = {(s.modality, s.key) for m in EXAMPLES for s in REGISTRY.specs(m)}
+    assert set(UPSTREAM_KEYS) - ours == set(), "upstream keys mmrun lacks"
+    assert ours - set(UPSTREAM_KEYS) == set(MMRUN_ONLY), "mmrun-only keys must be listed"
+
+
+def test_cli_defaults_match_upstream() -> None:
+    """Default model, media count, engine seed and sampling of each command."""
+    assert UPSTREAM_KEYS, "no upstream examples: see test_upstream_examples_are_fetched"
+    for modality, path in EXAMPLES.items():
+        args = oracle.defaults(path)
+        mod = REGISTRY.modalities[modality]
+        count = args.num_images if modality == "image" else args.num_audios
+        assert (mod.default_model, mod.default_count) == (args.model_type, count)
+        call = oracle.run(path, [])
+        options = RunOptions(modality=modality, trust_remote_code=True, dry_run=True)
+        ours = plan(options, REGISTRY, NO_VLLM)
+        assert ours.engine_args.get("seed") == call.engine_args["seed"] == args.seed, modality
+        expected = {k: v for k, v in call.sampling.items() if k != "stop_token_ids"}
+        assert ours.sampling == expected, modality
+
+
+def test_default_images_are_upstreams() -> None:
+    from mmrun.modalities.image import IMAGE
+
+    urls = oracle.load(oracle.IMAGE_EXAMPLE)["IMAGE_URLS"]
+    assert [asset.url for asset in IMAGE.assets] == urls
+
+
+def _counts(modality: str) -> list[int]:
+    return [1, 2, 3] if modality == "image" else [0, 1, 2]
+
+
+def _argv(modality: str, key: str, count: int, method: str) -> list[str]:
+    if modality == "image":
+        return ["-m", key, "-n", str(count), "--method", method]
+    argv = ["-m", key, "--num-audios", str(count), "--num-prompts", "2"]
+    if REGISTRY.get(modality, key).needs_model:
+        argv += ["--model", key]
+    return argv
+
+
+def _limits(engine_args: dict[str, Any]) -> dict[str, Any]:
+    limits = {m: 0 for m in VLLM_MODALITIES} | dict(engine_args.get("limit_mm_per_prompt", {}))
+    return {k: v for k, v in engine_args.items() if k != "seed"} | {"limit_mm_per_prompt": limits}
+
+
+def _media_name(modality: str, item: Any) -> str:
+    if modality == "image":
+        return os.path.basename(item.url)
+    return str(item).removeprefix("audio:")
+
+
+def _parts(messages: Any) -> list[Any]:
+    (turn,) = messages
+    kinds = {"image_url": "image", "image_pil": "image", "image": "image"}
+    return [
+        turn["role"],
+        *(p.get("text", kinds.get(p["type"], p["type"])) for p in turn["content"]),
+    ]
+
+
+def upstream_request(modality: str, key: str, count: int, method: str) -> dict[str, Any]:
+    call = oracle.run(EXAMPLES[modality], _argv(modality, key, count, method))
+    sampling = oracle.plain(call.sampling)
+    stop = sampling.pop("stop_token_ids", None) or []
+    prompts = call.prompts
+    return {
+        "engine_args": oracle.plain(_limits(call.engine_args)),
+        "prompt": [p.get("prompt", p.get("prompt_token_ids")) for p in prompts] or None,
+        "media": [
+            [_media_name(modality, i) for i in p.get("multi_modal_data", {}).get(modality, [])]
+            for p in prompts
+        ]
+        or None,
+        "sampling": sampling,
+        "stop_token_ids": list(stop),
+        # One adapter for every prompt (the audio example repeats it per prompt).
+        "lora": [list(r) for r in dict.fromkeys(call.lora)] if call.lora else None,
+        "chat_template": call.chat_template,
+        "messages": _parts(call.messages) if call.messages is not None else None,
+    }
+
+
+def mmrun_request(modality: str, key: str, count: int, method: str) -> dict[str, Any]:
+    spec = REGISTRY.get(modality, key)
+    options = RunOptions(
+        modality=modality,
+        key=key,
+        count=count,
+        method=method,  # type: ignore[arg-type]
+        num_prompts=1 if modality == "image" else 2,
+        model=key if spec.needs_model else None,
+        trust_remote_code=True,
+        dry_run=True,
+    )
+    run = plan(options, REGISTRY, NO_VLLM)
+    mod = run.modality
+    assert run.question is not None
+    ctx = LoaderContext(
+        question=run.question,
+        num_items=count,
+        model=run.model,
+        templates=seed_oracle.RecordingRenderer(),
+    )
+    prompt = spec(ctx)
+    # Upstream names images by URL (compared by file name) and audio by asset name.
+    names = {a.name: a.mirror_name if modality == "image" else a.name for a in mod.assets}
+    media = [[names[source] for source in item.sources] for item in run.items]
+    lora = None
+    if spec.lora is not None:
+        sub = spec.lora.subfolder
+        path = os.path.join(run.model, sub) if sub else run.model
+        lora = [[spec.lora.name, spec.lora.int_id, path]]
+    text = prompt.text if prompt.text is not None else list(prompt.token_ids or [])
+    chat = method == "chat"
+    return {
+        "engine_args": oracle.plain(_limits(run.engine_args)),
+        "prompt": None if chat else [text] * len(media),
+        "media": None if chat else media,
+        "sampling": oracle.plain(run.sampling),
+        "stop_token_ids": list(prompt.stop_token_ids),
+        "lora": lora,
+        "chat_template": spec.chat_template if chat else None,
+        "messages": _parts(chat_input(run.question, [{"type": "image"}] * count)) if chat else None,
+    }
+
+
+def _runs(modality: str, key: str) -> Iterator[tuple[int, str]]:
+    methods = ["generate"]
+    if modality == "image" and "chat" in REGISTRY.get(modality, key).methods:
+        methods.append("chat")
+    for method in methods:
+        for count in _counts(modality) if method == "generate" else [2]:
+            yield count, method
+
+
+def differences(modality: str, key: str) -> dict[tuple[str, str], list[str]]:
+    """Each differing (field, method), with where it differs and both values."""
+    found: dict[tuple[str, str], list[str]] = {}
+    for count, method in _runs(modality, key):
+        where = f"n={count} {method}"
+        try:
+            theirs = upstream_request(modality, key, count, method)
+        except AssertionError:  # upstream asserts its own count rules (whisper: exactly 1)
+            continue
+        try:
+            ours = mmrun_request(modality, key, count, method)
+        except UsageError as exc:
+            found.setdefault(("counts", method), []).append(f"{where}: mmrun refuses: {exc}")
+            continue
+        for name in FIELDS[1:]:
+            if theirs[name] != ours[name]:
+                found.setdefault((name, method), []).append(
+                    f"{where}:\n  upstream {theirs[name]!r}\n  mmrun    {ours[name]!r}"
+                )
+    return found
+
+
+@pytest.mark.parametrize(("modality", "key"), SHARED, ids=[f"{m}-{k}" for m, k in SHARED])
+def test_request_matches_upstream(modality: str, key: str) -> None:
+    differing = differences(modality, key)
+    deviation = DEVIATIONS.get((modality, key), Deviation(frozenset(), ""))
+    found = {field for field, _ in differing}
+    unexpected = {
+        field: lines
+        for (field, method), lines in differing.items()
+        if field not in deviation.fields or method not in deviation.methods
+    }
+    gap = GAPS.get((modality, key), frozenset())
+    if gap:
+        assert set(unexpected) == gap, unexpected
+        pytest.xfail(f"known gap: {', '.join(sorted(gap))}")
+    detail = "\n".join(f"{f}: {line}" for f, lines in unexpected.items() for line in lines)
+    assert not unexpected, f"{modality}/{key} differs from upstream:\n{detail}"
+    stale = deviation.fields - found
+    assert not stale, f"listed deviation no longer differs: {sorted(stale)}; remove it"
+
+
+def test_deviations_and_lists_name_real_keys() -> None:
+    assert UPSTREAM_KEYS, "no upstream examples: see test_upstream_examples_are_fetched"
+    for modality, key in [*DEVIATIONS, *NOT_RUNNABLE, *GAPS]:
+        assert (modality, key) in UPSTREAM_KEYS
+        REGISTRY.get(modality, key)
+    for modality, key in MMRUN_ONLY:
+        assert (modality, key) not in UPSTREAM_KEYS
+        REGISTRY.get(modality, key)
+    for deviation in DEVIATIONS.values():
+        assert deviation.fields <= set(FIELDS) and deviation.reason
+
+
+@pytest.mark.parametrize(("modality", "key"), list(NOT_RUNNABLE))
+def test_not_runnable_keys_still_fail_offline(modality: str, key: str) -> None:
+    """If one becomes runnable offline, it belongs in the comparison above."""
+    with pytest.raises(Exception, match=r"(?i)hugging ?face"):  # needs the Hub
+        upstream_request(modality, key, 1, "generate")
+
+
+class _NoTemplates(seed_oracle.RecordingRenderer):
+    def render(self, messages: Any, *, source: str, chat_template: str | None = None) -> str:
+        raise AssertionError("this prompt must not go through the model's chat template")
+
+
+@pytest.mark.parametrize("count", [1, 2, 3])
+def test_ovis2_5_prompt_has_an_image_placeholder_per_image(count: int) -> None:
+    """Ovis2.5's chat template drops "<image>" from plain-text content, so a prompt rendered
+    through it reaches vLLM with no placeholder ("Expected there to be 2 prompt updates ...
+    found 0"): the generate prompt is written by hand."""
+    spec = REGISTRY.get("image", "ovis2_5")
+    ctx = LoaderContext(
+        question="Q?", num_items=count, model=spec.repo_id, templates=_NoTemplates()
+    )
+    text = spec(ctx).text
+    assert text is not None
+    assert text.count("<image>") == count
+    assert text.startswith("<|im_start|>user\n") and text.endswith("<|im_start|>assistant\n")
+
+
+def test_the_sources_table_names_what_upstream_added_and_changed() -> None:
+    """docs/models.md's "source" column (mmrun.modalities.image.SOURCES) tells the truth."""
+    from mmrun.modalities import image
+
+    assert UPSTREAM_KEYS, "no upstream examples: see test_upstream_examples_are_fetched"
+    in_seed = {("image", k) for k in seed_oracle.seed_keys(seed_oracle.IMAGE_SEED)} | {
+        ("audio", k) for k in seed_oracle.seed_keys(seed_oracle.AUDIO_SEED)
+    }
+    added = {row for row in UPSTREAM_KEYS if row not in in_seed}
+    assert {("image", k) for k, v in image.SOURCES.items() if v == image.UPSTREAM} == added
+    changed = {("image", k) for k, v in image.SOURCES.items() if v == image.CHANGED}
+    assert changed == set(oracle.CHANGED_SINCE_SEED)

@@ -1,0 +1,195 @@
+"""Tiny offline checkpoints for the image keys vLLM's current multi-image example added
+(see tests/tiny/__init__.py and tools/upstream.py).
+
+Proof levels, as in docs/models.md: a builder whose prompt is written by hand in the loader
+(paddleocr_vl, hunyuan_vl) proves the real prompt format; one whose prompt comes from the
+model's chat template carries a stand-in template where the real one is not known offline,
+which proves the engine path, not the exact prompt (said per builder).
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from mmrun.tiny import Builder, TinyCheckpoint
+from mmrun.tiny._common import (
+    CPU_ARGS,
+    TINY_TEXT,
+    build_tokenizer,
+    finish,
+    save_config,
+    token_ids,
+    transformers_module,
+)
+from tests.tiny.image import _GLM4V_TEMPLATE, _text
+
+# ---------------------------------------------------------------------------------------------
+# GLM-4.1V-Thinking
+
+
+def build_glm4_1v(dest: Path) -> TinyCheckpoint:
+    """GLM-4.1V-Thinking (``Glm4vForConditionalGeneration``: GLM-4.5V's tower, dense text).
+
+    Stand-in template: GLM-4.5V's (tests/tiny/image.py); GLM-4.1V-9B-Thinking's own is not
+    known offline.
+    """
+    tf = transformers_module()
+    specials = [
+        "<|endoftext|>",
+        "[gMASK]",
+        "<sop>",
+        "<|system|>",
+        "<|user|>",
+        "<|assistant|>",
+        "<|observation|>",
+        "<|begin_of_image|>",
+        "<|end_of_image|>",
+        "<|image|>",
+        "<|begin_of_video|>",
+        "<|end_of_video|>",
+        "<|video|>",
+        "<think>",
+        "</think>",
+    ]
+    tokenizer = build_tokenizer(
+        dest,
+        specials,
+        chat_template=_GLM4V_TEMPLATE,
+        eos_token="<|endoftext|>",
+        pad_token="<|endoftext|>",
+    )
+    ids = token_ids(tokenizer, specials)
+    text = _text(
+        tokenizer,
+        rope_parameters={
+            "rope_type": "default",
+            "mrope_section": [4, 6, 6],
+            "partial_rotary_factor": 0.5,
+        },
+        eos_token_id=[ids["<|endoftext|>"], ids["<|user|>"], ids["<|observation|>"]],
+        pad_token_id=ids["<|endoftext|>"],
+    )
+    vision = {
+        "depth": 1,
+        "hidden_size": 64,
+        "intermediate_size": 128,
+        "num_heads": 2,
+        "out_hidden_size": TINY_TEXT["hidden_size"],
+    }
+    config = tf.Glm4vConfig(
+        text_config=text,
+        vision_config=vision,
+        image_token_id=ids["<|image|>"],
+        video_token_id=ids["<|video|>"],
+        image_start_token_id=ids["<|begin_of_image|>"],
+        image_end_token_id=ids["<|end_of_image|>"],
+        video_start_token_id=ids["<|begin_of_video|>"],
+        video_end_token_id=ids["<|end_of_video|>"],
+    )
+    pixels = {"shortest_edge": 112 * 112, "longest_edge": 32 * 28 * 28}
+    processor = tf.Glm4vProcessor(
+        image_processor=tf.Glm4vImageProcessor(size=pixels),
+        video_processor=tf.Glm4vVideoProcessor(),
+        tokenizer=tokenizer,
+        chat_template=_GLM4V_TEMPLATE,
+    )
+    return finish(dest, tf.Glm4vForConditionalGeneration, config, processor)
+
+
+# ---------------------------------------------------------------------------------------------
+# PaddleOCR-VL
+
+
+def build_paddleocr_vl(dest: Path) -> TinyCheckpoint:
+    """PaddleOCR-VL (``PaddleOCRVLForConditionalGeneration``: SigLIP NaViT tower, ERNIE-4.5
+    text): transformers' own config and processor classes, config only (vLLM initialises
+    random weights). The loader writes the prompt by hand, so this proves the real format.
+
+    Trap: vLLM reads the image processor's size as the Hub's remote processor spells it
+    (``min_pixels``/``max_pixels``) when ``trust_remote_code`` is on, and as transformers'
+    own class spells it (``shortest_edge``/``longest_edge``) when it is off; this checkpoint
+    carries transformers' class, so it runs with trust_remote_code off.
+    """
+    import json
+
+    tf = transformers_module()
+    specials = [
+        "<unk>",
+        "<|begin_of_sentence|>",
+        "<|end_of_sentence|>",
+        "<|IMAGE_START|>",
+        "<|IMAGE_PLACEHOLDER|>",
+        "<|IMAGE_END|>",
+        "<|video_pad|>",
+    ]
+    tokenizer = build_tokenizer(
+        dest,
+        specials,
+        unk_token="<unk>",
+        bos_token="<|begin_of_sentence|>",
+        eos_token="<|end_of_sentence|>",
+        image_token="<|IMAGE_PLACEHOLDER|>",
+    )
+    ids = token_ids(tokenizer, specials)
+    # 14-pixel patches merged 2 x 2, as the real model; 4 to 16 merged tokens per image.
+    processor = tf.PaddleOCRVLProcessor(
+        image_processor=tf.PaddleOCRVLImageProcessor(
+            size={"shortest_edge": 4 * 28 * 28, "longest_edge": 16 * 28 * 28}
+        ),
+        tokenizer=tokenizer,
+    )
+    processor.save_pretrained(str(dest))
+    config = tf.PaddleOCRVLConfig(
+        vision_config={
+            "hidden_size": 64,
+            "intermediate_size": 128,
+            "num_hidden_layers": 1,
+            "num_attention_heads": 2,
+            "image_size": 56,
+            "patch_size": 14,
+            "spatial_merge_size": 2,
+        },
+        text_config=_text(
+            tokenizer,
+            # mrope over head_dim 64: 8 + 12 + 12 = 32 rotary pairs (the real 16/24/24 is for 128).
+            rope_parameters={
+                "rope_type": "default",
+                "rope_theta": 500000.0,
+                "mrope_section": [8, 12, 12],
+            },
+            bos_token_id=ids["<|begin_of_sentence|>"],
+            eos_token_id=ids["<|end_of_sentence|>"],
+            pad_token_id=ids["<unk>"],
+        ),
+        image_token_id=ids["<|IMAGE_PLACEHOLDER|>"],
+        video_token_id=ids["<|video_pad|>"],
+        vision_start_token_id=ids["<|IMAGE_START|>"],
+        vision_end_token_id=ids["<|IMAGE_END|>"],
+    )
+    save_config(config, dest, "PaddleOCRVLForConditionalGeneration")
+    (dest / "generation_config.json").write_text(json.dumps({"do_sample": False}))
+    return TinyCheckpoint(dest, {**CPU_ARGS, "load_format": "dummy", "trust_remote_code": False})
+
+
+BUILDERS: dict[str, Builder] = {
+    "glm4_1v": build_glm4_1v,
+    "paddleocr_vl": build_paddleocr_vl,
+}
+
+# The other keys vLLM's example added, with why they have no offline proof on vLLM 0.32.
+UNPROVEN: dict[str, str] = {
+    "bee": "config and processor classes need remote code (Bee)",
+    # vLLM's own config and processor classes would do, but its model builds full-size SAM
+    # ViT-B and CLIP-L towers whatever the config says, and runs 1024-pixel global views.
+    "deepseek_ocr": "not built: vLLM hard-codes full-size SAM ViT-B and CLIP-L towers",
+    "exaone4_5": "not built yet (transformers' classes exist; the real chat template is not "
+    "known offline)",
+    "granite4_vision": "not built yet (transformers' classes exist; the real chat template is "
+    "not known offline)",
+    "hunyuan_vl": "not built yet (transformers' classes exist; vLLM runs it through its "
+    "Transformers backend)",
+    "molmo2": "config and processor classes need remote code (Molmo2)",
+    "openpangu_vl": "config, processor and tokenizer classes need remote code (openPangu-VL)",
+    "phi4_siglip": "config and processor classes need remote code (Phi-4-reasoning-vision)",
+    "stepvl": "config class needs remote code (Step3-VL); vLLM ships only the processor",
+}
