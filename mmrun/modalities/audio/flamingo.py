@@ -45,6 +45,9 @@ def audioflamingo3(ctx: LoaderContext) -> Prompt:
     architecture="MusicFlamingoForConditionalGeneration",
     engine_args=_ENGINE_ARGS,
     methods=("generate",),
+    # vLLM 0.24 takes one audio per Music Flamingo prompt ("At most 1 audio(s) may be
+    # provided in one prompt").
+    max_items=1,
     note="removed from vLLM in 2026 (0.24.0); needs an older vLLM",
 )
 def musicflamingo(ctx: LoaderContext) -> Prompt:

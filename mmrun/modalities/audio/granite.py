@@ -27,6 +27,8 @@ GRANITE_SYSTEM = (
     # whenever the prompt carries audio.
     lora=LoraAdapter("speech", 1, subfolder=None),
     trust_remote_code=True,
+    # vLLM (0.23 to 0.32) takes one audio per Granite Speech prompt (get_supported_mm_limits).
+    max_items=1,
     methods=("generate",),
     note="the model card recommends beam search; mmrun samples like the vLLM example",
 )

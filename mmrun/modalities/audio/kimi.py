@@ -16,6 +16,8 @@ KIMI_AUDIO_EOS = 151644
     architecture="MoonshotKimiaForCausalLM",
     engine_args={"max_model_len": 4096, "max_num_seqs": 2},
     trust_remote_code=True,
+    # vLLM (0.23 to 0.32) takes one audio per Kimi-Audio prompt (get_supported_mm_limits).
+    max_items=1,
     methods=("generate",),
     note=(
         "vLLM's own tests run it with tokenizer_mode='kimi_audio', which vLLM picks by "

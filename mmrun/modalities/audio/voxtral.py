@@ -45,6 +45,8 @@ def _mistral_tokenizer(model: str) -> Any:
         "enable_chunked_prefill": False,
     },
     reads_media=True,
+    # vLLM (0.23 to 0.32) takes at most 5 audios per Voxtral prompt (get_supported_mm_limits).
+    max_items=5,
     methods=("generate",),
     requires=("mistral_common",),
     # mistral_common resamples clips that are not at the model's 16 kHz with soxr.
