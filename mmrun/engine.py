@@ -10,6 +10,7 @@ import os
 import re
 import shutil
 import signal
+import sys
 import tempfile
 import threading
 import time
@@ -425,6 +426,9 @@ class Engine:
         self._pending: list[tuple[str, Any, Any, Any, str | None]] = []
         self._ids = 0
         self.in_flight = 0
+        self._closed = threading.Event()
+        if self._streaming:
+            _watch_engine_core(llm, self._closed)
 
     def submit(
         self, request: Any, params: Any, lora: Any | None, *, chat: bool, template: str | None
@@ -505,7 +509,49 @@ class Engine:
 
     def close(self) -> None:
         """Stop the engine now (the results are in)."""
+        self._closed.set()
         shutdown(self.llm, now=True)
+
+
+class EngineDeadErrorStandIn(Exception):
+    """The engine core process died (where vLLM has no EngineDeadError of its own)."""
+
+    def __init__(self) -> None:
+        super().__init__("the engine core process died")
+
+
+def _watch_engine_core(llm: Any, closed: threading.Event) -> None:
+    """Wake ``poll`` when the engine core process dies.
+
+    ``llm_engine.step()`` waits on the queue that vLLM's output thread fills. When the engine
+    core process dies (the OOM killer, a crash), vLLM 0.32's monitor marks the engine dead and
+    stops that thread without putting anything in the queue, so the wait never ends (seen:
+    a ``-dp 2`` replica whose engine core was killed hung for good, holding its prompts). This
+    thread waits on the engine core processes and then puts vLLM's own EngineDeadError in the
+    queue, which ``step()`` raises. An engine run in this process has nothing to watch."""
+    core = getattr(getattr(llm, "llm_engine", None), "engine_core", None)
+    manager = getattr(getattr(core, "resources", None), "engine_manager", None)
+    processes = getattr(manager, "processes", None)
+    queue = getattr(core, "outputs_queue", None)
+    if not isinstance(processes, list) or not processes or queue is None:
+        return
+    sentinels = [p.sentinel for p in processes]
+
+    def watch() -> None:
+        from multiprocessing.connection import wait
+
+        wait(sentinels)
+        if closed.is_set():
+            return
+        # vLLM's own error where this vLLM has it (already imported by the running engine);
+        # any exception in the queue ends the wait.
+        exceptions = sys.modules.get("vllm.v1.engine.exceptions")
+        dead = getattr(exceptions, "EngineDeadError", None)
+        error: Exception = dead() if dead is not None else EngineDeadErrorStandIn()
+        with contextlib.suppress(Exception):
+            queue.put_nowait(error)
+
+    threading.Thread(target=watch, name="mmrun-engine-watch", daemon=True).start()
 
 
 def _external_id(request_id: str) -> str:

@@ -116,14 +116,17 @@ def test_a_replica_whose_engine_dies_hands_its_prompts_to_the_other(
         text=True,
     )
     try:
-        # Once both replicas have answered something, kill the engine core of replica 0.
+        # As soon as replica 0 has answered a prompt, kill its engine core. (Waiting for both
+        # replicas to answer first made the test depend on start-up skew: on a loaded machine
+        # replica 0 once finished all 30 prompts before replica 1 was up.) Replica 1 must then
+        # answer everything replica 0 held or had not yet taken, whenever it comes up.
         deadline = time.monotonic() + 900
         while time.monotonic() < deadline and proc.poll() is None:
             done = rows(out) if out.exists() else {}
-            if {r.get("replica") for r in done.values()} >= {0, 1}:
+            if any(r.get("replica") == 0 for r in done.values()):
                 break
-            time.sleep(0.5)
-        assert proc.poll() is None, "the run ended before both replicas had answered"
+            time.sleep(0.2)
+        assert proc.poll() is None, "the run ended before the engine could be killed"
         victims = _engine_core_of_replica(proc.pid, replica=0)
         assert victims, "no engine core found under replica 0"
         for pid in victims:
@@ -139,6 +142,7 @@ def test_a_replica_whose_engine_dies_hands_its_prompts_to_the_other(
     assert len(out.read_text().splitlines()) == 30 and all(
         r["error"] is None for r in final.values()
     )
+    assert any(r["replica"] == 1 for r in final.values()), "replica 1 answered nothing"
 
 
 def _engine_core_of_replica(root: int, replica: int) -> list[int]:

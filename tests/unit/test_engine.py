@@ -1,15 +1,24 @@
-"""mmrun.engine's process hygiene that needs no engine: where vLLM's socket files go."""
+"""mmrun.engine's process hygiene that needs no engine: where vLLM's socket files go, and
+what happens when the engine core process dies."""
 
 from __future__ import annotations
 
+import multiprocessing
 import os
+import queue
+import signal
 import tempfile
+import threading
+import time
+import types
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 
 from mmrun import engine
+from mmrun.errors import EngineError
 
 
 @pytest.fixture
@@ -115,3 +124,66 @@ def test_the_log_stream_copies_to_the_file_it_is_told(
     stream.write("ValueError: it broke\n")
     assert log.read_text() == "ValueError: it broke\n"
     assert capsys.readouterr().err == "before\nValueError: it broke\n"
+
+
+class _SyncClient:
+    """The parts of vLLM 0.32's SyncMPClient and LLMEngine that ``Engine.poll`` goes through:
+    ``step()`` waits on the output queue, and raises what is put in it if it is an error."""
+
+    def __init__(self, process: multiprocessing.process.BaseProcess) -> None:
+        self.outputs_queue: queue.Queue[Any] = queue.Queue()
+        manager = types.SimpleNamespace(processes=[process])
+        self.resources = types.SimpleNamespace(engine_manager=manager)
+
+    def step(self) -> list[Any]:
+        item = self.outputs_queue.get()
+        if isinstance(item, Exception):
+            raise item
+        return [item]
+
+
+def _sleep_forever() -> None:
+    time.sleep(600)
+
+
+def test_poll_raises_when_the_engine_core_process_dies() -> None:
+    """vLLM's own monitor stops its output thread without waking the waiting ``step()``; a
+    replica whose engine core was killed then waited for good. mmrun's watcher wakes it."""
+    process = multiprocessing.get_context("spawn").Process(target=_sleep_forever, daemon=True)
+    process.start()
+    client = _SyncClient(process)
+    llm = types.SimpleNamespace(
+        enqueue=None, llm_engine=types.SimpleNamespace(engine_core=client, step=client.step)
+    )
+    handle = engine.Engine(llm)
+    result: list[BaseException] = []
+
+    def poll() -> None:
+        try:
+            handle.poll()
+        except BaseException as exc:
+            result.append(exc)
+
+    waiter = threading.Thread(target=poll, daemon=True)
+    waiter.start()
+    time.sleep(0.2)
+    assert waiter.is_alive()  # waiting on the queue, as step() does
+    os.kill(process.pid, signal.SIGKILL)
+    waiter.join(10)
+    assert not waiter.is_alive(), "poll() still waits after the engine core died"
+    assert isinstance(result[0], EngineError), result
+
+
+def test_a_closed_engine_is_not_reported_dead() -> None:
+    process = multiprocessing.get_context("spawn").Process(target=_sleep_forever, daemon=True)
+    process.start()
+    client = _SyncClient(process)
+    llm = types.SimpleNamespace(
+        enqueue=None,
+        llm_engine=types.SimpleNamespace(engine_core=client, step=client.step),
+    )
+    handle = engine.Engine(llm)
+    handle.close()  # kills the engine's processes, as mmrun's shutdown does
+    process.join(10)
+    time.sleep(0.2)
+    assert client.outputs_queue.empty()
