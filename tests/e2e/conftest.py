@@ -6,10 +6,19 @@ build needs (see /work/shared/notes/vllm-facts.md). They are set before any test
 vllm, and the engine core (a spawned subprocess) inherits them.
 
 Which to use: a test about what mmrun does with a model (its prompt, the engine's answer, the
-JSON document) runs the CLI in ``cli_worker`` (about 5-10 s of engine start per engine on the
-2-core CI machine instead of 30-80 s; see tests/e2e/cli_worker.py); a test about the process
-itself (exit codes seen by a shell, Ctrl-C, kills, leftover processes or files, memory of the
-process) starts ``python -m mmrun``.
+JSON document) runs the CLI in ``cli_worker`` (see tests/e2e/cli_worker.py: vLLM imported once,
+one engine start for generate and chat); a test about the process itself (exit codes seen by
+a shell, Ctrl-C, kills, leftover processes or files, memory of the process) starts
+``python -m mmrun``.
+
+The engine core in-process: every e2e test runs with ``VLLM_ENABLE_V1_MULTIPROCESSING=0`` (the
+``python -m mmrun`` processes it starts inherit it), which spares each engine start vLLM's
+two spawned processes (engine core, CPU worker), each importing vLLM again: about 27 instead
+of 61 CPU-seconds for a tiny Qwen2.5-VL start, measured on a 2-core machine. What runs is
+the same engine (the same EngineCore, scheduler, model runner and multimodal processor), called
+in-process instead of over ZMQ. A test about vLLM's processes (Ctrl-C, kills, the engine's
+log from another process, what is left behind) or that proves the command as users run it
+is marked ``engine_processes`` and runs with vLLM's default.
 """
 
 from __future__ import annotations
@@ -27,6 +36,25 @@ os.environ.setdefault("VLLM_TARGET_DEVICE", "cpu")
 os.environ.setdefault("VLLM_CPU_KVCACHE_SPACE", "1")
 
 TinyCheckpointFactory = Callable[[str, str], TinyCheckpoint]
+MULTIPROCESSING_ENV = "VLLM_ENABLE_V1_MULTIPROCESSING"
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    config.addinivalue_line(
+        "markers",
+        "engine_processes: the test needs vLLM's engine core and worker as processes of their "
+        "own (vLLM's default), not in mmrun's process",
+    )
+
+
+@pytest.fixture(autouse=True)
+def engine_core_in_process(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The engine core in the process that starts it, unless the test is marked
+    ``engine_processes``."""
+    if request.node.get_closest_marker("engine_processes") is None:
+        monkeypatch.setenv(MULTIPROCESSING_ENV, "0")
+    else:
+        monkeypatch.delenv(MULTIPROCESSING_ENV, raising=False)
 
 
 @pytest.fixture(scope="session")

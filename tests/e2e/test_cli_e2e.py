@@ -10,9 +10,9 @@ count makes vLLM refuse the prompt, so the run fails), and generated tokens.
 Each row runs in the CLI worker (tests/e2e/cli_worker.py): mmrun's own Typer app in a process
 that keeps vLLM imported, with the engine core in that process, and ``chat`` on the engine
 that ``generate`` started (one engine start per row instead of two, each without vLLM's three
-imports). ``test_the_mmrun_command`` runs the same checks on qwen2_5_vl and whisper through
-``python -m mmrun`` processes, as a user does (engine core and worker as processes of their
-own), twice with one seed.
+imports). ``test_the_mmrun_command`` runs the generate checks on qwen2_5_vl and whisper
+through ``python -m mmrun`` processes, as a user does (engine core and worker as processes of
+their own), twice with one seed.
 """
 
 from __future__ import annotations
@@ -172,35 +172,23 @@ def test_generate_and_chat(
         check_outputs(chat, text_tokens, encoder_decoder)
 
 
+@pytest.mark.engine_processes
 @pytest.mark.parametrize(
     ("modality", "key"), COMMAND_CASES, ids=[f"{m}-{k}" for m, k in COMMAND_CASES]
 )
 def test_the_mmrun_command(
     modality: str, key: str, tiny_checkpoint: Any, media_server: Any
 ) -> None:
-    """The row's checks through ``python -m mmrun`` processes: generate twice with one seed
-    (the same texts: the seed reaches the engine), then chat."""
+    """The row's generate checks through two ``python -m mmrun`` processes, as a user runs it
+    (vLLM's engine core and worker in processes of their own), with one seed: the same texts
+    (the seed reaches the engine, and nothing else in the run is random)."""
     checkpoint = tiny_checkpoint(modality, key)
     seeded = ("--num-prompts", str(NUM_PROMPTS), "--seed", "1234", "--temperature", "1.0")
     runs = [run_command(modality, key, checkpoint, media_server.url, *seeded) for _ in range(2)]
-    text_tokens = check_generate(modality, key, checkpoint, runs[0])
-    check_generate(modality, key, checkpoint, runs[1])
+    for doc in runs:
+        check_generate(modality, key, checkpoint, doc)
     texts = [[o["text"] for o in run["outputs"]] for run in runs]
     assert texts[0] == texts[1]
-    if chats(modality, key, checkpoint):
-        chat = run_command(
-            modality,
-            key,
-            checkpoint,
-            media_server.url,
-            "--method",
-            "chat",
-            "--num-prompts",
-            str(NUM_PROMPTS),
-        )
-        assert chat["method"] == "chat"
-        encoder_decoder = REGISTRY.get(modality, key).architecture in ENCODER_DECODER
-        check_outputs(chat, text_tokens, encoder_decoder)
 
 
 # What a run prints on stderr without -v (measured before: torch's "No CUDA runtime is found"
@@ -213,6 +201,7 @@ NOISE = ("Loading safetensors", "Warning", "warnings.warn", "cpp_extension", "NU
 VLLM_IMPORT_NOTICE = "Triton is installed, but doesn't include CPU backend. Disabling Triton."
 
 
+@pytest.mark.engine_processes
 def test_a_run_without_verbose_shows_mmruns_lines_and_the_results(
     tiny_checkpoint: Any, media_server: Any
 ) -> None:
