@@ -17,8 +17,8 @@ the engine is not stopped between the runs that share it, and the process does n
 after a run. The tests of those parts (exit, Ctrl-C, kill, socket files) run the real
 command in a process of its own.
 
-A run that fails, or a worker that dies (a crash in native code), costs that run only: the
-worker is started again for the next one.
+A failed run stops its engine; one whose engine failed to start, or a worker that dies (a
+crash in native code) or hangs, costs that run only: the next run gets a new worker process.
 """
 
 from __future__ import annotations
@@ -58,7 +58,9 @@ class CliRun:
 class CliWorker:
     """The parent's handle on the worker process (started on first use)."""
 
-    def __init__(self) -> None:
+    def __init__(self, path: Sequence[str] = ()) -> None:
+        """``path``: folders put first on the worker's ``sys.path`` (a stand-in vLLM)."""
+        self._path = list(path)
         self._process: Any = None
         self._conn: Connection | None = None
         self.starts = 0  # worker processes started
@@ -73,9 +75,10 @@ class CliWorker:
         reply = self._call(("run", list(args), dict(env or {})), timeout)
         if reply is None:
             return CliRun(1, "", "the worker process died during the run", False, None, 0.0)
+        fresh_process = reply.pop("fresh_process")
         run = CliRun(**reply)
         _record(args, run)
-        if run.returncode != 0:  # a failed run may leave the engine (or the process) unwell
+        if fresh_process:
             self.close()
         return run
 
@@ -100,7 +103,9 @@ class CliWorker:
         if self._conn is None:
             context = multiprocessing.get_context("spawn")
             parent, child = context.Pipe()
-            self._process = context.Process(target=_serve, args=(child,), name="mmrun-cli-worker")
+            self._process = context.Process(
+                target=_serve, args=(child, self._path), name="mmrun-cli-worker"
+            )
             self._process.start()
             child.close()
             self._conn = parent
@@ -147,9 +152,12 @@ class _Held:
     key: str | None = None
     llm: Any = None
     start_s: float | None = None
+    # An engine failed to start: what it had set up in this process may be left half done.
+    failed_start = False
 
 
-def _serve(conn: Connection) -> None:
+def _serve(conn: Connection, path: list[str]) -> None:
+    sys.path[:0] = path
     os.environ["VLLM_ENABLE_V1_MULTIPROCESSING"] = "0"
     from mmrun import engine
 
@@ -162,7 +170,11 @@ def _serve(conn: Connection) -> None:
             return _Held.llm
         _drop(engine)
         t0 = time.perf_counter()
-        _Held.llm = real_start(engine_args, abort)
+        try:
+            _Held.llm = real_start(engine_args, abort)
+        except BaseException:
+            _Held.failed_start = True
+            raise
         _Held.key, _Held.start_s = key, time.perf_counter() - t0
         return _Held.llm
 
@@ -200,7 +212,7 @@ def _run(app: Any, args: list[str], env: dict[str, str]) -> dict[str, Any]:
             code = 0
         except SystemExit as exc:
             code = exc.code if isinstance(exc.code, int) else (0 if exc.code is None else 1)
-    if code != 0:
+    if code != 0:  # the engine of a failed run is not reused
         from mmrun import engine
 
         _drop(engine)
@@ -211,6 +223,7 @@ def _run(app: Any, args: list[str], env: dict[str, str]) -> dict[str, Any]:
         "reused": held_before is not None and _Held.llm is held_before and _Held.start_s is None,
         "engine_start_s": _Held.start_s,
         "wall_s": time.perf_counter() - t0,
+        "fresh_process": _Held.failed_start,
     }
 
 
