@@ -163,7 +163,7 @@ def _serve(conn: Connection, path: list[str]) -> None:
 
     real_start, real_close = engine.start, engine.Engine.close
 
-    def start(engine_args: Mapping[str, Any], abort: Any = None) -> Any:
+    def start(engine_args: Mapping[str, Any], abort: Any = None, **options: Any) -> Any:
         key = json.dumps(engine_args, sort_keys=True, default=str)
         if _Held.llm is not None and _Held.key == key:
             _Held.start_s = None
@@ -171,7 +171,7 @@ def _serve(conn: Connection, path: list[str]) -> None:
         _drop(engine)
         t0 = time.perf_counter()
         try:
-            _Held.llm = real_start(engine_args, abort)
+            _Held.llm = real_start(engine_args, abort, **options)
         except BaseException:
             _Held.failed_start = True
             raise

@@ -46,7 +46,7 @@ COMMAND_CASES = [("image", "qwen2_5_vl"), ("audio", "whisper")]
 
 def items_per_prompt(modality: str, key: str) -> int:
     spec = REGISTRY.get(modality, key)
-    return 2 if spec.max_items is None else spec.max_items
+    return 2 if spec.max_items is None else min(2, spec.max_items)
 
 
 def cli_args(modality: str, key: str, checkpoint: TinyCheckpoint, *extra: str) -> list[str]:
