@@ -1,11 +1,18 @@
 """Every tiny checkpoint through the real mmrun CLI and the real vLLM engine, offline.
 
-Each case runs ``mmrun <modality> -m KEY --model <tiny checkpoint> --json`` as a subprocess,
-with the seed's default media served by a local HTTP server, the most media the model takes
-per prompt (2 where allowed) and 3 prompts, by ``generate`` and, where the model has a chat
-path, by ``chat``. It checks what proves the prompt was right: one output per prompt, more
-prompt tokens than the text alone (vLLM's processor expanded every placeholder; a wrong
-placeholder count makes vLLM refuse the prompt, so the run fails), and generated tokens.
+Each case runs ``mmrun <modality> -m KEY --model <tiny checkpoint> --json`` with the seed's
+default media served by a local HTTP server, the most media the model takes per prompt (2
+where allowed) and 3 prompts, by ``generate`` and, where the model has a chat path, by
+``chat``. It checks what proves the prompt was right: one output per prompt, more prompt
+tokens than the text alone (vLLM's processor expanded every placeholder; a wrong placeholder
+count makes vLLM refuse the prompt, so the run fails), and generated tokens.
+
+Each row runs in the CLI worker (tests/e2e/cli_worker.py): mmrun's own Typer app in a process
+that keeps vLLM imported, with the engine core in that process, and ``chat`` on the engine
+that ``generate`` started (one engine start per row instead of two, each without vLLM's three
+imports). ``test_the_mmrun_command`` runs the generate checks on qwen2_5_vl and whisper
+through ``python -m mmrun`` processes, as a user does (engine core and worker as processes of
+their own), twice with one seed.
 """
 
 from __future__ import annotations
@@ -14,6 +21,7 @@ import json
 import os
 import subprocess
 import sys
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -21,6 +29,7 @@ import pytest
 
 from mmrun.plugins import builtin_registry
 from mmrun.tiny import TinyCheckpoint
+from tests.e2e.cli_worker import CliRun, CliWorker
 from tests.tiny import builders
 
 pytestmark = pytest.mark.e2e
@@ -31,26 +40,24 @@ CASES = sorted(k for k in builders() if k[0] in ("image", "audio"))
 NUM_PROMPTS = 3
 # Encoder-decoder models: vLLM reports the decoder prompt; the audio goes to the encoder.
 ENCODER_DECODER = {"WhisperForConditionalGeneration", "CohereAsrForConditionalGeneration"}
+# The rows also run as `python -m mmrun` processes (the selftest's two models).
+COMMAND_CASES = [("image", "qwen2_5_vl"), ("audio", "whisper")]
 
 
 def items_per_prompt(modality: str, key: str) -> int:
     spec = REGISTRY.get(modality, key)
-    return 2 if spec.max_items is None else spec.max_items
+    return 2 if spec.max_items is None else min(2, spec.max_items)
 
 
-def run_cli(
-    modality: str, key: str, checkpoint: TinyCheckpoint, server_url: str, *extra: str
-) -> dict[str, Any]:
+def cli_args(modality: str, key: str, checkpoint: TinyCheckpoint, *extra: str) -> list[str]:
+    """``mmrun``'s arguments for one run of a tiny checkpoint (what follows ``mmrun``)."""
     engine_args = [f"--engine-arg={k}={json.dumps(v)}" for k, v in checkpoint.engine_args.items()]
     engine_args += [
         f"--sampling-arg={k}={json.dumps(v)}" for k, v in checkpoint.sampling_args.items()
     ]
     # Eager mode: torch.compile adds about 40 s to each engine start on these CPUs. One
     # worker: the seeds shard the big models (-tp 2 to 8); a tiny one runs on one CPU node.
-    args = [
-        sys.executable,
-        "-m",
-        "mmrun",
+    return [
         modality,
         "-m",
         key,
@@ -69,10 +76,33 @@ def run_cli(
         *engine_args,
         *extra,
     ]
+
+
+def run_command(
+    modality: str, key: str, checkpoint: TinyCheckpoint, server_url: str, *extra: str
+) -> dict[str, Any]:
+    """``python -m mmrun ...`` in a process of its own; its --json document."""
+    args = [sys.executable, "-m", "mmrun", *cli_args(modality, key, checkpoint, *extra)]
     env = {**os.environ, "MMRUN_ASSETS_BASE_URL": server_url, "HF_HUB_OFFLINE": "1"}
     proc = subprocess.run(args, capture_output=True, text=True, env=env, timeout=900)
     assert proc.returncode == 0, proc.stderr[-3000:]
     return json.loads(proc.stdout)  # type: ignore[no-any-return]
+
+
+def run_in_worker(
+    worker: CliWorker,
+    modality: str,
+    key: str,
+    checkpoint: TinyCheckpoint,
+    server_url: str,
+    *extra: str,
+) -> dict[str, Any]:
+    """The same run in the CLI worker; its --json document."""
+    env = {name: value for name, value in os.environ.items() if name.startswith(("MMRUN_", "HF_"))}
+    env.update(MMRUN_ASSETS_BASE_URL=server_url, HF_HUB_OFFLINE="1")
+    run: CliRun = worker.run(cli_args(modality, key, checkpoint, *extra), env)
+    assert run.returncode == 0, run.stderr[-3000:]
+    return json.loads(run.stdout)  # type: ignore[no-any-return]
 
 
 def text_only_tokens(checkpoint: TinyCheckpoint, doc: dict[str, Any]) -> int:
@@ -103,48 +133,62 @@ def check_outputs(doc: dict[str, Any], text_tokens: int, encoder_decoder: bool) 
         assert output["completion_tokens"] > 0
 
 
-@pytest.mark.parametrize(("modality", "key"), CASES, ids=[f"{m}-{k}" for m, k in CASES])
-def test_generate_and_chat(
-    modality: str, key: str, tiny_checkpoint: Any, media_server: Any
-) -> None:
-    spec = REGISTRY.get(modality, key)
-    checkpoint = tiny_checkpoint(modality, key)
-    encoder_decoder = spec.architecture in ENCODER_DECODER
-    doc = run_cli(modality, key, checkpoint, media_server.url, "--num-prompts", str(NUM_PROMPTS))
+def check_generate(modality: str, key: str, checkpoint: TinyCheckpoint, doc: dict[str, Any]) -> int:
+    """The checks of a generate run; the text-only token count of its prompt."""
     assert doc["method"] == "generate"
     count = items_per_prompt(modality, key)
     assert all(len(p) == count for p in doc["media_per_prompt"])
     text_tokens = text_only_tokens(checkpoint, doc)
+    encoder_decoder = REGISTRY.get(modality, key).architecture in ENCODER_DECODER
     check_outputs(doc, text_tokens, encoder_decoder)
-    if "chat" in spec.methods and has_chat_template(checkpoint):
-        chat = run_cli(
-            modality,
-            key,
-            checkpoint,
-            media_server.url,
-            "--method",
-            "chat",
-            "--num-prompts",
-            str(NUM_PROMPTS),
+    return text_tokens
+
+
+def chats(modality: str, key: str, checkpoint: TinyCheckpoint) -> bool:
+    return "chat" in REGISTRY.get(modality, key).methods and has_chat_template(checkpoint)
+
+
+@pytest.fixture
+def worker(cli_worker: CliWorker) -> Iterator[CliWorker]:
+    """The session's CLI worker; the engine a test started is stopped after it."""
+    yield cli_worker
+    cli_worker.release()
+
+
+@pytest.mark.parametrize(("modality", "key"), CASES, ids=[f"{m}-{k}" for m, k in CASES])
+def test_generate_and_chat(
+    modality: str, key: str, tiny_checkpoint: Any, media_server: Any, worker: CliWorker
+) -> None:
+    checkpoint = tiny_checkpoint(modality, key)
+    prompts = ("--num-prompts", str(NUM_PROMPTS))
+    doc = run_in_worker(worker, modality, key, checkpoint, media_server.url, *prompts)
+    text_tokens = check_generate(modality, key, checkpoint, doc)
+    if chats(modality, key, checkpoint):
+        chat = run_in_worker(
+            worker, modality, key, checkpoint, media_server.url, "--method", "chat", *prompts
         )
         assert chat["method"] == "chat"
+        encoder_decoder = REGISTRY.get(modality, key).architecture in ENCODER_DECODER
         check_outputs(chat, text_tokens, encoder_decoder)
 
 
-@pytest.mark.parametrize(("modality", "key"), [("image", "qwen2_5_vl"), ("audio", "whisper")])
-def test_same_seed_same_text(
+@pytest.mark.engine_processes
+@pytest.mark.parametrize(
+    ("modality", "key"), COMMAND_CASES, ids=[f"{m}-{k}" for m, k in COMMAND_CASES]
+)
+def test_the_mmrun_command(
     modality: str, key: str, tiny_checkpoint: Any, media_server: Any
 ) -> None:
+    """The row's generate checks through two ``python -m mmrun`` processes, as a user runs it
+    (vLLM's engine core and worker in processes of their own), with one seed: the same texts
+    (the seed reaches the engine, and nothing else in the run is random)."""
     checkpoint = tiny_checkpoint(modality, key)
-    runs = [
-        run_cli(
-            modality, key, checkpoint, media_server.url, "--seed", "1234", "--temperature", "1.0"
-        )
-        for _ in range(2)
-    ]
+    seeded = ("--num-prompts", str(NUM_PROMPTS), "--seed", "1234", "--temperature", "1.0")
+    runs = [run_command(modality, key, checkpoint, media_server.url, *seeded) for _ in range(2)]
+    for doc in runs:
+        check_generate(modality, key, checkpoint, doc)
     texts = [[o["text"] for o in run["outputs"]] for run in runs]
     assert texts[0] == texts[1]
-    assert all(o["completion_tokens"] > 0 for o in runs[0]["outputs"])
 
 
 # What a run prints on stderr without -v (measured before: torch's "No CUDA runtime is found"
@@ -157,6 +201,7 @@ NOISE = ("Loading safetensors", "Warning", "warnings.warn", "cpp_extension", "NU
 VLLM_IMPORT_NOTICE = "Triton is installed, but doesn't include CPU backend. Disabling Triton."
 
 
+@pytest.mark.engine_processes
 def test_a_run_without_verbose_shows_mmruns_lines_and_the_results(
     tiny_checkpoint: Any, media_server: Any
 ) -> None:

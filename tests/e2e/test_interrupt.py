@@ -29,6 +29,9 @@ import pytest
 from mmrun.tiny import TinyCheckpoint
 from tests.tiny import builders
 
+# About vLLM's processes (the engine core must be one): see tests/e2e/conftest.py.
+pytestmark = pytest.mark.engine_processes
+
 KEY = ("image", "qwen2_5_vl")
 HAS_TINY = KEY in builders()
 

@@ -9,7 +9,8 @@ import sys
 
 import pytest
 
-pytestmark = pytest.mark.e2e
+# The install check as users run it: vLLM's engine processes included.
+pytestmark = [pytest.mark.e2e, pytest.mark.engine_processes]
 
 
 def test_selftest_passes_offline(tmp_path) -> None:  # type: ignore[no-untyped-def]
