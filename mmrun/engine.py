@@ -298,6 +298,11 @@ def use_frontend_threads(engines_on_host: int = 1) -> int | None:
     cores = len(os.sched_getaffinity(0))
     threads = max(1, min(FRONTEND_THREADS_MAX, cores // max(1, engines_on_host)))
     torch.set_num_threads(threads)
+    # vLLM (0.26 to 0.32 at least) runs each request's multimodal processor inside
+    # set_default_torch_num_threads(), which sets torch's threads to OMP_NUM_THREADS, or 1 when
+    # it is unset, whatever torch was set to: the variable is what counts. Set here, after the
+    # engine's processes have started, it reaches this process only.
+    os.environ["OMP_NUM_THREADS"] = str(threads)
     return threads
 
 

@@ -187,3 +187,39 @@ def test_a_closed_engine_is_not_reported_dead() -> None:
     process.join(10)
     time.sleep(0.2)
     assert client.outputs_queue.empty()
+
+
+def test_frontend_threads_reach_vllms_multimodal_processor(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """vLLM runs each request's processor with OMP_NUM_THREADS torch threads (1 when unset),
+    not with torch's setting: on a GPU build mmrun sets the variable in its own process."""
+    import torch
+
+    from mmrun import support
+
+    monkeypatch.delenv("OMP_NUM_THREADS", raising=False)
+    monkeypatch.setattr(support, "vllm_device", lambda: "gpu")
+    monkeypatch.setattr(os, "sched_getaffinity", lambda pid: set(range(16)))
+    before = torch.get_num_threads()
+    try:
+        threads = engine.use_frontend_threads(engines_on_host=2)
+        assert threads == 8
+        # What vllm.utils.torch_utils.set_default_torch_num_threads() reads (0.26 to 0.32).
+        assert os.environ["OMP_NUM_THREADS"] == "8" and torch.get_num_threads() == 8
+    finally:
+        torch.set_num_threads(before)
+        os.environ.pop("OMP_NUM_THREADS", None)
+
+
+def test_frontend_threads_leave_a_users_setting_and_the_cpu_build(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    from mmrun import support
+
+    monkeypatch.setenv("OMP_NUM_THREADS", "3")
+    monkeypatch.setattr(support, "vllm_device", lambda: "gpu")
+    assert engine.use_frontend_threads() is None and os.environ["OMP_NUM_THREADS"] == "3"
+    monkeypatch.delenv("OMP_NUM_THREADS")
+    monkeypatch.setattr(support, "vllm_device", lambda: "cpu")
+    assert engine.use_frontend_threads() is None and "OMP_NUM_THREADS" not in os.environ
