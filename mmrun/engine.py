@@ -459,6 +459,17 @@ class Engine:
         self.in_flight += 1
         return _external_id(str(ids[0]))
 
+    def has_output(self) -> bool:
+        """Whether results are waiting, so that ``poll`` would return at once. Only an engine
+        core in processes of its own tells (its output queue); otherwise False."""
+        if not self._streaming:
+            return False
+        queue = getattr(getattr(self.llm.llm_engine, "engine_core", None), "outputs_queue", None)
+        try:
+            return queue is not None and not queue.empty()
+        except Exception:  # another vLLM layout
+            return False
+
     def poll(self) -> list[Finished]:
         """The requests that finished since the last call; waits for at least one engine
         step. Only call it with requests in flight."""

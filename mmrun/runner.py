@@ -416,6 +416,12 @@ class Runner:
                     sink(outcome)
                     continue
                 in_flight[request_id] = outcome
+                # Results are waiting: write them before preparing more requests (a window
+                # of 2 x max_num_seqs, 512 by default on a GPU, would otherwise hold the first
+                # line back until the whole window is submitted). The engine core keeps working
+                # meanwhile; poll() does not wait when results are there.
+                if llm.has_output():
+                    break
             if not in_flight:
                 if pipeline.done() or stop():
                     return

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import os
+import types
 from pathlib import Path
 from typing import Any
 
@@ -300,3 +301,39 @@ def test_a_slow_download_does_not_hold_up_the_prompts_behind_it(
     result = cli("--input", str(manifest), "-o", str(out))
     assert result.exit_code == 0, result.stderr
     assert [r["id"] for r in lines(out)][-1] == "slow"  # the others were answered meanwhile
+
+
+def test_results_are_written_while_the_window_fills(
+    fake_vllm: Any, photos: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """With its engine core in processes of its own, vLLM's results wait in a queue; once one
+    is there, mmrun writes it before preparing more requests, instead of submitting the whole
+    window (2 x max_num_seqs: 512 by default on a GPU) first."""
+    engine_class = type(fake_vllm().llm_engine)
+    real_init, real_step = engine_class.__init__, engine_class.step
+    submitted_at_first_result: list[int] = []
+
+    def init(self: Any, llm: Any) -> None:
+        real_init(self, llm)
+        waiting = types.SimpleNamespace(empty=lambda: not llm.queue)  # the output queue
+        self.engine_core.outputs_queue = waiting
+
+    def step(self: Any) -> list[Any]:
+        done = real_step(self)
+        if done and not submitted_at_first_result:
+            submitted_at_first_result.append(len(fake_vllm.submitted))
+        return done
+
+    monkeypatch.setattr(engine_class, "__init__", init)
+    monkeypatch.setattr(engine_class, "step", step)
+    manifest = tmp_path / "m.jsonl"
+    rows = [{"id": f"q{i}", "image": f"photos/p{i % 5}.png"} for i in range(40)]
+    manifest.write_text("".join(json.dumps(r) + "\n" for r in rows))
+    out = tmp_path / "out.jsonl"
+    fake_vllm.submitted.clear()
+    result = cli("--input", str(manifest), "-o", str(out), "--engine-arg", "max_num_seqs=16")
+    assert result.exit_code == 0, result.stderr
+    assert sorted(r["id"] for r in lines(out)) == sorted(r["id"] for r in rows)
+    assert submitted_at_first_result and submitted_at_first_result[0] < 32, (
+        submitted_at_first_result
+    )
