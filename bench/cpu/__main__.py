@@ -13,12 +13,12 @@ import time
 from pathlib import Path
 from typing import Any
 
-from bench.cpu import assets, batching, media, overlap, repeat, report, startup, tiny
+from bench.cpu import assets, batching, loops, media, overlap, repeat, report, startup, stream, tiny
 from bench.cpu.common import REPO, LatencyServer, log, machine, mmrun_source
 
 RESULTS = Path(__file__).with_name("results.json")
 DOC = REPO / "docs" / "performance.md"
-FIGURES = ("startup", "media", "repeat", "overlap", "batching")
+FIGURES = ("startup", "media", "repeat", "overlap", "batching", "loops", "stream")
 FULL = {
     "startup": 7,
     "seed": 3,
@@ -27,6 +27,8 @@ FULL = {
     "media_first": 5,
     "overlap": 3,
     "render": 2,
+    "loops": 3,
+    "stream": 3,
 }
 QUICK = {
     "startup": 2,
@@ -36,6 +38,8 @@ QUICK = {
     "media_first": 1,
     "overlap": 1,
     "render": 2,
+    "loops": 1,
+    "stream": 1,
 }
 LATENCY_S = 0.1
 
@@ -89,7 +93,7 @@ def main(argv: list[str] | None = None) -> int:
             results["media"] = media.run(
                 server, reps["media_cold"], reps["media_warm"], reps["media_first"], tmp
             )
-        if {"repeat", "overlap", "batching"} & set(only):
+        if {"repeat", "overlap", "batching", "loops", "stream"} & set(only):
             log("building the tiny qwen2_5_vl checkpoint")
             checkpoint = tiny.build(tmp)
             results["tiny"] = {
@@ -109,6 +113,14 @@ def main(argv: list[str] | None = None) -> int:
                 sample("batching")
                 log("figure 4: batching")
                 results["batching"] = batching.run(checkpoint, tmp)
+            if "loops" in only:
+                sample("loops")
+                log("figure 6: engine loops (256 prompts, in one process)")
+                results["loops"] = loops.run(checkpoint, tmp, reps["loops"])
+            if "stream" in only:
+                sample("stream")
+                log("figure 7: streamed batch mode vs one call (256 prompts, about 30 s a run)")
+                results["stream"] = stream.run(checkpoint, tmp, reps["stream"])
     finally:
         if server is not None:
             server.close()

@@ -6,6 +6,7 @@ outside the markers is kept as it is.
 
 from __future__ import annotations
 
+import json
 import statistics
 from pathlib import Path
 from typing import Any
@@ -19,6 +20,7 @@ OVERLAP_COLD, OVERLAP_WARM = 0.9, 1.05
 BATCH_SPEEDUP = 5.0
 MMRUN_ONE_CALL = 1.5  # mmrun's generate_s within this factor of the one-call figure
 CACHE_SHARE = 0.02  # a saving worth a disk cache: at least this share of a whole run
+STREAM_RATIO = 0.95  # issue 11: a streamed batch at least this share of one call's throughput
 
 
 def write(doc: Path, section: str) -> None:
@@ -101,12 +103,22 @@ def render(r: dict[str, Any]) -> str:
     add("|---|---|---|---|---|---|")
     rows, notes = _summary(r)
     out += rows
+    if "loops" in r:
+        out += _loops_summary(r)
+    if "stream" in r:
+        stream_rows, stream_notes = _stream_summary(r)
+        out += stream_rows
+        notes += stream_notes
     add("")
     out += _startup(r)
     out += _media(r)
     out += _overlap(r)
     out += _batching(r)
     out += _repeat(r)
+    if "loops" in r:
+        out += _loops(r)
+    if "stream" in r:
+        out += _stream(r)
     if notes:
         add("### Targets missed")
         add("")
@@ -251,10 +263,13 @@ def _summary(r: dict[str, Any]) -> tuple[list[str], list[str]]:
     )
     gen = ba["mmrun"]["timings"]["generate_s"]
     calls = ba["mmrun"]["llm_calls"]
-    ok6 = gen < ba["one_call_threshold_s"] and calls[-1]["prompts"] == ba["prompts"]
+    sent = sum(c["prompts"] * c.get("times", 1) for c in calls)
+    ok6 = gen < ba["one_call_threshold_s"] and sent == ba["prompts"] + ba["mmrun"].get(
+        "warmup_prompts", 0
+    )
     rows.append(
         f"| batching: mmrun `--num-prompts {ba['prompts']}`, its `generate_s` | {_s(gen)}; "
-        f"`LLM.generate` calls: {', '.join(str(c['prompts']) for c in calls)} prompts "
+        f"{_calls(calls, ba['mmrun'].get('engine_steps'))} "
         f"| one call: {_s(ip['batched']['s'])}; {ba['prompts']} calls: {_s(ip['separate']['s'])} "
         f"| {_x(ba['mmrun_vs_one_call'])} of one call | one call: nearer the one-call time "
         f"(below {_s(ba['one_call_threshold_s'])}, their geometric mean) | {_yes(ok6)} |"
@@ -279,6 +294,19 @@ def _summary(r: dict[str, Any]) -> tuple[list[str], list[str]]:
         f"{'cache it' if share >= CACHE_SHARE else 'not cached'} |"
     )
     return rows, notes
+
+
+def _calls(calls: list[dict[str, Any]], steps: int | None) -> str:
+    """``LLM.enqueue`` x34 (1 prompt each), 20 engine steps."""
+    parts = [
+        f"`LLM.{c['method']}` x{c.get('times', 1)} ({c['prompts']} prompt"
+        f"{'s' if c['prompts'] != 1 else ''} each)"
+        for c in calls
+    ]
+    text = ", ".join(parts) or "no `LLM` call"
+    if steps is not None:
+        text += f", {steps} engine steps"
+    return text
 
 
 def _startup(r: dict[str, Any]) -> list[str]:
@@ -570,10 +598,12 @@ def _batching(r: dict[str, Any]) -> list[str]:
         row("one call, new images (median; the figure above)", ip["batched"], ip["batched"]["s"]),
         row("mmrun `--num-prompts 32`: its `generate_s`", mm, mm["timings"]["generate_s"]),
         "",
-        "mmrun's `LLM.generate` calls (noted by `bench/cpu/workers/count_calls.py`, which "
-        "runs the CLI unchanged): "
-        + ", ".join(f"{c['prompts']} prompts" for c in mm["llm_calls"])
-        + " (the `--warmup`, then the batch). Its whole run took "
+        "What mmrun asked of vLLM's `LLM` (noted by `bench/cpu/workers/count_calls.py`, "
+        "which runs the CLI unchanged): "
+        + _calls(mm["llm_calls"], mm.get("engine_steps"))
+        + f" ({mm.get('warmup_prompts', 0)} for the `--warmup`, then the batch: mmrun "
+        "submits one prompt at a time and collects results from the engine's own step "
+        "loop). Its whole run took "
         f"{_s(mm['wall_s'])} (its timings: "
         + ", ".join(f"{k} {v:.2f}" for k, v in mm["timings"].items())
         + ").",
@@ -631,3 +661,267 @@ def _repeat(r: dict[str, Any]) -> list[str]:
         out.append(f"Conclusion: not cached: it costs {_s(rp['saving_s'])} of a {_s(run_s)} run.")
     out.append("")
     return out
+
+
+LOOP_LABELS = {
+    "one_call": "one `LLM.generate` call, all prompts (baseline)",
+    "windows": "windows: `LLM.generate` calls of {w} prompts, one after the other",
+    "async": "`AsyncLLM`, at most {w} in flight (asyncio)",
+    "enqueue": "mmrun's `Engine`: `LLM.enqueue` + `llm_engine.step()`, window {w}",
+}
+
+
+def _loop_label(kind: str, default: int | None = None) -> str:
+    if kind == "one_call":
+        return LOOP_LABELS[kind]
+    name, w = kind.rsplit("_", 1)
+    label = LOOP_LABELS[name].format(w=w)
+    if default is not None and int(w) == default:
+        label += " (default)" if name == "enqueue" else " (2 x max_num_seqs)"
+    return label
+
+
+def _loops_summary(r: dict[str, Any]) -> list[str]:
+    lp = r["loops"]
+    med_ = lp["median"]
+    base = med_["one_call"]
+    rows = []
+    w = lp["default_window"]
+    for name in ("enqueue", "async", "windows"):
+        m = med_[f"{name}_{w}"]
+        ratio = base["s"] / m["s"]
+        target = f"≥ {STREAM_RATIO}x" if name == "enqueue" else "(compared)"
+        met = _yes(ratio >= STREAM_RATIO) if name == "enqueue" else ""
+        rows.append(
+            f"| engine loop, {lp['prompts']} prompts x {lp['images_per_prompt']} images: "
+            f"{_loop_label(f'{name}_{w}', w)} | {_s(m['s'])} ({m['prompts_per_s']:.0f} prompts/s), "
+            f"first result at {_s(m['first_s'])} | {_s(base['s'])} ({base['prompts_per_s']:.0f} "
+            f"prompts/s), every result at the end | {_x(ratio)} the one-call throughput "
+            f"| {target} | {met} |"
+        )
+    return rows
+
+
+def _stream_summary(r: dict[str, Any]) -> tuple[list[str], list[str]]:
+    st = r["stream"]
+    one, mm, bad = (_stream_medians(st, k) for k in ("one_call", "mmrun", "mmrun_bad"))
+    ratio = st["throughput_ratio"]
+    ok = ratio >= STREAM_RATIO
+    rows = [
+        f"| streamed batch (`--input` + `-o`), {st['prompts']} prompts x "
+        f"{st['images_per_prompt']} images: throughput once the engine is up "
+        f"| {st['prompts'] / st['mmrun_generate_s']:.0f} prompts/s (last line "
+        f"{_s(st['mmrun_generate_s'])} after the engine started) | one `generate` call: "
+        f"{st['prompts'] / st['one_call_generate_s']:.0f} prompts/s ({_s(st['one_call_generate_s'])}) "
+        f"| {_x(ratio)} | ≥ {STREAM_RATIO}x | {_yes(ok)} |",
+        f"| streamed batch: first result line | {_s(mm['first_line_s'])} after process start "
+        f"({_s(mm['first_after_ready_s'])} after the engine started) | one call: results at "
+        f"{_s(one['result_s'])} ({_s(one['generate_s'])} after the engine started) "
+        f"| {_x(mm['first_after_ready_s'] / one['generate_s'])} of the call, after the start "
+        "| far below the one-call time | (shown) |",
+        f"| streamed batch: peak RSS | mmrun's process {mm['frontend_peak_mib']:.0f} MiB, "
+        f"engine processes {mm['engine_peak_mib']:.0f} MiB | script: "
+        f"{one['frontend_peak_mib']:.0f} MiB, engine processes {one['engine_peak_mib']:.0f} MiB "
+        f"| {_x(mm['frontend_peak_mib'] / one['frontend_peak_mib'])} | (shown) | |",
+    ]
+    bad_runs = st["runs"]["mmrun_bad"]
+    finished = all(
+        b["output"]["ok"] == st["prompts"] - 1
+        and len(b["output"]["errors"]) == 1
+        and b["output"]["errors"][0]["id"] == f"p{st['bad_index']:03d}"
+        and b["returncode"] == 3
+        for b in bad_runs
+    )
+    rows.append(
+        f"| streamed batch: one prompt over max_model_len | {st['bad_item_extra_s'] * 1000:+.0f} ms "
+        "from the engine's start to the last line; "
+        f"{bad['ok']:.0f} done, 1 error line (stage `{bad_runs[0]['output']['errors'][0]['stage']}`), "
+        f"exit {bad_runs[0]['returncode']} | the same batch without it | | the others finish "
+        f"| {_yes(finished)} |"
+    )
+    notes = []
+    if not ok:
+        notes.append(
+            f"- Streamed batch: {_x(ratio)} of the one-call throughput (target {STREAM_RATIO}x); "
+            f"mmrun's own `generate_s` (median) {_s(mm['generate_s'])}, its last line "
+            f"{_s(mm['generate_external_s'])} after the engine started, the call "
+            f"{_s(one['generate_s'])}."
+        )
+    return rows, notes
+
+
+def _stream_medians(st: dict[str, Any], kind: str) -> dict[str, float]:
+    runs = st["runs"][kind]
+    keys = [
+        "wall_s",
+        "engine_ready_s",
+        "frontend_peak_mib",
+        "engine_peak_mib",
+        *(
+            ["result_s", "generate_s"]
+            if kind == "one_call"
+            else ["first_line_s", "last_line_s", "generate_external_s", "first_after_ready_s"]
+        ),
+    ]
+    out = {k: float(statistics.median(x[k] for x in runs)) for k in keys}
+    if kind != "one_call":
+        out["generate_s"] = med([x["timings"] for x in runs], "generate_s")
+        out["first_result_s"] = med([x["timings"] for x in runs], "first_result_s")
+        out["ok"] = float(statistics.median(x["output"]["ok"] for x in runs))
+    return out
+
+
+def _loops(r: dict[str, Any]) -> list[str]:
+    lp = r["loops"]
+    ea = lp["engine_args"]
+    med_ = lp["median"]
+    base = med_["one_call"]
+    runs = lp["runs"]
+    loads = [x["load1"] for k in runs for x in runs[k]]
+    out = [
+        "### 6. Engine loops for a batch",
+        "",
+        f"The tiny checkpoint, {lp['prompts']} prompts of {lp['images_per_prompt']} distinct "
+        f"224x224 images each, `max_tokens={lp['max_tokens']}` with `ignore_eos`, engine "
+        f"arguments from mmrun's own dry run: "
+        f"`{', '.join(f'{k}={v}' for k, v in ea.items() if k != 'model')}`. "
+        "In one process (`bench/cpu/workers/loops.py`): one `vllm.LLM` and one `AsyncLLM` "
+        "(each with its own engine processes), a warm-up of 2 x max_num_seqs prompts "
+        f"through each, then {lp['rounds']} round{'s' if lp['rounds'] > 1 else ''}; in each "
+        "round every loop runs once (1.5 s after the last, so that the other engine's "
+        "worker has stopped polling), in "
+        "an order rotated from round to round, on images of its own (vLLM's prefix cache "
+        "would serve a repeated image from the KV cache). Each loop gets the same prompts, "
+        "rendered and with decoded images, made before its clock starts; its clock stops "
+        "at its last result. mmrun's loop is `mmrun.engine.Engine` driven as "
+        "`Runner.drive` drives it (fill up to the window, `poll()`, refill), without the "
+        "media pipeline. `AsyncLLM` asks for final outputs only, as `LLM` does. Peak RSS: "
+        "of this process (frontend) and of the engine's processes (engine core and its "
+        "worker, summed), each reset before every loop (`/proc/PID/clear_refs`); the "
+        f"frontend held {base['frontend_peak_mib'] - base['frontend_growth_mib']:.0f} MiB "
+        "before each loop (two engines' frontends, the loop's decoded images). "
+        f"Load average during the rounds: {min(loads):.2f}-{max(loads):.2f}.",
+        "",
+        "| loop | most in flight | total (median) | min-max | prompts/s | vs one call "
+        "| first result | frontend peak (growth) | engine processes' peak |",
+        "|---|---|---|---|---|---|---|---|---|",
+    ]
+    for kind in lp["kinds"]:
+        m = med_[kind]
+        times = [x["s"] for x in runs[kind]]
+        out.append(
+            f"| {_loop_label(kind, lp['default_window'])} | {m['max_in_flight']} | {_s(m['s'])} "
+            f"| {_spread(times)} s | {m['prompts_per_s']:.0f} | {_x(base['s'] / m['s'])} "
+            f"| {_s(m['first_s'])} | {m['frontend_peak_mib']:.0f} MiB "
+            f"(+{m['frontend_growth_mib']:.0f}) | {m['engine_peak_mib']:.0f} MiB |"
+        )
+    ranked = sorted(lp["kinds"], key=lambda k: med_[k]["s"])
+    out += [
+        "",
+        "Rounds (total time each, in the order run): "
+        + "; ".join(
+            f"round {i + 1}: "
+            + ", ".join(
+                f"{k} {x['s']:.2f}"
+                for k, x in sorted(
+                    ((k, x) for k in runs for x in runs[k] if x["round"] == i),
+                    key=lambda kx: kx[1]["position"],
+                )
+            )
+            for i in range(lp["rounds"])
+        )
+        + " (seconds).",
+        "",
+        f"Fastest (median): {_loop_label(ranked[0], lp['default_window'])}, "
+        f"{_s(med_[ranked[0]]['s'])}; slowest: {_loop_label(ranked[-1], lp['default_window'])}, "
+        f"{_s(med_[ranked[-1]]['s'])}.",
+        "",
+    ]
+    return out
+
+
+def _stream(r: dict[str, Any]) -> list[str]:
+    st = r["stream"]
+    one, mm, bad = (_stream_medians(st, k) for k in ("one_call", "mmrun", "mmrun_bad"))
+    runs = st["runs"]
+    loads = [x["load1"] for k in runs for x in runs[k]]
+    bad_run = runs["mmrun_bad"][0]
+    error = bad_run["output"]["errors"][0]
+    calls = runs["mmrun"][0]
+    tokens_one = runs["one_call"][0]
+    tokens_mm = runs["mmrun"][0]["output"]
+
+    def row(label: str, m: dict[str, float], first: float, last: float, code: str) -> str:
+        after = last - m["engine_ready_s"]
+        return (
+            f"| {label} | {_s(m['engine_ready_s'])} | {_s(first)} | {_s(last)} "
+            f"| {_s(first - m['engine_ready_s'])} / {_s(after)} | {st['prompts'] / after:.0f} "
+            f"| {m['frontend_peak_mib']:.0f} MiB | {m['engine_peak_mib']:.0f} MiB | {code} "
+            f"| {_s(m['wall_s'])} |"
+        )
+
+    return [
+        "### 7. Streamed batch mode vs one call",
+        "",
+        f"The tiny checkpoint, {st['prompts']} prompts of {st['images_per_prompt']} distinct "
+        f"224x224 PNG files each (a JSONL manifest, paths relative to it), "
+        f"`max_tokens={st['max_tokens']}` with `ignore_eos`, the engine arguments of figure 6. "
+        f"Each run is its own process, {st['rounds']} round{'s' if st['rounds'] > 1 else ''} "
+        "in rotating order:",
+        "",
+        f"- mmrun: `{st['mmrun_command']}`, through `bench/cpu/workers/count_calls.py` (the CLI "
+        "unchanged; it notes when `mmrun.engine.start` returned, the calls into vLLM, mmrun's "
+        "own timings, and the peak RSS of the process and of the engine's processes before "
+        "the engine stops). The benchmark reads the output file every 5 ms and notes when "
+        "each line arrived.",
+        "- with a bad item: the same manifest, but line "
+        f"{st['bad_index'] + 1} asks a question of {st['bad_words']} words, longer than "
+        f"max_model_len ({st['engine_args'].get('max_model_len')} tokens).",
+        "- one call (`bench/cpu/workers/one_call.py`): import vLLM, decode every image "
+        "(Pillow), start `vllm.LLM`, one `generate` call with the 256 prompts (mmrun's "
+        "rendered prompt).",
+        "",
+        "Times from process start (medians). For the one call, its results arrive together "
+        "when the call returns.",
+        "",
+        "| run | engine started at | first result | last result "
+        "| after the engine started: first / all | prompts/s | peak RSS, process "
+        "| engine processes | exit | wall |",
+        "|---|---|---|---|---|---|---|---|---|---|",
+        row("one `generate` call", one, one["result_s"], one["result_s"], "0"),
+        row("mmrun `--input` + `-o`", mm, mm["first_line_s"], mm["last_line_s"], "0"),
+        row(
+            "mmrun, one bad item",
+            bad,
+            bad["first_line_s"],
+            bad["last_line_s"],
+            str(bad_run["returncode"]),
+        ),
+        "",
+        f"Throughput once the engine is up: mmrun {_x(st['throughput_ratio'])} the one call "
+        f"({_s(st['mmrun_generate_s'])} from the engine's start to the last line vs "
+        f"{_s(st['one_call_generate_s'])} for the call; mmrun's own `generate_s`, from its "
+        f"first submission to its last result, {_s(mm['generate_s'])}). mmrun decodes its "
+        "media in worker threads while the engine starts and runs; the script decoded them "
+        f"before starting the engine (until {_s(runs['one_call'][0]['phases_s']['decoded'])} "
+        "in round 1). Tokens: one call "
+        f"{tokens_one['prompt_tokens']} prompt / {tokens_one['completion_tokens']} output, "
+        f"mmrun {tokens_mm['prompt_tokens']} / {tokens_mm['completion_tokens']}. mmrun "
+        f"asked vLLM: {_calls(calls['calls'], calls['steps'])}.",
+        "",
+        f"The bad item: its line says `{json.dumps({'stage': error['stage'], 'message': error['message'][:160]})}`; "
+        f"mmrun's summary: `{bad_run['summary_line']}`. It cost "
+        f"{st['bad_item_extra_s'] * 1000:+.0f} ms from the engine's start to the last line "
+        "(medians, bad vs good run; whole-process times differ by as much as the engine start "
+        "varies). "
+        f"Load average during these runs: {min(loads):.2f}-{max(loads):.2f}. Per round, "
+        "from the engine's start to the last result (mmrun / mmrun with the bad item / one "
+        "call): "
+        + ", ".join(
+            f"{a['generate_external_s']:.2f} / {c['generate_external_s']:.2f} / "
+            f"{b['generate_s']:.2f} s"
+            for a, c, b in zip(runs["mmrun"], runs["mmrun_bad"], runs["one_call"], strict=True)
+        )
+        + ".",
+        "",
+    ]
