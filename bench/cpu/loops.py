@@ -16,6 +16,7 @@ ROUNDS = 3
 # mmrun's default window (mmrun.runner.Runner.window: max(16, 2 * max_num_seqs)), and twice it.
 DEFAULT_WINDOW = max(16, 2 * stream.MAX_NUM_SEQS)
 WINDOWS = [DEFAULT_WINDOW, 2 * DEFAULT_WINDOW]
+VARIED = "varied-"  # the worker's prefix for the runs with output lengths 1..31
 
 
 def run(tiny: Tiny, tmp: Path, rounds: int = ROUNDS) -> dict[str, Any]:
@@ -39,16 +40,22 @@ def run(tiny: Tiny, tmp: Path, rounds: int = ROUNDS) -> dict[str, Any]:
     raw = last_json_line(child.stdout)
     summary: dict[str, dict[str, float]] = {}
     for kind, runs in raw["runs"].items():
+        one = VARIED + "one_call" if kind.startswith(VARIED) else "one_call"
+        base = {r["round"]: r["s"] for r in raw["runs"][one]}
         s = median([r["s"] for r in runs])
         summary[kind] = {
             "s": s,
             "prompts_per_s": stream.PROMPTS / s,
+            # one call's time / this loop's, within each round (run close together in time)
+            "paired_ratio": median([base[r["round"]] / r["s"] for r in runs]),
             "first_s": median([r["first_s"] for r in runs]),
             "frontend_peak_mib": median([r["frontend_peak_mib"] for r in runs]),
             "frontend_growth_mib": median(
                 [r["frontend_peak_mib"] - r["frontend_rss_start_mib"] for r in runs]
             ),
             "engine_peak_mib": median([r["engine_peak_mib"] for r in runs]),
+            "frontend_cpu_s": median([r["frontend_cpu_s"] for r in runs]),
+            "engine_cpu_s": median([r["engine_cpu_s"] for r in runs]),
             "max_in_flight": max(r["max_in_flight"] for r in runs),
         }
         log(
@@ -63,6 +70,7 @@ def run(tiny: Tiny, tmp: Path, rounds: int = ROUNDS) -> dict[str, Any]:
         "rounds": rounds,
         "windows": WINDOWS,
         "default_window": DEFAULT_WINDOW,
+        "varied_prefix": VARIED,
         "wall_s": child.wall_s,
         "marks_s": raw["marks_s"],
         "kinds": raw["kinds"],

@@ -672,6 +672,7 @@ LOOP_LABELS = {
 
 
 def _loop_label(kind: str, default: int | None = None) -> str:
+    kind = kind.removeprefix("varied-")
     if kind == "one_call":
         return LOOP_LABELS[kind]
     name, w = kind.rsplit("_", 1)
@@ -797,25 +798,41 @@ def _loops(r: dict[str, Any]) -> list[str]:
         "`Runner.drive` drives it (fill up to the window, `poll()`, refill), without the "
         "media pipeline. `AsyncLLM` asks for final outputs only, as `LLM` does. Peak RSS: "
         "of this process (frontend) and of the engine's processes (engine core and its "
-        "worker, summed), each reset before every loop (`/proc/PID/clear_refs`); the "
+        "worker, summed), each reset before every loop (`/proc/PID/clear_refs`); CPU time "
+        "(user + system) of the same processes during the loop, which other processes on "
+        "the machine change less than wall time (though a worker that polls while it "
+        "waits uses more of it); the "
         f"frontend held {base['frontend_peak_mib'] - base['frontend_growth_mib']:.0f} MiB "
-        "before each loop (two engines' frontends, the loop's decoded images). "
+        "before each loop (two engines' frontends, the loop's decoded images). The rows "
+        'marked "output lengths 1-31" run the same loops (at the first window) with each '
+        "prompt's `max_tokens` between 1 and 31 instead of 16 (vLLM counted "
+        f"{_tokens(runs, 'varied-one_call')} output tokens per loop, against "
+        f"{_tokens(runs, 'one_call')}): a window of `generate` calls then waits for its "
+        "longest request. "
         f"Load average during the rounds: {min(loads):.2f}-{max(loads):.2f}.",
         "",
         "| loop | most in flight | total (median) | min-max | prompts/s | vs one call "
-        "| first result | frontend peak (growth) | engine processes' peak |",
-        "|---|---|---|---|---|---|---|---|---|",
+        "| vs one call, same round | first result | CPU time: frontend / engine "
+        "| frontend peak (growth) | engine processes' peak |",
+        "|---|---|---|---|---|---|---|---|---|---|---|",
     ]
+    varied = lp.get("varied_prefix", "varied-")
     for kind in lp["kinds"]:
         m = med_[kind]
         times = [x["s"] for x in runs[kind]]
+        lengths = ", output lengths 1-31" if kind.startswith(varied) else ""
         out.append(
-            f"| {_loop_label(kind, lp['default_window'])} | {m['max_in_flight']} | {_s(m['s'])} "
+            f"| {_loop_label(kind, lp['default_window'])}{lengths} | {m['max_in_flight']} "
+            f"| {_s(m['s'])} "
             f"| {_spread(times)} s | {m['prompts_per_s']:.0f} | {_x(base['s'] / m['s'])} "
-            f"| {_s(m['first_s'])} | {m['frontend_peak_mib']:.0f} MiB "
+            f"| {_x(m['paired_ratio'])} "
+            f"| {_s(m['first_s'])} | {_s(m['frontend_cpu_s'])} / {_s(m['engine_cpu_s'])} "
+            f"| {m['frontend_peak_mib']:.0f} MiB "
             f"(+{m['frontend_growth_mib']:.0f}) | {m['engine_peak_mib']:.0f} MiB |"
         )
-    ranked = sorted(lp["kinds"], key=lambda k: med_[k]["s"])
+    ranked = sorted(
+        (k for k in lp["kinds"] if not k.startswith(varied)), key=lambda k: med_[k]["s"]
+    )
     out += [
         "",
         "Rounds (total time each, in the order run): "
@@ -832,12 +849,21 @@ def _loops(r: dict[str, Any]) -> list[str]:
         )
         + " (seconds).",
         "",
+        '"vs one call" is the throughput ratio of the medians; "same round" the median, '
+        "over the rounds, of the ratio between the two runs of one round (close together in "
+        "time, so they shared the machine's load).",
+        "",
         f"Fastest (median): {_loop_label(ranked[0], lp['default_window'])}, "
         f"{_s(med_[ranked[0]]['s'])}; slowest: {_loop_label(ranked[-1], lp['default_window'])}, "
         f"{_s(med_[ranked[-1]]['s'])}.",
         "",
     ]
     return out
+
+
+def _tokens(runs: dict[str, list[dict[str, Any]]], kind: str) -> str:
+    counts = sorted({x["completion_tokens"] for x in runs.get(kind, [])})
+    return "/".join(str(c) for c in counts) or "no"
 
 
 def _stream(r: dict[str, Any]) -> list[str]:

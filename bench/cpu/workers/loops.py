@@ -12,11 +12,15 @@ otherwise serve a repeated image's tokens from the KV cache):
   outputs only (``RequestOutputKind.FINAL_ONLY``, as ``LLM`` asks for);
 - ``enqueue_W``: mmrun's own ``mmrun.engine.Engine`` (``LLM.enqueue`` one prompt at a time,
   results from ``llm_engine.step()``), driven like ``mmrun.runner.Runner.drive``: fill up to
-  W in flight, poll, refill.
+  W in flight, poll, refill;
+- ``varied-<loop>``: one_call and the loops at the first window again, with each prompt's
+  max_tokens between 1 and 31 (mean 16) instead of the config's.
 
 Every loop gets the same kind of prompt: the rendered text and 2 decoded 224x224 images, made
 before its clock starts (the pixels of ``bench/cpu/assets.write_png_set``). Per loop: total
 time, time to the first finished result, the most requests in flight, vLLM's token counts,
+the CPU time this process and the engine's processes used (less sensitive than wall time to
+other processes on the machine),
 and the peak RSS of this process (the frontend) and of the engine's processes (engine core and
 its worker, summed) while it ran (each peak reset before the loop by writing 5 to
 /proc/PID/clear_refs). Prints one JSON line.
@@ -48,6 +52,7 @@ from mmrun.engine import Engine  # noqa: E402  (the loop under test)
 
 SIZE = 224
 IDLE_S = 1.5
+VARIED = "varied-"
 
 
 def images(count: int, seed: int) -> list[Any]:
@@ -95,6 +100,17 @@ def core_pids(client: Any) -> list[int]:
     return pids
 
 
+def engine_cpu(pids: list[int]) -> float:
+    """CPU seconds (user + system) the engine's processes have used so far."""
+    import psutil
+
+    total = 0.0
+    for pid in pids:
+        times = psutil.Process(pid).cpu_times()
+        total += times.user + times.system
+    return total
+
+
 class Meter:
     """Clock, first result, in-flight high-water mark, token counts of one loop."""
 
@@ -128,7 +144,7 @@ class Meter:
         }
 
 
-def one_call(llm: Any, prompts: list[dict], params: Any) -> dict[str, Any]:
+def one_call(llm: Any, prompts: list[dict], params: list[Any]) -> dict[str, Any]:
     meter = Meter()
     meter.in_flight(len(prompts))
     for output in llm.generate(prompts, sampling_params=params, use_tqdm=False):
@@ -136,21 +152,22 @@ def one_call(llm: Any, prompts: list[dict], params: Any) -> dict[str, Any]:
     return meter.done()
 
 
-def windows(llm: Any, prompts: list[dict], params: Any, window: int) -> dict[str, Any]:
+def windows(llm: Any, prompts: list[dict], params: list[Any], window: int) -> dict[str, Any]:
     meter = Meter()
     for i in range(0, len(prompts), window):
         part = prompts[i : i + window]
         meter.in_flight(len(part))
-        for output in llm.generate(part, sampling_params=params, use_tqdm=False):
+        some = params[i : i + window]
+        for output in llm.generate(part, sampling_params=some, use_tqdm=False):
             meter.finished(output)
     return meter.done()
 
 
-def enqueue(llm: Any, prompts: list[dict], params: Any, window: int) -> dict[str, Any]:
+def enqueue(llm: Any, prompts: list[dict], params: list[Any], window: int) -> dict[str, Any]:
     """Runner.drive's loop around mmrun.engine.Engine, without the media pipeline."""
     engine = Engine(llm)
     meter = Meter()
-    todo = iter(prompts)
+    todo = iter(zip(prompts, params, strict=True))
     in_flight: set[str] = set()
     finished: dict[str, Any] = {}
     # Engine.poll returns mmrun Completions; the token counts come from vLLM's outputs.
@@ -167,10 +184,11 @@ def enqueue(llm: Any, prompts: list[dict], params: Any, window: int) -> dict[str
     try:
         while True:
             while len(in_flight) < window:
-                prompt = next(todo, None)
-                if prompt is None:
+                item = next(todo, None)
+                if item is None:
                     break
-                in_flight.add(engine.submit(prompt, params, None, chat=False, template=None))
+                prompt, one = item
+                in_flight.add(engine.submit(prompt, one, None, chat=False, template=None))
             meter.in_flight(len(in_flight))
             if not in_flight:
                 break
@@ -185,7 +203,7 @@ def enqueue(llm: Any, prompts: list[dict], params: Any, window: int) -> dict[str
 
 
 async def run_async(
-    engine: Any, prompts: list[dict], params: Any, window: int, tag: str
+    engine: Any, prompts: list[dict], params: list[Any], window: int, tag: str
 ) -> dict[str, Any]:
     meter = Meter()
     slots = asyncio.Semaphore(window)
@@ -194,7 +212,7 @@ async def run_async(
     async def one(i: int, prompt: dict) -> None:
         try:
             final = None
-            async for output in engine.generate(prompt, params, request_id=f"{tag}-{i}"):
+            async for output in engine.generate(prompt, params[i], request_id=f"{tag}-{i}"):
                 final = output
             assert final is not None and final.finished
             meter.finished(final)
@@ -227,8 +245,17 @@ async def main() -> None:
             for i in range(count)
         ]
 
-    params = SamplingParams(**config["sampling"])
-    async_params = SamplingParams(**config["sampling"], output_kind=RequestOutputKind.FINAL_ONLY)
+    def sampling(varied: bool, final_only: bool) -> list[Any]:
+        """One SamplingParams per prompt: all alike, or with output lengths 1..31 (mean 16)."""
+        extra = {"output_kind": RequestOutputKind.FINAL_ONLY} if final_only else {}
+        if not varied:
+            return [SamplingParams(**config["sampling"], **extra)] * n
+        return [
+            SamplingParams(**{**config["sampling"], "max_tokens": 1 + (i * 37) % 31}, **extra)
+            for i in range(n)
+        ]
+
+    params = sampling(varied=False, final_only=False)
     llm = LLM(**config["engine_args"])
     marks["llm_started"] = time.perf_counter() - START
     aengine = AsyncLLM.from_engine_args(AsyncEngineArgs(**config["engine_args"]))
@@ -240,13 +267,23 @@ async def main() -> None:
 
     # Warm-up, untimed: one full window through each engine.
     warm = 2 * int(config["engine_args"].get("max_num_seqs", 1))
-    llm.generate(make_prompts(config["seed"] - 1, warm), sampling_params=params, use_tqdm=False)
-    await run_async(aengine, make_prompts(config["seed"] - 2, warm), async_params, warm, "warm")
+    llm.generate(make_prompts(config["seed"] - 1, warm), sampling_params=params[0], use_tqdm=False)
+    await run_async(
+        aengine,
+        make_prompts(config["seed"] - 2, warm),
+        sampling(False, True)[:1] * warm,
+        warm,
+        "warm",
+    )
     marks["warmed"] = time.perf_counter() - START
 
     kinds: list[str] = ["one_call"]
     for w in config["windows"]:
         kinds += [f"windows_{w}", f"async_{w}", f"enqueue_{w}"]
+    # The same loops (at the first window) with output lengths that differ from prompt to
+    # prompt: a window of generate calls waits for its longest request.
+    w = config["windows"][0]
+    kinds += [f"{VARIED}{k}" for k in ("one_call", f"windows_{w}", f"async_{w}", f"enqueue_{w}")]
     runs: dict[str, list[dict[str, Any]]] = {k: [] for k in kinds}
     rounds = config["rounds"]
     seed = config["seed"]
@@ -260,24 +297,32 @@ async def main() -> None:
             # An engine's worker keeps polling for 1 s after its last step (vLLM's
             # SpinCondition, busy_loop_s): let the other engine's go idle first.
             await asyncio.sleep(IDLE_S)
-            engine_side = "async" if kind.startswith("async") else "llm"
+            loop = kind.removeprefix(VARIED)
+            varied = loop != kind
+            engine_side = "async" if loop.startswith("async") else "llm"
             pids = [os.getpid(), *cores[engine_side]]
             reset_ok = all(reset_peak(p) for p in pids)
             rss_start = status_kib(os.getpid(), "VmRSS")
             load1 = os.getloadavg()[0]
-            if kind == "one_call":
-                result = one_call(llm, prompts, params)
+            cpu_start = time.process_time(), engine_cpu(pids[1:])
+            if loop == "one_call":
+                result = one_call(llm, prompts, sampling(varied, False))
             else:
-                name, w = kind.rsplit("_", 1)
+                name, w = loop.rsplit("_", 1)
                 window = int(w)
                 if name == "windows":
-                    result = windows(llm, prompts, params, window)
+                    result = windows(llm, prompts, sampling(varied, False), window)
                 elif name == "enqueue":
-                    result = enqueue(llm, prompts, params, window)
+                    result = enqueue(llm, prompts, sampling(varied, False), window)
                 else:
-                    result = await run_async(aengine, prompts, async_params, window, f"r{seed}")
+                    result = await run_async(
+                        aengine, prompts, sampling(varied, True), window, f"r{seed}"
+                    )
+            cpu_end = time.process_time(), engine_cpu(pids[1:])
             result.update(
                 {
+                    "frontend_cpu_s": cpu_end[0] - cpu_start[0],
+                    "engine_cpu_s": cpu_end[1] - cpu_start[1],
                     "round": r,
                     "position": order.index(kind),
                     "load1": load1,
