@@ -53,6 +53,12 @@ def main(argv: list[str] | None = None) -> int:
         help=f"comma-separated subset of {FIGURES}; "
         "writes the results to a temporary file, not to docs/",
     )
+    parser.add_argument(
+        "--update",
+        action="store_true",
+        help="with --only: put the figures run into bench/cpu/results.json (the others stay, "
+        "each with the run it came from) and rewrite the CPU section of docs/performance.md",
+    )
     parser.add_argument("--keep", action="store_true", help="keep the temporary folder")
     args = parser.parse_args(argv)
     only = [f for f in args.only.split(",") if f] or list(FIGURES)
@@ -134,6 +140,12 @@ def main(argv: list[str] | None = None) -> int:
         log("WARNING: mmrun/ changed during the run; its figures mix two versions")
     results["duration_s"] = time.time() - started
 
+    if only != list(FIGURES) and args.update:
+        merged = update(json.loads(RESULTS.read_text()), results, only, args)
+        RESULTS.write_text(json.dumps(merged, indent=1) + "\n")
+        report.write(DOC, report.render(merged))
+        log(f"updated {', '.join(only)} in {RESULTS.relative_to(REPO)} and {DOC.relative_to(REPO)}")
+        return 0
     if only != list(FIGURES):
         out = Path(tempfile.gettempdir()) / "mmrun-bench-partial.json"
         out.write_text(json.dumps(results, indent=1) + "\n")
@@ -146,6 +158,38 @@ def main(argv: list[str] | None = None) -> int:
         f"{DOC.relative_to(REPO)} in {results['duration_s'] / 60:.1f} min"
     )
     return 0
+
+
+def update(
+    merged: dict[str, Any], results: dict[str, Any], only: list[str], args: argparse.Namespace
+) -> dict[str, Any]:
+    """The last full run's results with the figures of this partial run put in; the run that
+    measured them is listed under "updates" (an earlier update of the same figures dropped)."""
+    run = {
+        k: results[k]
+        for k in (
+            "started_utc",
+            "machine",
+            "mmrun_source_start",
+            "mmrun_source_end",
+            "repetitions",
+            "load_average_start",
+            "load_average_end",
+            "load_samples",
+            "duration_s",
+        )
+    }
+    run["figures"] = only
+    run["command"] = f"python -m bench.cpu --only {','.join(only)} --update" + (
+        " --quick" if args.quick else ""
+    )
+    if "tiny" in results:
+        run["tiny"] = results["tiny"]
+    for figure in only:
+        merged[figure] = results[figure]
+    kept = [u for u in merged.get("updates", []) if not set(u["figures"]) <= set(only)]
+    merged["updates"] = [*kept, run]
+    return merged
 
 
 if __name__ == "__main__":

@@ -92,6 +92,8 @@ def run(tiny: Tiny, tmp: Path, rounds: int = ROUNDS) -> dict[str, Any]:
             "result_s": out["phases_s"]["generated"],
             "engine_ready_s": out["phases_s"]["engine_started"],
             "generate_s": out["generate_s"],
+            "frontend_cpu_s": out["frontend_cpu_s"],
+            "engine_cpu_s": out["engine_cpu_s"],
             "returned_after_start_s": out["returned_at"] - child.started,
             **{k: out[k] for k in ("phases_s", "prompts", "prompt_tokens", "completion_tokens")},
             "frontend_peak_mib": out["frontend_peak_mib"],
@@ -119,6 +121,7 @@ def run(tiny: Tiny, tmp: Path, rounds: int = ROUNDS) -> dict[str, Any]:
         lines = child.lines_at or []
         ready = record["engine_ready"] - child.started
         first, last = lines[0][0], lines[-1][0]
+        at_ready, at_end = record["cpu_at_ready"], record["cpu_at_end"]
         summary = [x for x in child.stderr.strip().splitlines() if " done, " in x]
         return {
             "wall_s": child.wall_s,
@@ -128,6 +131,9 @@ def run(tiny: Tiny, tmp: Path, rounds: int = ROUNDS) -> dict[str, Any]:
             "last_line_s": last,
             "generate_external_s": last - ready,
             "first_after_ready_s": first - ready,
+            # CPU seconds from the engine's start to the batch's end (the call's, for one call)
+            "frontend_cpu_s": at_end["frontend"] - at_ready["frontend"],
+            "engine_cpu_s": at_end["engine"] - at_ready["engine"],
             "line_arrivals": len(lines),
             "timings": record.get("timings", {}),
             "calls": record["calls"],
@@ -145,6 +151,7 @@ def run(tiny: Tiny, tmp: Path, rounds: int = ROUNDS) -> dict[str, Any]:
             load1 = os.getloadavg()[0]
             result = one_call(i) if kind == "one_call" else mmrun(kind, i)
             result["load1"] = load1
+            result["load1_end"] = os.getloadavg()[0]
             result["round"] = i
             runs[kind].append(result)
             if kind == "one_call":
@@ -164,6 +171,16 @@ def run(tiny: Tiny, tmp: Path, rounds: int = ROUNDS) -> dict[str, Any]:
     one = med("one_call", "generate_s")
     good = med("mmrun", "generate_external_s")
     bad = med("mmrun_bad", "generate_external_s")
+
+    def cpu(run: dict[str, Any]) -> float:
+        return float(run["frontend_cpu_s"] + run["engine_cpu_s"])
+
+    def paired(kind: str, value: Any) -> float:
+        """The median over the rounds of one call's figure / this kind's, within each round."""
+        return median(
+            [value(a) / value(b) for a, b in zip(runs["one_call"], runs[kind], strict=True)]
+        )
+
     return {
         "prompts": PROMPTS,
         "images_per_prompt": PER_PROMPT,
@@ -179,6 +196,20 @@ def run(tiny: Tiny, tmp: Path, rounds: int = ROUNDS) -> dict[str, Any]:
         "mmrun_generate_s": good,
         "mmrun_bad_generate_s": bad,
         "throughput_ratio": one / good,
+        # one call's time / mmrun's within each round (run close together in time)
+        "paired_ratio": median(
+            [
+                a["generate_s"] / b["generate_external_s"]
+                for a, b in zip(runs["one_call"], runs["mmrun"], strict=True)
+            ]
+        ),
+        "one_call_cpu_s": median([cpu(r) for r in runs["one_call"]]),
+        "mmrun_cpu_s": median([cpu(r) for r in runs["mmrun"]]),
+        "mmrun_bad_cpu_s": median([cpu(r) for r in runs["mmrun_bad"]]),
+        # one call's CPU seconds / mmrun's, within each round
+        "cpu_ratio": paired("mmrun", cpu),
+        "bad_item_extra_cpu_s": median([cpu(r) for r in runs["mmrun_bad"]])
+        - median([cpu(r) for r in runs["mmrun"]]),
         "bad_item_extra_s": bad - good,
         "bad_item_extra_wall_s": med("mmrun_bad", "wall_s") - med("mmrun", "wall_s"),
         "one_call_result_s": med("one_call", "result_s"),

@@ -12,7 +12,11 @@ argv[1]: the JSON file to write; argv[2:]: mmrun's arguments. The file holds:
   prints only for a named run), "done"/"failed" for a batch, "frontend_peak_mib" (this
   process's peak RSS, VmHWM in /proc: ``ru_maxrss`` would also count the memory of the process
   it was spawned from, up to its exec) and "engine_peak_mib" (the same, summed over the
-  engine's processes: the engine core and its worker).
+  engine's processes: the engine core and its worker);
+- "cpu_at_ready" and "cpu_at_end": CPU seconds (user + system) this process ("frontend")
+  and the engine's processes ("engine") had used when the engine was ready and when the
+  batch returned (their difference: what the batch cost in CPU, which other processes on
+  the machine change less than wall time).
 
 The patches go on right after mmrun has started the engine (and on the runner's functions
 before the CLI imports them), so nothing is imported earlier than in a plain run. The file is
@@ -46,6 +50,19 @@ def main() -> None:
     start = engine.start
     engine_pids: list[int] = []
 
+    def cpu() -> dict[str, float]:
+        import psutil  # a dependency of vLLM
+
+        total = 0.0
+        for pid in engine_pids:
+            try:
+                times = psutil.Process(pid).cpu_times()
+            except psutil.Error:
+                continue
+            total += times.user + times.system
+        own = os.times()
+        return {"frontend": own.user + own.system, "engine": total}
+
     def counting_start(engine_args, **kwargs):  # type: ignore[no-untyped-def]
         llm = start(engine_args, **kwargs)
         record["engine_ready"] = time.monotonic()
@@ -76,6 +93,7 @@ def main() -> None:
 
             for pid in list(engine_pids):  # and its children: on the CPU backend, the worker
                 engine_pids.extend(c.pid for c in psutil.Process(pid).children(recursive=True))
+        record["cpu_at_ready"] = cpu()
         save()
         return llm
 
@@ -91,6 +109,7 @@ def main() -> None:
 
     def finished(stats_or_result: object) -> None:
         record["returned_at"] = time.monotonic()
+        record["cpu_at_end"] = cpu()
         record["timings"] = dict(getattr(stats_or_result, "timings", None) or {})
         for key in ("done", "failed"):
             if hasattr(stats_or_result, key):
