@@ -7,6 +7,7 @@ outside the markers is kept as it is.
 from __future__ import annotations
 
 import json
+import re
 import statistics
 from pathlib import Path
 from typing import Any
@@ -56,9 +57,48 @@ def _spread(values: list[float]) -> str:
     return f"{min(values):.2f}-{max(values):.2f}"
 
 
+FIGURE_NUMBERS = {
+    "startup": 1,
+    "media": 2,
+    "overlap": 3,
+    "batching": 4,
+    "repeat": 5,
+    "loops": 6,
+    "stream": 7,
+}
+
+
+def _figures(names: list[str]) -> str:
+    numbers = sorted(FIGURE_NUMBERS[n] for n in names)
+    text = ", ".join(str(n) for n in numbers[:-1])
+    return f"figures {text} and {numbers[-1]}" if text else f"figure {numbers[-1]}"
+
+
+def _source(src: dict[str, Any], end: dict[str, Any]) -> str:
+    state = (
+        "with changes to mmrun/ not yet committed"
+        if src["mmrun_modified"]
+        else "mmrun/ as committed"
+    )
+    if src["sha256"] == end["sha256"]:
+        return f"mmrun: commit {src['commit']}, {state}; mmrun/ did not change during the run."
+    changed = sorted(
+        k
+        for k in set(src["files"]) | set(end["files"])
+        if src["files"].get(k) != end["files"].get(k)
+    )
+    return (
+        f"mmrun: commit {src['commit']} at the start, {end['commit']} at the end: "
+        f"**mmrun/ changed during the run** ({', '.join(f'`{c}`' for c in changed)}); "
+        "runs after the change measured the new code."
+    )
+
+
 def render(r: dict[str, Any]) -> str:
     m = r["machine"]
     loads = [s["load1"] for s in r["load_samples"]]
+    updates = r.get("updates", [])
+    later = [f for u in updates for f in u["figures"]]
     out: list[str] = []
     add = out.append
     add(f"## CPU: vLLM's CPU build on {m['nproc']} cores ({r['date']})")
@@ -73,30 +113,26 @@ def render(r: dict[str, Any]) -> str:
         f"{', '.join(f'{v:.2f}' for v in loads)} (other processes shared the machine: "
         "figures that need CPU time are slower when it is loaded). "
         "Raw numbers: [bench/cpu/results.json](../bench/cpu/results.json). Every number on this "
-        "page comes from that run; times are medians, each ratio is between two medians of the "
-        "same run."
+        "page comes from that run"
+        + (f", except {_figures(later)}, measured later (below)" if later else "")
+        + "; times are medians, each ratio is between two medians of the same run."
     )
     add("")
-    src, end = r["mmrun_source_start"], r["mmrun_source_end"]
-    state = (
-        "with changes to mmrun/ not yet committed"
-        if src["mmrun_modified"]
-        else "mmrun/ as committed"
-    )
-    if src["sha256"] == end["sha256"]:
-        add(f"mmrun: commit {src['commit']}, {state}; mmrun/ did not change during the run.")
-    else:
-        changed = sorted(
-            k
-            for k in set(src["files"]) | set(end["files"])
-            if src["files"].get(k) != end["files"].get(k)
-        )
+    add(_source(r["mmrun_source_start"], r["mmrun_source_end"]))
+    add("")
+    for u in updates:
+        um = u["machine"]
         add(
-            f"mmrun: commit {src['commit']} at the start, {end['commit']} at the end: "
-            f"**mmrun/ changed during the run** ({', '.join(f'`{c}`' for c in changed)}); "
-            "runs after the change measured the new code."
+            f"{_figures(u['figures']).capitalize()}: measured by `{u['command']}` (started "
+            f"{u['started_utc']}, {u['duration_s'] / 60:.1f} minutes), which ran only "
+            f"{'them' if len(u['figures']) > 1 else 'it'} and put the results into "
+            f"results.json; {um['nproc']} cores, {um['vllm']}, torch {um['torch']}, Python "
+            f"{um['python']}. Load average (1 min) at its start "
+            f"{u['load_average_start'][0]:.2f}, at its end {u['load_average_end'][0]:.2f}. "
+            + _source(u["mmrun_source_start"], u["mmrun_source_end"])
+            + " `make bench` measures every figure again in one run."
         )
-    add("")
+        add("")
     add("### Summary")
     add("")
     add("| figure | mmrun | baseline | ratio | target | met? |")
@@ -264,9 +300,7 @@ def _summary(r: dict[str, Any]) -> tuple[list[str], list[str]]:
     gen = ba["mmrun"]["timings"]["generate_s"]
     calls = ba["mmrun"]["llm_calls"]
     sent = sum(c["prompts"] * c.get("times", 1) for c in calls)
-    ok6 = gen < ba["one_call_threshold_s"] and sent == ba["prompts"] + ba["mmrun"].get(
-        "warmup_prompts", 0
-    )
+    ok6 = gen < ba["one_call_threshold_s"] and sent == ba["prompts"] + _warmup(ba["mmrun"])
     rows.append(
         f"| batching: mmrun `--num-prompts {ba['prompts']}`, its `generate_s` | {_s(gen)}; "
         f"{_calls(calls, ba['mmrun'].get('engine_steps'))} "
@@ -294,6 +328,15 @@ def _summary(r: dict[str, Any]) -> tuple[list[str], list[str]]:
         f"{'cache it' if share >= CACHE_SHARE else 'not cached'} |"
     )
     return rows, notes
+
+
+def _warmup(mm: dict[str, Any]) -> int:
+    """mmrun's ``--warmup`` prompts in figure 4 (results written before "warmup_prompts" was
+    recorded have it in their command line only)."""
+    if "warmup_prompts" in mm:
+        return int(mm["warmup_prompts"])
+    match = re.search(r"--warmup (\d+)", mm.get("command", ""))
+    return int(match.group(1)) if match else 0
 
 
 def _calls(calls: list[dict[str, Any]], steps: int | None) -> str:
@@ -601,9 +644,14 @@ def _batching(r: dict[str, Any]) -> list[str]:
         "What mmrun asked of vLLM's `LLM` (noted by `bench/cpu/workers/count_calls.py`, "
         "which runs the CLI unchanged): "
         + _calls(mm["llm_calls"], mm.get("engine_steps"))
-        + f" ({mm.get('warmup_prompts', 0)} for the `--warmup`, then the batch: mmrun "
-        "submits one prompt at a time and collects results from the engine's own step "
-        "loop). Its whole run took "
+        + f" ({_warmup(mm)} for the `--warmup`, then the batch"
+        + (
+            ": mmrun submits one prompt at a time and collects results from the engine's own "
+            "step loop"
+            if any(c["method"].startswith("enqueue") for c in mm["llm_calls"])
+            else ""
+        )
+        + "). Its whole run took "
         f"{_s(mm['wall_s'])} (its timings: "
         + ", ".join(f"{k} {v:.2f}" for k, v in mm["timings"].items())
         + ").",
@@ -714,7 +762,12 @@ def _stream_summary(r: dict[str, Any]) -> tuple[list[str], list[str]]:
         f"| {st['prompts'] / st['mmrun_generate_s']:.0f} prompts/s (last line "
         f"{_s(st['mmrun_generate_s'])} after the engine started) | one `generate` call: "
         f"{st['prompts'] / st['one_call_generate_s']:.0f} prompts/s ({_s(st['one_call_generate_s'])}) "
-        f"| {_x(ratio)} | ≥ {STREAM_RATIO}x | {_yes(ok)} |",
+        f"| {_x(ratio)} (within a round: {_x(st['paired_ratio'])}) | ≥ {STREAM_RATIO}x "
+        f"| {_yes(ok)} |",
+        f"| streamed batch: CPU seconds from the engine's start to the last result (all "
+        f"processes) | {_s(st['mmrun_cpu_s'])} | one call: {_s(st['one_call_cpu_s'])} "
+        f"| {_x(st['one_call_cpu_s'] / st['mmrun_cpu_s'])} (within a round: "
+        f"{_x(st['cpu_ratio'])}) | (shown: less sensitive to the machine's load) | |",
         f"| streamed batch: first result line | {_s(mm['first_line_s'])} after process start "
         f"({_s(mm['first_after_ready_s'])} after the engine started) | one call: results at "
         f"{_s(one['result_s'])} ({_s(one['generate_s'])} after the engine started) "
@@ -735,7 +788,7 @@ def _stream_summary(r: dict[str, Any]) -> tuple[list[str], list[str]]:
     )
     rows.append(
         f"| streamed batch: one prompt over max_model_len | {st['bad_item_extra_s'] * 1000:+.0f} ms "
-        "from the engine's start to the last line; "
+        f"from the engine's start to the last line, {st['bad_item_extra_cpu_s']:+.2f} CPU s; "
         f"{bad['ok']:.0f} done, 1 error line (stage `{bad_runs[0]['output']['errors'][0]['stage']}`), "
         f"exit {bad_runs[0]['returncode']} | the same batch without it | | the others finish "
         f"| {_yes(finished)} |"
@@ -743,12 +796,23 @@ def _stream_summary(r: dict[str, Any]) -> tuple[list[str], list[str]]:
     notes = []
     if not ok:
         notes.append(
-            f"- Streamed batch: {_x(ratio)} of the one-call throughput (target {STREAM_RATIO}x); "
+            f"- Streamed batch: {_x(ratio)} of the one-call throughput (target {STREAM_RATIO}x; "
+            f"within a round {_x(st['paired_ratio'])}, in CPU seconds within a round "
+            f"{_x(st['cpu_ratio'])}); "
             f"mmrun's own `generate_s` (median) {_s(mm['generate_s'])}, its last line "
             f"{_s(mm['generate_external_s'])} after the engine started, the call "
             f"{_s(one['generate_s'])}."
         )
     return rows, notes
+
+
+def _cut(text: str, limit: int) -> str:
+    return text if len(text) <= limit else text[:limit].rsplit(" ", 1)[0] + " ..."
+
+
+def _short_paths(text: str | None) -> str:
+    """A summary line without the run's temporary folder."""
+    return re.sub(r"/\S*/(out[-\w]*\.jsonl)", r"\1", text or "")
 
 
 def _stream_medians(st: dict[str, Any], kind: str) -> dict[str, float]:
@@ -758,6 +822,8 @@ def _stream_medians(st: dict[str, Any], kind: str) -> dict[str, float]:
         "engine_ready_s",
         "frontend_peak_mib",
         "engine_peak_mib",
+        "frontend_cpu_s",
+        "engine_cpu_s",
         *(
             ["result_s", "generate_s"]
             if kind == "one_call"
@@ -858,6 +924,37 @@ def _loops(r: dict[str, Any]) -> list[str]:
         f"{_s(med_[ranked[-1]]['s'])}.",
         "",
     ]
+    w = lp["default_window"]
+
+    def both(name: str) -> str:
+        plain, mixed = med_[f"{name}_{w}"], med_.get(f"{varied}{name}_{w}")
+        text = (
+            f"{_s(plain['s'])}, {_x(plain['paired_ratio'])} the one call within a round, "
+            f"first result at {_s(plain['first_s'])}, {_s(plain['frontend_cpu_s'])} / "
+            f"{_s(plain['engine_cpu_s'])} CPU"
+        )
+        if mixed is not None:
+            text += (
+                f"; with output lengths 1-31 {_s(mixed['s'])}, {_x(mixed['paired_ratio'])} "
+                "the one call of those lengths"
+            )
+        return text
+
+    plain = [k for k in lp["kinds"] if not k.startswith(varied)]
+    spread = max(max(x["s"] for x in runs[k]) - min(x["s"] for x in runs[k]) for k in plain)
+    gap = med_[ranked[-1]]["s"] - med_[ranked[0]]["s"]
+    out += [
+        f"Wall time: the medians of the loops differ by at most {_s(gap)}; one loop's own "
+        f"runs differ by up to {_s(spread)} from round to round. CPU seconds (frontend + "
+        "engine, medians): "
+        + ", ".join(f"{k} {med_[k]['frontend_cpu_s'] + med_[k]['engine_cpu_s']:.2f}" for k in plain)
+        + ".",
+        "",
+        f"Issue 11's two candidates, at the window of {w} (2 x max_num_seqs), medians: "
+        f"(a) `AsyncLLM`: {both('async')}; (b) windows of `LLM.generate`: {both('windows')}. "
+        f"The loop mmrun runs (`LLM.enqueue` + `llm_engine.step()`): {both('enqueue')}.",
+        "",
+    ]
     return out
 
 
@@ -878,10 +975,15 @@ def _stream(r: dict[str, Any]) -> list[str]:
     tokens_mm = runs["mmrun"][0]["output"]
 
     def row(label: str, m: dict[str, float], first: float, last: float, code: str) -> str:
-        after = last - m["engine_ready_s"]
+        # medians of each run's own differences
+        if "generate_external_s" in m:
+            first_after, after = m["first_after_ready_s"], m["generate_external_s"]
+        else:
+            first_after = after = m["generate_s"]
         return (
             f"| {label} | {_s(m['engine_ready_s'])} | {_s(first)} | {_s(last)} "
-            f"| {_s(first - m['engine_ready_s'])} / {_s(after)} | {st['prompts'] / after:.0f} "
+            f"| {_s(first_after)} / {_s(after)} | {st['prompts'] / after:.0f} "
+            f"| {_s(m['frontend_cpu_s'])} / {_s(m['engine_cpu_s'])} "
             f"| {m['frontend_peak_mib']:.0f} MiB | {m['engine_peak_mib']:.0f} MiB | {code} "
             f"| {_s(m['wall_s'])} |"
         )
@@ -908,12 +1010,18 @@ def _stream(r: dict[str, Any]) -> list[str]:
         "rendered prompt).",
         "",
         "Times from process start (medians). For the one call, its results arrive together "
-        "when the call returns.",
+        "when the call returns, and its CPU seconds are those of the call. CPU seconds are "
+        "user + system time of the process and of the engine's processes (engine core and "
+        "its worker, summed), from the engine's start to the last result: other processes on "
+        "the machine change them less than wall time (a worker that polls while it waits "
+        "uses more of them). Peak RSS is each process's VmHWM over its whole life, the "
+        "engine's processes summed.",
         "",
         "| run | engine started at | first result | last result "
-        "| after the engine started: first / all | prompts/s | peak RSS, process "
+        "| after the engine started: first / all | prompts/s "
+        "| CPU after the engine started: process / engine processes | peak RSS, process "
         "| engine processes | exit | wall |",
-        "|---|---|---|---|---|---|---|---|---|---|",
+        "|---|---|---|---|---|---|---|---|---|---|---|",
         row("one `generate` call", one, one["result_s"], one["result_s"], "0"),
         row("mmrun `--input` + `-o`", mm, mm["first_line_s"], mm["last_line_s"], "0"),
         row(
@@ -935,17 +1043,24 @@ def _stream(r: dict[str, Any]) -> list[str]:
         f"mmrun {tokens_mm['prompt_tokens']} / {tokens_mm['completion_tokens']}. mmrun "
         f"asked vLLM: {_calls(calls['calls'], calls['steps'])}.",
         "",
-        f"The bad item: its line says `{json.dumps({'stage': error['stage'], 'message': error['message'][:160]})}`; "
-        f"mmrun's summary: `{bad_run['summary_line']}`. It cost "
+        f"The bad item: its line says `{json.dumps({'stage': error['stage'], 'message': _cut(error['message'], 160)})}`; "
+        f"mmrun's summary: `{_short_paths(bad_run['summary_line'])}`. It cost "
         f"{st['bad_item_extra_s'] * 1000:+.0f} ms from the engine's start to the last line "
-        "(medians, bad vs good run; whole-process times differ by as much as the engine start "
-        "varies). "
-        f"Load average during these runs: {min(loads):.2f}-{max(loads):.2f}. Per round, "
-        "from the engine's start to the last result (mmrun / mmrun with the bad item / one "
-        "call): "
+        "(medians, bad vs good run; within each round, bad minus good: "
         + ", ".join(
-            f"{a['generate_external_s']:.2f} / {c['generate_external_s']:.2f} / "
-            f"{b['generate_s']:.2f} s"
+            f"{c['generate_external_s'] - a['generate_external_s']:+.2f} s"
+            for a, c in zip(runs["mmrun"], runs["mmrun_bad"], strict=True)
+        )
+        + "; whole-process times differ by as much as the engine start varies). "
+        f"Load average (1 min) at the start of these runs: {min(loads):.2f}-{max(loads):.2f}. "
+        "Per round, from the engine's start to the last result (mmrun / mmrun with the bad "
+        "item / one call), and the CPU seconds of all the processes in that time: "
+        + "; ".join(
+            f"round {a['round'] + 1}: {a['generate_external_s']:.2f} / "
+            f"{c['generate_external_s']:.2f} / {b['generate_s']:.2f} s, "
+            f"{a['frontend_cpu_s'] + a['engine_cpu_s']:.1f} / "
+            f"{c['frontend_cpu_s'] + c['engine_cpu_s']:.1f} / "
+            f"{b['frontend_cpu_s'] + b['engine_cpu_s']:.1f} CPU s"
             for a, c, b in zip(runs["mmrun"], runs["mmrun_bad"], runs["one_call"], strict=True)
         )
         + ".",
