@@ -13,12 +13,12 @@ import time
 from pathlib import Path
 from typing import Any
 
-from bench.cpu import assets, batching, media, overlap, repeat, report, startup, tiny
+from bench.cpu import assets, batching, loops, media, overlap, repeat, report, startup, stream, tiny
 from bench.cpu.common import REPO, LatencyServer, log, machine, mmrun_source
 
 RESULTS = Path(__file__).with_name("results.json")
 DOC = REPO / "docs" / "performance.md"
-FIGURES = ("startup", "media", "repeat", "overlap", "batching")
+FIGURES = ("startup", "media", "repeat", "overlap", "batching", "loops", "stream")
 FULL = {
     "startup": 7,
     "seed": 3,
@@ -27,6 +27,8 @@ FULL = {
     "media_first": 5,
     "overlap": 3,
     "render": 2,
+    "loops": 3,
+    "stream": 3,
 }
 QUICK = {
     "startup": 2,
@@ -36,6 +38,8 @@ QUICK = {
     "media_first": 1,
     "overlap": 1,
     "render": 2,
+    "loops": 1,
+    "stream": 1,
 }
 LATENCY_S = 0.1
 
@@ -49,8 +53,24 @@ def main(argv: list[str] | None = None) -> int:
         help=f"comma-separated subset of {FIGURES}; "
         "writes the results to a temporary file, not to docs/",
     )
+    parser.add_argument(
+        "--update",
+        action="store_true",
+        help="with --only: put the figures run into bench/cpu/results.json (the others stay, "
+        "each with the run it came from) and rewrite the CPU section of docs/performance.md",
+    )
+    parser.add_argument(
+        "--render",
+        action="store_true",
+        help="measure nothing: rewrite the CPU section of docs/performance.md from "
+        "bench/cpu/results.json",
+    )
     parser.add_argument("--keep", action="store_true", help="keep the temporary folder")
     args = parser.parse_args(argv)
+    if args.render:
+        report.write(DOC, report.render(json.loads(RESULTS.read_text())))
+        log(f"rewrote the CPU section of {DOC.relative_to(REPO)} from {RESULTS.relative_to(REPO)}")
+        return 0
     only = [f for f in args.only.split(",") if f] or list(FIGURES)
     unknown = set(only) - set(FIGURES)
     if unknown:
@@ -89,7 +109,7 @@ def main(argv: list[str] | None = None) -> int:
             results["media"] = media.run(
                 server, reps["media_cold"], reps["media_warm"], reps["media_first"], tmp
             )
-        if {"repeat", "overlap", "batching"} & set(only):
+        if {"repeat", "overlap", "batching", "loops", "stream"} & set(only):
             log("building the tiny qwen2_5_vl checkpoint")
             checkpoint = tiny.build(tmp)
             results["tiny"] = {
@@ -109,6 +129,14 @@ def main(argv: list[str] | None = None) -> int:
                 sample("batching")
                 log("figure 4: batching")
                 results["batching"] = batching.run(checkpoint, tmp)
+            if "loops" in only:
+                sample("loops")
+                log("figure 6: engine loops (256 prompts, in one process)")
+                results["loops"] = loops.run(checkpoint, tmp, reps["loops"])
+            if "stream" in only:
+                sample("stream")
+                log("figure 7: streamed batch mode vs one call (256 prompts, about 30 s a run)")
+                results["stream"] = stream.run(checkpoint, tmp, reps["stream"])
     finally:
         if server is not None:
             server.close()
@@ -122,6 +150,12 @@ def main(argv: list[str] | None = None) -> int:
         log("WARNING: mmrun/ changed during the run; its figures mix two versions")
     results["duration_s"] = time.time() - started
 
+    if only != list(FIGURES) and args.update:
+        merged = update(json.loads(RESULTS.read_text()), results, only, args)
+        RESULTS.write_text(json.dumps(merged, indent=1) + "\n")
+        report.write(DOC, report.render(merged))
+        log(f"updated {', '.join(only)} in {RESULTS.relative_to(REPO)} and {DOC.relative_to(REPO)}")
+        return 0
     if only != list(FIGURES):
         out = Path(tempfile.gettempdir()) / "mmrun-bench-partial.json"
         out.write_text(json.dumps(results, indent=1) + "\n")
@@ -134,6 +168,38 @@ def main(argv: list[str] | None = None) -> int:
         f"{DOC.relative_to(REPO)} in {results['duration_s'] / 60:.1f} min"
     )
     return 0
+
+
+def update(
+    merged: dict[str, Any], results: dict[str, Any], only: list[str], args: argparse.Namespace
+) -> dict[str, Any]:
+    """The last full run's results with the figures of this partial run put in; the run that
+    measured them is listed under "updates" (an earlier update of the same figures dropped)."""
+    run = {
+        k: results[k]
+        for k in (
+            "started_utc",
+            "machine",
+            "mmrun_source_start",
+            "mmrun_source_end",
+            "repetitions",
+            "load_average_start",
+            "load_average_end",
+            "load_samples",
+            "duration_s",
+        )
+    }
+    run["figures"] = only
+    run["command"] = f"python -m bench.cpu --only {','.join(only)} --update" + (
+        " --quick" if args.quick else ""
+    )
+    if "tiny" in results:
+        run["tiny"] = results["tiny"]
+    for figure in only:
+        merged[figure] = results[figure]
+    kept = [u for u in merged.get("updates", []) if not set(u["figures"]) <= set(only)]
+    merged["updates"] = [*kept, run]
+    return merged
 
 
 if __name__ == "__main__":

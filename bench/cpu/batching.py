@@ -76,7 +76,8 @@ def run(tiny: Tiny, tmp: Path) -> dict[str, Any]:
         f"{PROMPTS} calls {raw['separate']['s']:.2f} s"
     )
 
-    # mmrun's CLI, unchanged, through a wrapper that notes each LLM.generate call it makes.
+    # mmrun's CLI, unchanged, through a wrapper that notes each call it makes into vLLM's LLM
+    # (LLM.enqueue one prompt at a time since the batch-mode engine loop) and its engine steps.
     calls_file = folder / "calls.json"
     command = tiny.mmrun(*args, "--warmup", str(PER_PROMPT), **OVERRIDES)
     mm = run_child(
@@ -85,12 +86,14 @@ def run(tiny: Tiny, tmp: Path) -> dict[str, Any]:
     if mm.returncode != 0:
         raise RuntimeError(f"mmrun --num-prompts {PROMPTS} failed:\n{mm.stderr[-3000:]}")
     out = json.loads(mm.stdout)
-    calls = json.loads(calls_file.read_text())
+    record = json.loads(calls_file.read_text())
     mmrun = {
         "wall_s": mm.wall_s,
         "timings": out["timings"],
         "prompts": len(out["outputs"]),
-        "llm_calls": calls,
+        "llm_calls": record["calls"],
+        "engine_steps": record["steps"],
+        "warmup_prompts": PER_PROMPT,
         "prompt_tokens": sum(o["prompt_tokens"] for o in out["outputs"]),
         "completion_tokens": sum(o["completion_tokens"] for o in out["outputs"]),
         "command": "mmrun image -m qwen2_5_vl --model <tiny> -i <64 PNG files> "

@@ -44,6 +44,9 @@ class Child:
 
     result_s: seconds from the start to the first stdout line that opens a JSON object (the
     moment the result was printed), when stdout was read with ``stamp=True``.
+    lines_at: with ``watch``, (seconds from the start, complete lines in the file) each time
+    the watched file had more complete lines.
+    started: ``time.monotonic()`` just before the process was spawned.
     """
 
     wall_s: float
@@ -52,6 +55,8 @@ class Child:
     stdout: str
     stderr: str
     result_s: float | None = None
+    lines_at: list[tuple[float, int]] | None = None
+    started: float = 0.0
 
 
 def run_child(
@@ -59,16 +64,19 @@ def run_child(
     env: Mapping[str, str] | None = None,
     timeout_s: float = 900.0,
     stamp: bool = False,
+    watch: Path | None = None,
 ) -> Child:
     """Run argv; return its wall time and peak RSS (``os.wait4``'s ru_maxrss, KiB on Linux).
 
     stderr goes to a temporary file; stdout too, or with ``stamp`` to a pipe read line by
-    line in a thread, which notes when the result line arrives.
+    line in a thread, which notes when the result line arrives. With ``watch``, a thread
+    reads that file every 5 ms and notes when each complete line arrived in it.
     """
     import tempfile
     import threading
 
     with tempfile.TemporaryFile() as out, tempfile.TemporaryFile() as err:
+        started = time.monotonic()
         start = time.perf_counter()
         proc = subprocess.Popen(
             list(argv),
@@ -93,6 +101,34 @@ def run_child(
 
             reader = threading.Thread(target=read, daemon=True)
             reader.start()
+        lines_at: list[tuple[float, int]] = []
+        exited = threading.Event()
+        watcher = None
+        if watch is not None:
+            watched = watch
+
+            def follow() -> None:
+                count, offset = 0, 0
+                while True:
+                    last = exited.is_set()
+                    try:
+                        with open(watched, "rb") as f:
+                            f.seek(offset)
+                            data = f.read()
+                    except FileNotFoundError:
+                        data = b""
+                    if data:
+                        complete = data.count(b"\n")
+                        if complete:
+                            offset += data.rindex(b"\n") + 1
+                            count += complete
+                            lines_at.append((time.perf_counter() - start, count))
+                    if last:
+                        return
+                    exited.wait(0.005)
+
+            watcher = threading.Thread(target=follow, daemon=True)
+            watcher.start()
         deadline = start + timeout_s
         while True:
             pid, status, usage = os.wait4(proc.pid, os.WNOHANG)
@@ -104,6 +140,9 @@ def run_child(
                 break
             time.sleep(0.002)
         wall = time.perf_counter() - start
+        exited.set()
+        if watcher is not None:
+            watcher.join(30)
         proc.returncode = os.waitstatus_to_exitcode(status)
         if reader is not None:
             reader.join(30)
@@ -119,6 +158,8 @@ def run_child(
             stdout.decode(errors="replace"),
             err.read().decode(errors="replace"),
             result_at[0] if result_at else None,
+            lines_at if watch is not None else None,
+            started,
         )
 
 

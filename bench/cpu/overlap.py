@@ -43,10 +43,9 @@ def run(server: LatencyServer, tiny: Tiny, reps: int, tmp: Path) -> dict[str, An
     folder.mkdir(parents=True, exist_ok=True)
     warm_cache = folder / "warm-cache"
     args = ["-n", str(NUM_IMAGES), "--max-tokens", str(MAX_TOKENS), "--json"]
-    env_for = lambda cache: bench_env(
-        MMRUN_ASSETS_BASE_URL=server.url,
-        MMRUN_CACHE_DIR=str(cache),
-    )
+
+    def env_for(cache: Path) -> dict[str, str]:
+        return bench_env(MMRUN_ASSETS_BASE_URL=server.url, MMRUN_CACHE_DIR=str(cache))
 
     # The plan (and a populated cache for the warm runs): mmrun's own dry run.
     dry = run_child(tiny.mmrun(*args, "--dry-run"), env=env_for(warm_cache))

@@ -6,6 +6,8 @@ outside the markers is kept as it is.
 
 from __future__ import annotations
 
+import json
+import re
 import statistics
 from pathlib import Path
 from typing import Any
@@ -19,6 +21,7 @@ OVERLAP_COLD, OVERLAP_WARM = 0.9, 1.05
 BATCH_SPEEDUP = 5.0
 MMRUN_ONE_CALL = 1.5  # mmrun's generate_s within this factor of the one-call figure
 CACHE_SHARE = 0.02  # a saving worth a disk cache: at least this share of a whole run
+STREAM_RATIO = 0.95  # issue 11: a streamed batch at least this share of one call's throughput
 
 
 def write(doc: Path, section: str) -> None:
@@ -54,9 +57,48 @@ def _spread(values: list[float]) -> str:
     return f"{min(values):.2f}-{max(values):.2f}"
 
 
+FIGURE_NUMBERS = {
+    "startup": 1,
+    "media": 2,
+    "overlap": 3,
+    "batching": 4,
+    "repeat": 5,
+    "loops": 6,
+    "stream": 7,
+}
+
+
+def _figures(names: list[str]) -> str:
+    numbers = sorted(FIGURE_NUMBERS[n] for n in names)
+    text = ", ".join(str(n) for n in numbers[:-1])
+    return f"figures {text} and {numbers[-1]}" if text else f"figure {numbers[-1]}"
+
+
+def _source(src: dict[str, Any], end: dict[str, Any]) -> str:
+    state = (
+        "with changes to mmrun/ not yet committed"
+        if src["mmrun_modified"]
+        else "mmrun/ as committed"
+    )
+    if src["sha256"] == end["sha256"]:
+        return f"mmrun: commit {src['commit']}, {state}; mmrun/ did not change during the run."
+    changed = sorted(
+        k
+        for k in set(src["files"]) | set(end["files"])
+        if src["files"].get(k) != end["files"].get(k)
+    )
+    return (
+        f"mmrun: commit {src['commit']} at the start, {end['commit']} at the end: "
+        f"**mmrun/ changed during the run** ({', '.join(f'`{c}`' for c in changed)}); "
+        "runs after the change measured the new code."
+    )
+
+
 def render(r: dict[str, Any]) -> str:
     m = r["machine"]
     loads = [s["load1"] for s in r["load_samples"]]
+    updates = r.get("updates", [])
+    later = [f for u in updates for f in u["figures"]]
     out: list[str] = []
     add = out.append
     add(f"## CPU: vLLM's CPU build on {m['nproc']} cores ({r['date']})")
@@ -71,42 +113,48 @@ def render(r: dict[str, Any]) -> str:
         f"{', '.join(f'{v:.2f}' for v in loads)} (other processes shared the machine: "
         "figures that need CPU time are slower when it is loaded). "
         "Raw numbers: [bench/cpu/results.json](../bench/cpu/results.json). Every number on this "
-        "page comes from that run; times are medians, each ratio is between two medians of the "
-        "same run."
+        "page comes from that run"
+        + (f", except {_figures(later)}, measured later (below)" if later else "")
+        + "; times are medians, each ratio is between two medians of the same run."
     )
     add("")
-    src, end = r["mmrun_source_start"], r["mmrun_source_end"]
-    state = (
-        "with changes to mmrun/ not yet committed"
-        if src["mmrun_modified"]
-        else "mmrun/ as committed"
-    )
-    if src["sha256"] == end["sha256"]:
-        add(f"mmrun: commit {src['commit']}, {state}; mmrun/ did not change during the run.")
-    else:
-        changed = sorted(
-            k
-            for k in set(src["files"]) | set(end["files"])
-            if src["files"].get(k) != end["files"].get(k)
-        )
+    add(_source(r["mmrun_source_start"], r["mmrun_source_end"]))
+    add("")
+    for u in updates:
+        um = u["machine"]
         add(
-            f"mmrun: commit {src['commit']} at the start, {end['commit']} at the end: "
-            f"**mmrun/ changed during the run** ({', '.join(f'`{c}`' for c in changed)}); "
-            "runs after the change measured the new code."
+            f"{_figures(u['figures']).capitalize()}: measured by `{u['command']}` (started "
+            f"{u['started_utc']}, {u['duration_s'] / 60:.1f} minutes), which ran only "
+            f"{'them' if len(u['figures']) > 1 else 'it'} and put the results into "
+            f"results.json; {um['nproc']} cores, {um['vllm']}, torch {um['torch']}, Python "
+            f"{um['python']}. Load average (1 min) at its start "
+            f"{u['load_average_start'][0]:.2f}, at its end {u['load_average_end'][0]:.2f}. "
+            + _source(u["mmrun_source_start"], u["mmrun_source_end"])
+            + " `make bench` measures every figure again in one run."
         )
-    add("")
+        add("")
     add("### Summary")
     add("")
     add("| figure | mmrun | baseline | ratio | target | met? |")
     add("|---|---|---|---|---|---|")
     rows, notes = _summary(r)
     out += rows
+    if "loops" in r:
+        out += _loops_summary(r)
+    if "stream" in r:
+        stream_rows, stream_notes = _stream_summary(r)
+        out += stream_rows
+        notes += stream_notes
     add("")
     out += _startup(r)
     out += _media(r)
     out += _overlap(r)
     out += _batching(r)
     out += _repeat(r)
+    if "loops" in r:
+        out += _loops(r)
+    if "stream" in r:
+        out += _stream(r)
     if notes:
         add("### Targets missed")
         add("")
@@ -251,10 +299,11 @@ def _summary(r: dict[str, Any]) -> tuple[list[str], list[str]]:
     )
     gen = ba["mmrun"]["timings"]["generate_s"]
     calls = ba["mmrun"]["llm_calls"]
-    ok6 = gen < ba["one_call_threshold_s"] and calls[-1]["prompts"] == ba["prompts"]
+    sent = sum(c["prompts"] * c.get("times", 1) for c in calls)
+    ok6 = gen < ba["one_call_threshold_s"] and sent == ba["prompts"] + _warmup(ba["mmrun"])
     rows.append(
         f"| batching: mmrun `--num-prompts {ba['prompts']}`, its `generate_s` | {_s(gen)}; "
-        f"`LLM.generate` calls: {', '.join(str(c['prompts']) for c in calls)} prompts "
+        f"{_calls(calls, ba['mmrun'].get('engine_steps'))} "
         f"| one call: {_s(ip['batched']['s'])}; {ba['prompts']} calls: {_s(ip['separate']['s'])} "
         f"| {_x(ba['mmrun_vs_one_call'])} of one call | one call: nearer the one-call time "
         f"(below {_s(ba['one_call_threshold_s'])}, their geometric mean) | {_yes(ok6)} |"
@@ -279,6 +328,28 @@ def _summary(r: dict[str, Any]) -> tuple[list[str], list[str]]:
         f"{'cache it' if share >= CACHE_SHARE else 'not cached'} |"
     )
     return rows, notes
+
+
+def _warmup(mm: dict[str, Any]) -> int:
+    """mmrun's ``--warmup`` prompts in figure 4 (results written before "warmup_prompts" was
+    recorded have it in their command line only)."""
+    if "warmup_prompts" in mm:
+        return int(mm["warmup_prompts"])
+    match = re.search(r"--warmup (\d+)", mm.get("command", ""))
+    return int(match.group(1)) if match else 0
+
+
+def _calls(calls: list[dict[str, Any]], steps: int | None) -> str:
+    """``LLM.enqueue`` x34 (1 prompt each), 20 engine steps."""
+    parts = [
+        f"`LLM.{c['method']}` x{c.get('times', 1)} ({c['prompts']} prompt"
+        f"{'s' if c['prompts'] != 1 else ''} each)"
+        for c in calls
+    ]
+    text = ", ".join(parts) or "no `LLM` call"
+    if steps is not None:
+        text += f", {steps} engine steps"
+    return text
 
 
 def _startup(r: dict[str, Any]) -> list[str]:
@@ -570,10 +641,17 @@ def _batching(r: dict[str, Any]) -> list[str]:
         row("one call, new images (median; the figure above)", ip["batched"], ip["batched"]["s"]),
         row("mmrun `--num-prompts 32`: its `generate_s`", mm, mm["timings"]["generate_s"]),
         "",
-        "mmrun's `LLM.generate` calls (noted by `bench/cpu/workers/count_calls.py`, which "
-        "runs the CLI unchanged): "
-        + ", ".join(f"{c['prompts']} prompts" for c in mm["llm_calls"])
-        + " (the `--warmup`, then the batch). Its whole run took "
+        "What mmrun asked of vLLM's `LLM` (noted by `bench/cpu/workers/count_calls.py`, "
+        "which runs the CLI unchanged): "
+        + _calls(mm["llm_calls"], mm.get("engine_steps"))
+        + f" ({_warmup(mm)} for the `--warmup`, then the batch"
+        + (
+            ": mmrun submits one prompt at a time and collects results from the engine's own "
+            "step loop"
+            if any(c["method"].startswith("enqueue") for c in mm["llm_calls"])
+            else ""
+        )
+        + "). Its whole run took "
         f"{_s(mm['wall_s'])} (its timings: "
         + ", ".join(f"{k} {v:.2f}" for k, v in mm["timings"].items())
         + ").",
@@ -631,3 +709,360 @@ def _repeat(r: dict[str, Any]) -> list[str]:
         out.append(f"Conclusion: not cached: it costs {_s(rp['saving_s'])} of a {_s(run_s)} run.")
     out.append("")
     return out
+
+
+LOOP_LABELS = {
+    "one_call": "one `LLM.generate` call, all prompts (baseline)",
+    "windows": "windows: `LLM.generate` calls of {w} prompts, one after the other",
+    "async": "`AsyncLLM`, at most {w} in flight (asyncio)",
+    "enqueue": "mmrun's `Engine`: `LLM.enqueue` + `llm_engine.step()`, window {w}",
+}
+
+
+def _loop_label(kind: str, default: int | None = None) -> str:
+    kind = kind.removeprefix("varied-")
+    if kind == "one_call":
+        return LOOP_LABELS[kind]
+    name, w = kind.rsplit("_", 1)
+    label = LOOP_LABELS[name].format(w=w)
+    if default is not None and int(w) == default:
+        label += " (default)" if name == "enqueue" else " (2 x max_num_seqs)"
+    return label
+
+
+def _loops_summary(r: dict[str, Any]) -> list[str]:
+    lp = r["loops"]
+    med_ = lp["median"]
+    base = med_["one_call"]
+    rows = []
+    w = lp["default_window"]
+    for name in ("enqueue", "async", "windows"):
+        m = med_[f"{name}_{w}"]
+        ratio = base["s"] / m["s"]
+        target = f"≥ {STREAM_RATIO}x" if name == "enqueue" else "(compared)"
+        met = _yes(ratio >= STREAM_RATIO) if name == "enqueue" else ""
+        rows.append(
+            f"| engine loop, {lp['prompts']} prompts x {lp['images_per_prompt']} images: "
+            f"{_loop_label(f'{name}_{w}', w)} | {_s(m['s'])} ({m['prompts_per_s']:.0f} prompts/s), "
+            f"first result at {_s(m['first_s'])} | {_s(base['s'])} ({base['prompts_per_s']:.0f} "
+            f"prompts/s), every result at the end | {_x(ratio)} the one-call throughput "
+            f"| {target} | {met} |"
+        )
+    return rows
+
+
+def _stream_summary(r: dict[str, Any]) -> tuple[list[str], list[str]]:
+    st = r["stream"]
+    one, mm, bad = (_stream_medians(st, k) for k in ("one_call", "mmrun", "mmrun_bad"))
+    ratio = st["throughput_ratio"]
+    ok = ratio >= STREAM_RATIO
+    rows = [
+        f"| streamed batch (`--input` + `-o`), {st['prompts']} prompts x "
+        f"{st['images_per_prompt']} images: throughput once the engine is up "
+        f"| {st['prompts'] / st['mmrun_generate_s']:.0f} prompts/s (last line "
+        f"{_s(st['mmrun_generate_s'])} after the engine started) | one `generate` call: "
+        f"{st['prompts'] / st['one_call_generate_s']:.0f} prompts/s ({_s(st['one_call_generate_s'])}) "
+        f"| {_x(ratio)} (within a round: {_x(st['paired_ratio'])}) | ≥ {STREAM_RATIO}x "
+        f"| {_yes(ok)} |",
+        f"| streamed batch: CPU seconds from the engine's start to the last result (all "
+        f"processes) | {_s(st['mmrun_cpu_s'])} | one call: {_s(st['one_call_cpu_s'])} "
+        f"| {_x(st['one_call_cpu_s'] / st['mmrun_cpu_s'])} (within a round: "
+        f"{_x(st['cpu_ratio'])}) | (shown: less sensitive to the machine's load) | |",
+        f"| streamed batch: first result line | {_s(mm['first_line_s'])} after process start "
+        f"({_s(mm['first_after_ready_s'])} after the engine started) | one call: results at "
+        f"{_s(one['result_s'])} ({_s(one['generate_s'])} after the engine started) "
+        f"| {_x(mm['first_after_ready_s'] / one['generate_s'])} of the call, after the start "
+        "| far below the one-call time | (shown) |",
+        f"| streamed batch: peak RSS | mmrun's process {mm['frontend_peak_mib']:.0f} MiB, "
+        f"engine processes {mm['engine_peak_mib']:.0f} MiB | script: "
+        f"{one['frontend_peak_mib']:.0f} MiB, engine processes {one['engine_peak_mib']:.0f} MiB "
+        f"| {_x(mm['frontend_peak_mib'] / one['frontend_peak_mib'])} | (shown) | |",
+    ]
+    bad_runs = st["runs"]["mmrun_bad"]
+    finished = all(
+        b["output"]["ok"] == st["prompts"] - 1
+        and len(b["output"]["errors"]) == 1
+        and b["output"]["errors"][0]["id"] == f"p{st['bad_index']:03d}"
+        and b["returncode"] == 3
+        for b in bad_runs
+    )
+    rows.append(
+        f"| streamed batch: one prompt over max_model_len | {st['bad_item_extra_s'] * 1000:+.0f} ms "
+        f"from the engine's start to the last line, {st['bad_item_extra_cpu_s']:+.2f} CPU s; "
+        f"{bad['ok']:.0f} done, 1 error line (stage `{bad_runs[0]['output']['errors'][0]['stage']}`), "
+        f"exit {bad_runs[0]['returncode']} | the same batch without it | | the others finish "
+        f"| {_yes(finished)} |"
+    )
+    notes = []
+    if not ok:
+        notes.append(
+            f"- Streamed batch: {_x(ratio)} of the one-call throughput (target {STREAM_RATIO}x; "
+            f"within a round {_x(st['paired_ratio'])}, in CPU seconds within a round "
+            f"{_x(st['cpu_ratio'])}); "
+            f"mmrun's own `generate_s` (median) {_s(mm['generate_s'])}, its last line "
+            f"{_s(mm['generate_external_s'])} after the engine started, the call "
+            f"{_s(one['generate_s'])}."
+        )
+    return rows, notes
+
+
+def _cut(text: str, limit: int) -> str:
+    return text if len(text) <= limit else text[:limit].rsplit(" ", 1)[0] + " ..."
+
+
+def _short_paths(text: str | None) -> str:
+    """A summary line without the run's temporary folder."""
+    return re.sub(r"/\S*/(out[-\w]*\.jsonl)", r"\1", text or "")
+
+
+def _stream_medians(st: dict[str, Any], kind: str) -> dict[str, float]:
+    runs = st["runs"][kind]
+    keys = [
+        "wall_s",
+        "engine_ready_s",
+        "frontend_peak_mib",
+        "engine_peak_mib",
+        "frontend_cpu_s",
+        "engine_cpu_s",
+        *(
+            ["result_s", "generate_s"]
+            if kind == "one_call"
+            else ["first_line_s", "last_line_s", "generate_external_s", "first_after_ready_s"]
+        ),
+    ]
+    out = {k: float(statistics.median(x[k] for x in runs)) for k in keys}
+    if kind != "one_call":
+        out["generate_s"] = med([x["timings"] for x in runs], "generate_s")
+        out["first_result_s"] = med([x["timings"] for x in runs], "first_result_s")
+        out["ok"] = float(statistics.median(x["output"]["ok"] for x in runs))
+    return out
+
+
+def _loops(r: dict[str, Any]) -> list[str]:
+    lp = r["loops"]
+    ea = lp["engine_args"]
+    med_ = lp["median"]
+    base = med_["one_call"]
+    runs = lp["runs"]
+    loads = [x["load1"] for k in runs for x in runs[k]]
+    out = [
+        "### 6. Engine loops for a batch",
+        "",
+        f"The tiny checkpoint, {lp['prompts']} prompts of {lp['images_per_prompt']} distinct "
+        f"224x224 images each, `max_tokens={lp['max_tokens']}` with `ignore_eos`, engine "
+        f"arguments from mmrun's own dry run: "
+        f"`{', '.join(f'{k}={v}' for k, v in ea.items() if k != 'model')}`. "
+        "In one process (`bench/cpu/workers/loops.py`): one `vllm.LLM` and one `AsyncLLM` "
+        "(each with its own engine processes), a warm-up of 2 x max_num_seqs prompts "
+        f"through each, then {lp['rounds']} round{'s' if lp['rounds'] > 1 else ''}; in each "
+        "round every loop runs once (1.5 s after the last, so that the other engine's "
+        "worker has stopped polling), in "
+        "an order rotated from round to round, on images of its own (vLLM's prefix cache "
+        "would serve a repeated image from the KV cache). Each loop gets the same prompts, "
+        "rendered and with decoded images, made before its clock starts; its clock stops "
+        "at its last result. mmrun's loop is `mmrun.engine.Engine` driven as "
+        "`Runner.drive` drives it (fill up to the window, `poll()`, refill), without the "
+        "media pipeline. `AsyncLLM` asks for final outputs only, as `LLM` does. Peak RSS: "
+        "of this process (frontend) and of the engine's processes (engine core and its "
+        "worker, summed), each reset before every loop (`/proc/PID/clear_refs`); CPU time "
+        "(user + system) of the same processes during the loop, which other processes on "
+        "the machine change less than wall time (though a worker that polls while it "
+        "waits uses more of it); the "
+        f"frontend held {base['frontend_peak_mib'] - base['frontend_growth_mib']:.0f} MiB "
+        "before each loop (two engines' frontends, the loop's decoded images). The rows "
+        'marked "output lengths 1-31" run the same loops (at the first window) with each '
+        "prompt's `max_tokens` between 1 and 31 instead of 16 (vLLM counted "
+        f"{_tokens(runs, 'varied-one_call')} output tokens per loop, against "
+        f"{_tokens(runs, 'one_call')}): a window of `generate` calls then waits for its "
+        "longest request. "
+        f"Load average during the rounds: {min(loads):.2f}-{max(loads):.2f}.",
+        "",
+        "| loop | most in flight | total (median) | min-max | prompts/s | vs one call "
+        "| vs one call, same round | first result | CPU time: frontend / engine "
+        "| frontend peak (growth) | engine processes' peak |",
+        "|---|---|---|---|---|---|---|---|---|---|---|",
+    ]
+    varied = lp.get("varied_prefix", "varied-")
+    for kind in lp["kinds"]:
+        m = med_[kind]
+        times = [x["s"] for x in runs[kind]]
+        lengths = ", output lengths 1-31" if kind.startswith(varied) else ""
+        out.append(
+            f"| {_loop_label(kind, lp['default_window'])}{lengths} | {m['max_in_flight']} "
+            f"| {_s(m['s'])} "
+            f"| {_spread(times)} s | {m['prompts_per_s']:.0f} | {_x(base['s'] / m['s'])} "
+            f"| {_x(m['paired_ratio'])} "
+            f"| {_s(m['first_s'])} | {_s(m['frontend_cpu_s'])} / {_s(m['engine_cpu_s'])} "
+            f"| {m['frontend_peak_mib']:.0f} MiB "
+            f"(+{m['frontend_growth_mib']:.0f}) | {m['engine_peak_mib']:.0f} MiB |"
+        )
+    ranked = sorted(
+        (k for k in lp["kinds"] if not k.startswith(varied)), key=lambda k: med_[k]["s"]
+    )
+    out += [
+        "",
+        "Rounds (total time each, in the order run): "
+        + "; ".join(
+            f"round {i + 1}: "
+            + ", ".join(
+                f"{k} {x['s']:.2f}"
+                for k, x in sorted(
+                    ((k, x) for k in runs for x in runs[k] if x["round"] == i),
+                    key=lambda kx: kx[1]["position"],
+                )
+            )
+            for i in range(lp["rounds"])
+        )
+        + " (seconds).",
+        "",
+        '"vs one call" is the throughput ratio of the medians; "same round" the median, '
+        "over the rounds, of the ratio between the two runs of one round (close together in "
+        "time, so they shared the machine's load).",
+        "",
+        f"Fastest (median): {_loop_label(ranked[0], lp['default_window'])}, "
+        f"{_s(med_[ranked[0]]['s'])}; slowest: {_loop_label(ranked[-1], lp['default_window'])}, "
+        f"{_s(med_[ranked[-1]]['s'])}.",
+        "",
+    ]
+    w = lp["default_window"]
+
+    def both(name: str) -> str:
+        plain, mixed = med_[f"{name}_{w}"], med_.get(f"{varied}{name}_{w}")
+        text = (
+            f"{_s(plain['s'])}, {_x(plain['paired_ratio'])} the one call within a round, "
+            f"first result at {_s(plain['first_s'])}, {_s(plain['frontend_cpu_s'])} / "
+            f"{_s(plain['engine_cpu_s'])} CPU"
+        )
+        if mixed is not None:
+            text += (
+                f"; with output lengths 1-31 {_s(mixed['s'])}, {_x(mixed['paired_ratio'])} "
+                "the one call of those lengths"
+            )
+        return text
+
+    plain = [k for k in lp["kinds"] if not k.startswith(varied)]
+    spread = max(max(x["s"] for x in runs[k]) - min(x["s"] for x in runs[k]) for k in plain)
+    gap = med_[ranked[-1]]["s"] - med_[ranked[0]]["s"]
+    out += [
+        f"Wall time: the medians of the loops differ by at most {_s(gap)}; one loop's own "
+        f"runs differ by up to {_s(spread)} from round to round. CPU seconds (frontend + "
+        "engine, medians): "
+        + ", ".join(f"{k} {med_[k]['frontend_cpu_s'] + med_[k]['engine_cpu_s']:.2f}" for k in plain)
+        + ".",
+        "",
+        f"Issue 11's two candidates, at the window of {w} (2 x max_num_seqs), medians: "
+        f"(a) `AsyncLLM`: {both('async')}; (b) windows of `LLM.generate`: {both('windows')}. "
+        f"The loop mmrun runs (`LLM.enqueue` + `llm_engine.step()`): {both('enqueue')}.",
+        "",
+    ]
+    return out
+
+
+def _tokens(runs: dict[str, list[dict[str, Any]]], kind: str) -> str:
+    counts = sorted({x["completion_tokens"] for x in runs.get(kind, [])})
+    return "/".join(str(c) for c in counts) or "no"
+
+
+def _stream(r: dict[str, Any]) -> list[str]:
+    st = r["stream"]
+    one, mm, bad = (_stream_medians(st, k) for k in ("one_call", "mmrun", "mmrun_bad"))
+    runs = st["runs"]
+    loads = [x["load1"] for k in runs for x in runs[k]]
+    bad_run = runs["mmrun_bad"][0]
+    error = bad_run["output"]["errors"][0]
+    calls = runs["mmrun"][0]
+    tokens_one = runs["one_call"][0]
+    tokens_mm = runs["mmrun"][0]["output"]
+
+    def row(label: str, m: dict[str, float], first: float, last: float, code: str) -> str:
+        # medians of each run's own differences
+        if "generate_external_s" in m:
+            first_after, after = m["first_after_ready_s"], m["generate_external_s"]
+        else:
+            first_after = after = m["generate_s"]
+        return (
+            f"| {label} | {_s(m['engine_ready_s'])} | {_s(first)} | {_s(last)} "
+            f"| {_s(first_after)} / {_s(after)} | {st['prompts'] / after:.0f} "
+            f"| {_s(m['frontend_cpu_s'])} / {_s(m['engine_cpu_s'])} "
+            f"| {m['frontend_peak_mib']:.0f} MiB | {m['engine_peak_mib']:.0f} MiB | {code} "
+            f"| {_s(m['wall_s'])} |"
+        )
+
+    return [
+        "### 7. Streamed batch mode vs one call",
+        "",
+        f"The tiny checkpoint, {st['prompts']} prompts of {st['images_per_prompt']} distinct "
+        f"224x224 PNG files each (a JSONL manifest, paths relative to it), "
+        f"`max_tokens={st['max_tokens']}` with `ignore_eos`, the engine arguments of figure 6. "
+        f"Each run is its own process, {st['rounds']} round{'s' if st['rounds'] > 1 else ''} "
+        "in rotating order:",
+        "",
+        f"- mmrun: `{st['mmrun_command']}`, through `bench/cpu/workers/count_calls.py` (the CLI "
+        "unchanged; it notes when `mmrun.engine.start` returned, the calls into vLLM, mmrun's "
+        "own timings, and the peak RSS of the process and of the engine's processes before "
+        "the engine stops). The benchmark reads the output file every 5 ms and notes when "
+        "each line arrived.",
+        "- with a bad item: the same manifest, but line "
+        f"{st['bad_index'] + 1} asks a question of {st['bad_words']} words, longer than "
+        f"max_model_len ({st['engine_args'].get('max_model_len')} tokens).",
+        "- one call (`bench/cpu/workers/one_call.py`): import vLLM, decode every image "
+        "(Pillow), start `vllm.LLM`, one `generate` call with the 256 prompts (mmrun's "
+        "rendered prompt).",
+        "",
+        "Times from process start (medians). For the one call, its results arrive together "
+        "when the call returns, and its CPU seconds are those of the call. CPU seconds are "
+        "user + system time of the process and of the engine's processes (engine core and "
+        "its worker, summed), from the engine's start to the last result: other processes on "
+        "the machine change them less than wall time (a worker that polls while it waits "
+        "uses more of them). Peak RSS is each process's VmHWM over its whole life, the "
+        "engine's processes summed.",
+        "",
+        "| run | engine started at | first result | last result "
+        "| after the engine started: first / all | prompts/s "
+        "| CPU after the engine started: process / engine processes | peak RSS, process "
+        "| engine processes | exit | wall |",
+        "|---|---|---|---|---|---|---|---|---|---|---|",
+        row("one `generate` call", one, one["result_s"], one["result_s"], "0"),
+        row("mmrun `--input` + `-o`", mm, mm["first_line_s"], mm["last_line_s"], "0"),
+        row(
+            "mmrun, one bad item",
+            bad,
+            bad["first_line_s"],
+            bad["last_line_s"],
+            str(bad_run["returncode"]),
+        ),
+        "",
+        f"Throughput once the engine is up: mmrun {_x(st['throughput_ratio'])} the one call "
+        f"({_s(st['mmrun_generate_s'])} from the engine's start to the last line vs "
+        f"{_s(st['one_call_generate_s'])} for the call; mmrun's own `generate_s`, from its "
+        f"first submission to its last result, {_s(mm['generate_s'])}). mmrun decodes its "
+        "media in worker threads while the engine starts and runs; the script decoded them "
+        f"before starting the engine (until {_s(runs['one_call'][0]['phases_s']['decoded'])} "
+        "in round 1). Tokens: one call "
+        f"{tokens_one['prompt_tokens']} prompt / {tokens_one['completion_tokens']} output, "
+        f"mmrun {tokens_mm['prompt_tokens']} / {tokens_mm['completion_tokens']}. mmrun "
+        f"asked vLLM: {_calls(calls['calls'], calls['steps'])}.",
+        "",
+        f"The bad item: its line says `{json.dumps({'stage': error['stage'], 'message': _cut(error['message'], 160)})}`; "
+        f"mmrun's summary: `{_short_paths(bad_run['summary_line'])}`. It cost "
+        f"{st['bad_item_extra_s'] * 1000:+.0f} ms from the engine's start to the last line "
+        "(medians, bad vs good run; within each round, bad minus good: "
+        + ", ".join(
+            f"{c['generate_external_s'] - a['generate_external_s']:+.2f} s"
+            for a, c in zip(runs["mmrun"], runs["mmrun_bad"], strict=True)
+        )
+        + "; whole-process times differ by as much as the engine start varies). "
+        f"Load average (1 min) at the start of these runs: {min(loads):.2f}-{max(loads):.2f}. "
+        "Per round, from the engine's start to the last result (mmrun / mmrun with the bad "
+        "item / one call), and the CPU seconds of all the processes in that time: "
+        + "; ".join(
+            f"round {a['round'] + 1}: {a['generate_external_s']:.2f} / "
+            f"{c['generate_external_s']:.2f} / {b['generate_s']:.2f} s, "
+            f"{a['frontend_cpu_s'] + a['engine_cpu_s']:.1f} / "
+            f"{c['frontend_cpu_s'] + c['engine_cpu_s']:.1f} / "
+            f"{b['frontend_cpu_s'] + b['engine_cpu_s']:.1f} CPU s"
+            for a, c, b in zip(runs["mmrun"], runs["mmrun_bad"], runs["one_call"], strict=True)
+        )
+        + ".",
+        "",
+    ]
