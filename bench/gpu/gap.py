@@ -52,7 +52,7 @@ from common import (
 )
 
 HERE = Path(__file__).resolve().parent
-DEFAULT_VARIANTS = "R M MR Mq Msw Mrt"
+DEFAULT_VARIANTS = "R M MR Msw"
 WARM_MARKER = Path("/tmp/mm_warm_3b")  # written once a 3B-shaped run compiled (B's warm-up)
 
 

@@ -3,6 +3,8 @@ summaries of gap.py, tput.py and proofs.py on fake runs, and the drivers' comman
 their --dry modes, whose mmrun commands are then run with mmrun's own --dry-run.
 
 usage (from the repository root): .venv/bin/python bench/gpu/selfcheck.py [--mmrun-dry]
+  SELFCHECK_REPO=/work/main: run the mmrun commands with that checkout's mmrun (the one the
+  device gets), not this one's.
 """
 
 from __future__ import annotations
@@ -462,8 +464,17 @@ def check_proofs(tmp: Path) -> None:
     ]
     index = tmp / "index.json"
     index.write_text(json.dumps({"rows": rows}))
+    import urllib.request
+
     import proofs
 
+    (tmp / "media").mkdir()
+    (tmp / "media" / "duck.jpg").write_bytes(b"1234")
+    url = proofs.serve(tmp / "media")
+    ok(
+        urllib.request.urlopen(url + "/duck.jpg", timeout=10).read() == b"1234",
+        "proofs.py: the media server answers",
+    )
     jobs = proofs.runs_of(rows)
     ok(
         [proofs.run_name(r, m) for r, m in jobs]
@@ -632,12 +643,31 @@ def check_mmrun_dry(tmp: Path) -> None:
             env["MMSW"] = "workers1"  # preimport would import vLLM here: seconds, nothing to check
         cmd = [c for c in cmd if c != "--overwrite"] + ["--dry-run", "--json"]
         t = time.time()
-        out = subprocess.run(cmd, capture_output=True, text=True, env=env, timeout=900)
+        # mmrun from SELFCHECK_REPO (the checkout the device sends, e.g. /work/main), else this one
+        repo = os.environ.get("SELFCHECK_REPO", str(HERE.parent.parent))
+        env["PYTHONPATH"] = repo
+        out = subprocess.run(cmd, capture_output=True, text=True, env=env, timeout=900, cwd=repo)
+        if "-o" in cmd:  # a batch to a file: its lines are the output
+            path_o = Path(cmd[cmd.index("-o") + 1])
+            rows = (
+                [json.loads(x) for x in path_o.read_text().splitlines()] if path_o.exists() else []
+            )
+            good = (
+                out.returncode == 0 and len(rows) == 2 and all(r.get("error") is None for r in rows)
+            )
+            ok(
+                good,
+                f"mmrun --dry-run of {path.parent.name} ({time.time() - t:.0f}s): {len(rows)} lines in {path_o.name}, replicas {[r.get('replica') for r in rows]} {'' if good else out.stderr[-300:]}",
+            )
+            continue
         first = out.stdout.strip().splitlines()[0] if out.stdout.strip() else ""
         okay = out.returncode == 0 and first.startswith("{")
         detail = ""
         if okay:
-            d = json.loads(first)
+            try:  # a named run's document (indented), else the first of a batch's lines
+                d = json.loads(out.stdout)
+            except json.JSONDecodeError:
+                d = json.loads(first)
             args = d.get("request", {}).get("engine_args") or {}
             detail = f"engine_args={args}" if args else f"batch line id={d.get('id')}"
         ok(

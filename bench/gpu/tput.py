@@ -50,7 +50,7 @@ from common import (
 )
 
 HERE = Path(__file__).resolve().parent
-DEFAULT_STEPS = "raw mm256 st256 mm64 mm256omp1 rawomp8"
+DEFAULT_STEPS = "raw mm256 st256 dp1 dp2 mm64 mm256omp1"
 # A first guess of each step's seconds (engine start on a warm compile cache ~45 s + work);
 # replaced by what the step took when it repeats.
 EXPECTED = {
