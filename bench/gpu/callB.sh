@@ -8,7 +8,7 @@ log "tiny checkpoints"
 if [ ! -f /tmp/tiny/.done ]; then mkdir -p /tmp/tiny && xz -dc .gpu/t/tiny.tar.xz | tar xf - -C /tmp/tiny && touch /tmp/tiny/.done; fi
 log "background: benchmark images, then the 3B model's first compiled start on GPU 1"
 ( python3 .gpu/s/bench_media.py /tmp/bench ${SETS%% *} > $RES/media.log 2>&1
-  [ -z "$DRYFLAG" ] && python3 .gpu/s/ttr.py --dir $RES/warm3b --timeout 330 --result '^RESULT_DONE' --env CUDA_VISIBLE_DEVICES=1 -- \
+  [ -z "$DRYFLAG" ] && [ ! -f /tmp/mm_warm_3b ] && python3 .gpu/s/ttr.py --dir $RES/warm3b --timeout 330 --result '^RESULT_DONE' --env CUDA_VISIBLE_DEVICES=1 -- \
     python3 .gpu/s/raw_bench.py --model /tmp/qwen3b --set w:/tmp/bench/s64 --warmup 0 \
     && grep -q '"rc": 0' $RES/warm3b/ttr.json && touch /tmp/mm_warm_3b
   python3 .gpu/s/bench_media.py /tmp/bench $SETS >> $RES/media.log 2>&1 ) &

@@ -156,6 +156,7 @@ def read_run(run_dir: Path) -> dict[str, Any]:
     errors: list[str] = []
     raw: list[dict[str, Any]] = []
     args_lines: list[str] = []
+    ready_lines: list[float] = []  # -dp N: when each replica said it was ready
     spawn = False
     log = run_dir / "log.txt"
     for line in log.read_text(errors="replace").splitlines() if log.exists() else []:
@@ -169,6 +170,8 @@ def read_run(run_dir: Path) -> dict[str, Any]:
             if re.search(pattern, text):
                 marks.setdefault(name, t)
                 last[name] = t
+        if re.search(r"mmrun: replica \d+ .*ready after", text):
+            ready_lines.append(t)
         if "non-default args" in text:
             args_lines.append(text[text.find("non-default args") :][:1500])
         if re.search(SPAWN_WARNING, text):
@@ -184,6 +187,7 @@ def read_run(run_dir: Path) -> dict[str, Any]:
     if "compiled" in last:
         rec["marks"]["compiled_last"] = round(last["compiled"], 2)
     rec["args_lines"] = args_lines
+    rec["replica_ready"] = ready_lines
     rec["spawned_core"] = spawn
     rec["errors"] = errors[:5]
     if raw:

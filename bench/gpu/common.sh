@@ -13,8 +13,8 @@ export VLLM_USE_FLASHINFER_SAMPLER=0 PYTHONUNBUFFERED=1 HF_HUB_OFFLINE=1 TRANSFO
   VLLM_NO_USAGE_STATS=1 DO_NOT_TRACK=1 NCCL_NVLS_ENABLE=0 TORCH_SYMM_MEM_DISABLE_MULTICAST=1 NVSHMEM_DISABLE_NVLS=1
 # DRY=1: a rehearsal on the CPU machine (selfcheck): no install, the drivers only write commands
 DRYFLAG=""; [ -n "${DRY:-}" ] && DRYFLAG="--dry"
-# the benchmark's image sets (bench_media.py NAME:IMAGES:SEED): 64, 256 and 512 prompts of 4
-SETS="s64:256:1 s256:1024:2 s512:2048:4"; [ -n "$DRYFLAG" ] && SETS="s64:8:1 s256:8:2 s512:8:4"
+# the benchmark's image sets (bench_media.py NAME:IMAGES:SEED): 64, 256 and 1024 prompts of 4
+SETS="s64:256:1 s256:1024:2 s1024:4096:3"; [ -n "$DRYFLAG" ] && SETS="s64:8:1 s256:8:2 s1024:8:3"
 if [ -z "$DRYFLAG" ] && [ ! -f /tmp/site/vllm/_C_stable_libtorch.abi3.so ]; then
   echo "COLD: /tmp/site is gone (the machine was given back): run call A, then this call again"
   echo "COLD" > "$OUT/summary.txt"; exit 3
@@ -24,6 +24,17 @@ if [ -z "$DRYFLAG" ]; then
   [ -f /tmp/site/.done ] || { echo "setup failed (no /tmp/site/.done)"; exit 3; }
 fi
 export PYTHONPATH=/tmp/site:$PWD
+# Ray (--backend ray), carried in parts by several calls (.gpu/r1, .gpu/r2): kept in /tmp/raypart,
+# unpacked into /tmp/raysite (its own folder: only the ray step puts it on PYTHONPATH) once all came
+mkdir -p /tmp/raypart; cp .gpu/r*/ray.* /tmp/raypart/ 2>/dev/null || true
+if [ -z "$DRYFLAG" ] && [ ! -f /tmp/raysite/.done ] && [ -f /tmp/raypart/ray.sha256 ]; then
+  if [ "$(cat /tmp/raypart/ray.part* | sha256sum | cut -d' ' -f1)" = "$(cat /tmp/raypart/ray.sha256)" ]; then
+    mkdir -p /tmp/raysite && cat /tmp/raypart/ray.part* | xz -dc | tar xf - -C /tmp/raysite && touch /tmp/raysite/.done
+    log "ray unpacked into /tmp/raysite: $(ls /tmp/raysite)"
+  else
+    log "ray: parts so far $(ls /tmp/raypart | tr '\n' ' ')"
+  fi
+fi
 # the Qwen2.5-VL-3B-shaped checkpoint folder (config, full-vocab tokenizer; weights: dummy)
 [ -f /tmp/qwen3b/config.json ] || { mkdir -p /tmp/qwen3b && xz -dc .gpu/s/qwen3b.tar.xz | tar xf - -C /tmp/qwen3b; }
 finish() {  # pack the results (profiler traces and media caches stay behind)

@@ -365,7 +365,7 @@ def check_tput(tmp: Path) -> None:
     )
     dry = tmp / "tputdry"
     bench = tmp / "bench"
-    for s in ("s64", "s256", "s512"):
+    for s in ("s64", "s256", "s1024"):
         (bench / s).mkdir(parents=True, exist_ok=True)
         (bench / s / "b00000.png").write_bytes(b"")
     out = subprocess.run(
@@ -570,7 +570,7 @@ def check_mmrun_dry(tmp: Path) -> None:
     from PIL import Image
 
     bench = tmp / "dry_bench"
-    for s, n in (("s64", 8), ("s256", 8), ("s512", 8)):
+    for s, n in (("s64", 8), ("s256", 8), ("s1024", 8)):
         (bench / s).mkdir(parents=True, exist_ok=True)
         for i in range(n):
             Image.new("RGB", (448, 448), (i * 20, 0, 0)).save(bench / s / f"b{i:05d}.png")

@@ -11,8 +11,9 @@ Steps (--steps or TPUT_STEPS; a step may repeat; each is skipped if too little t
   mm64       the same, 64 x 4
   mm256omp1  mm256 with OMP_NUM_THREADS=1 (mmrun then leaves the threads alone: vLLM's 1)
   st256      mmrun's streamed batch mode: --input m256.jsonl -o out.jsonl (time to first line)
-  dp1        streamed, 512 x 4, -dp 1 on GPU 0            (issue 15: scaling efficiency)
-  dp2        streamed, 512 x 4, -dp 2 on GPUs 0 and 1
+  dp1        streamed, 1024 x 4, -dp 1 on GPU 0            (issue 15: scaling efficiency)
+  dp2        streamed, 1024 x 4, -dp 2 on GPUs 0 and 1
+  ray        streamed, 1024 x 4, --backend ray --replicas 2 (a local Ray cluster, both GPUs)
   prof       raw_bench.py 64 x 4 under vLLM's torch profiler (its own compile; optional)
 Every mmrun step runs with -v (vLLM's log, for the moment the engine is ready).
 
@@ -60,9 +61,10 @@ EXPECTED = {
     "mm64": 50,
     "mm256omp1": 65,
     "st256": 60,
-    "dp1": 75,
-    "dp2": 70,
+    "dp1": 110,
+    "dp2": 80,
     "prof": 150,
+    "ray": 200,
 }
 
 
@@ -114,15 +116,37 @@ def step_command(
         return mmrun_cmd(*streamed, "--input", str(bench / "ms256.jsonl")), gpu0, "", out
     if step == "dp1":
         return (
-            mmrun_cmd(*streamed, "--input", str(bench / "ms512.jsonl"), "-dp", "1"),
+            mmrun_cmd(*streamed, "--input", str(bench / "ms1024.jsonl"), "-dp", "1"),
             gpu0,
             "",
             out,
         )
     if step == "dp2":
         return (
-            mmrun_cmd(*streamed, "--input", str(bench / "ms512.jsonl"), "-dp", "2"),
+            mmrun_cmd(*streamed, "--input", str(bench / "ms1024.jsonl"), "-dp", "2"),
             {"CUDA_VISIBLE_DEVICES": "0,1"},
+            "",
+            out,
+        )
+    if step == "ray":
+        # --backend ray, 2 engine actors on this host's 2 GPUs (a local Ray cluster started by
+        # mmrun for the run); Ray itself from /tmp/raysite (carried in two parts, common.sh)
+        pythonpath = ":".join(filter(None, ["/tmp/raysite", os.environ.get("PYTHONPATH", "")]))
+        return (
+            mmrun_cmd(
+                *streamed,
+                "--input",
+                str(bench / "ms1024.jsonl"),
+                "--backend",
+                "ray",
+                "--replicas",
+                "2",
+            ),
+            {
+                "CUDA_VISIBLE_DEVICES": "0,1",
+                "PYTHONPATH": pythonpath,
+                "RAY_USAGE_STATS_ENABLED": "0",
+            },
             "",
             out,
         )
@@ -183,6 +207,14 @@ def run(args: argparse.Namespace) -> int:
                 f"{short(rec)} {'; '.join(rec.get('errors', [])[:1])}",
                 flush=True,
             )
+            if step == "ray":  # the local Ray cluster mmrun started: Ray's own stop
+                subprocess.run(
+                    [py(), "-m", "ray.scripts.scripts", "stop", "--force"],
+                    env={**os.environ, **env},
+                    capture_output=True,
+                    timeout=60,
+                    check=False,
+                )
             killed = kill_gpu_leftovers()
             if killed:
                 print(f"{stamp(t0)} killed leftover GPU processes {killed}")
@@ -290,22 +322,34 @@ def measure(rec: dict[str, Any], samples: list[tuple[float, int, float]]) -> lis
         n = len(rows)
         errors = sum(1 for r in rows if r.get("error"))
         secs = round(last - ready, 3) if last is not None and ready is not None else None
+        basis = "engine ready"
+        first = rec.get("first_line_s")
+        if secs is None and last is not None and first is not None and last > first:
+            # no engine-ready mark in the log (Ray's actors): the rate between first and last line
+            secs, n, basis = round(last - first, 3), n - 1, "first line"
         replicas: dict[str, int] = {}
         for r in rows:
             replicas[str(r.get("replica", "-"))] = replicas.get(str(r.get("replica", "-")), 0) + 1
         by_index = sorted(rows, key=lambda r: r.get("index", 0))
-        gpus = {0, 1} if name.startswith("dp2") else {0}
+        gpus = {0, 1} if name.startswith(("dp2", "ray")) else {0}
         found.append(
             {
                 "run": name,
-                "set": f"s{n}",
+                "set": f"s{len(rows)}",
                 "n": n,
                 "seconds": secs,
                 "prompts_per_s": round(n / secs, 2) if secs else None,
                 "output_tokens": sum(r.get("completion_tokens") or 0 for r in rows),
                 "texts": [r.get("text") for r in by_index],
-                "gpu_busy": busy(samples, gpus, spawn + ready, spawn + last) if secs else None,
+                "gpu_busy": busy(
+                    samples, gpus, spawn + (first if ready is None else ready), spawn + last
+                )
+                if secs
+                else None,
                 "note": (
+                    f"replicas ready {[round(x, 1) for x in rec.get('replica_ready', [])]}, "
+                    f"from the last: {fmt(n / (last - max(rec['replica_ready'])) if rec.get('replica_ready') and last and last > max(rec['replica_ready']) else None)} p/s; "
+                    f"rate from {basis}; exit {fmt(rec.get('exit_s'), 1)}s; "
                     f"first line {fmt(rec.get('first_line_s'), 1)}s after spawn, engine ready "
                     f"{fmt(ready, 1)}s, last line {fmt(last, 1)}s, {errors} errors, per replica {replicas}, "
                     f"lines {fmt(rec.get('first_line_s'), 1)}..{fmt(last, 1)}: "
@@ -389,7 +433,8 @@ def summary(res: Path) -> int:
         "st256", "mm256", "streamed batch mode / one-call batch, 256 x 4 (issue 16.3, goal >= 0.95)"
     )
     ratio("mm256", "mm256omp1", "mmrun frontend threads default / OMP_NUM_THREADS=1, 256 x 4")
-    ratio("dp2", "dp1", "-dp 2 on 2 GPUs / -dp 1 on 1 GPU, 512 x 4 (issue 15, goal >= 1.85)")
+    ratio("dp2", "dp1", "-dp 2 on 2 GPUs / -dp 1 on 1 GPU, 1024 x 4 (issue 15, goal >= 1.85)")
+    ratio("ray", "dp2", "--backend ray (2 actors) / -dp 2, 1024 x 4 (issue 15, goal >= 0.9)")
     for m in meas:
         if m["run"] in ("mm256", "mm64", "st256"):
             base = ref.get(m["set"])
