@@ -159,7 +159,9 @@ def read_run(run_dir: Path) -> dict[str, Any]:
     ready_lines: list[float] = []  # -dp N: when each replica said it was ready
     spawn = False
     log = run_dir / "log.txt"
-    for line in log.read_text(errors="replace").splitlines() if log.exists() else []:
+    # bytes, split on \n only: a progress bar's \r is not the end of a timestamped line
+    text_all = log.read_bytes().decode(errors="replace") if log.exists() else ""
+    for line in text_all.split("\n"):
         t_text, _, rest = line.strip().partition(" ")
         try:
             t = float(t_text)
