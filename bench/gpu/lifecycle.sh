@@ -4,10 +4,11 @@
 # a download that fails (404) 20 s into the engine start, and a start vLLM refuses
 # (gpu_memory_utilization 0.999): the error line and the time. Carry .gpu/b .gpu/s .gpu/t
 # after callA.sh.
-source "$(dirname "$0")/common.sh"
+CALL=lifecycle; source "$(dirname "$0")/common.sh"
+if [ ! -f /tmp/tiny/.done ]; then mkdir -p /tmp/tiny && xz -dc .gpu/t/tiny.tar.xz | tar xf - -C /tmp/tiny && touch /tmp/tiny/.done; fi
 python3 .gpu/s/make_media.py /tmp/media
-read -r -a EA <<< "$(engine_args qwen2_5_vl)"
-RUN=(python3 -m mmrun image -m qwen2_5_vl --model .gpu/t/qwen2_5_vl --max-tokens 16
+read -r -a EA <<< "$(python3 -c "import json; r = [r for r in json.load(open('.gpu/t/index.json'))['rows'] if r['row'] == 'image/qwen2_5_vl'][0]; print(' '.join('--engine-arg=%s=%s' % (k, json.dumps(v)) for k, v in r['engine_args'].items()))")"
+RUN=(python3 -m mmrun image -m qwen2_5_vl --model /tmp/tiny/image__qwen2_5_vl --max-tokens 16
      --engine-arg enforce_eager=true "${EA[@]}")
 sockets() { find /tmp -maxdepth 1 -type s | wc -l; }
 gpu_procs() { nvidia-smi --query-compute-apps=pid --format=csv,noheader | grep -c . ; }

@@ -1,0 +1,63 @@
+"""Check each device call of RUNBOOK.md against the 64 MiB that one call may carry: the working
+tree that travels (tracked and untracked-not-ignored files) plus the carried paths.
+
+usage: carry_sizes.py REPO      (exit 1 if a call is over the limit)
+"""
+
+import subprocess
+import sys
+from pathlib import Path
+
+LIMIT = 64 * 1024 * 1024
+# The carry list of each call (RUNBOOK.md).
+CALLS = {
+    "A  setup": [".gpu/a", ".gpu/s"],
+    "B  proofs": [".gpu/b", ".gpu/s", ".gpu/t"],
+    "C  start-up gap": [".gpu/b", ".gpu/s"],
+    "D  throughput + scale-out": [".gpu/b", ".gpu/s"],
+}
+
+
+def size(path: Path) -> int:
+    if path.is_file():
+        return path.stat().st_size
+    return sum(p.stat().st_size for p in path.rglob("*") if p.is_file() and not p.is_symlink())
+
+
+def tree_size(repo: Path) -> int:
+    names = subprocess.run(
+        ["git", "-C", str(repo), "ls-files", "-z", "--cached", "--others", "--exclude-standard"],
+        capture_output=True,
+        check=True,
+    ).stdout.split(b"\0")
+    total = 0
+    for name in filter(None, names):
+        p = repo / name.decode()
+        if p.is_file() and not p.is_symlink():
+            total += p.stat().st_size
+    return total
+
+
+def main() -> int:
+    repo = Path(sys.argv[1])
+    tree = tree_size(repo)
+    parts = {p: size(repo / p) for paths in CALLS.values() for p in paths if (repo / p).exists()}
+    print(f"working tree that travels: {tree / 2**20:.1f} MiB")
+    for p, s in sorted(parts.items()):
+        print(f"  {p}: {s / 2**20:.1f} MiB ({s} bytes)")
+    bad = 0
+    for call, paths in CALLS.items():
+        missing = [p for p in paths if not (repo / p).exists()]
+        total = tree + sum(parts.get(p, 0) for p in paths)
+        flag = "OK" if total <= LIMIT and not missing else "OVER" if total > LIMIT else "MISSING"
+        bad += flag != "OK"
+        extra = f" missing: {missing}" if missing else ""
+        print(
+            f"call {call}: carry {' '.join(paths)} -> {total / 2**20:.1f} MiB of 64 "
+            f"({(LIMIT - total) / 2**20:+.1f} left) {flag}{extra}"
+        )
+    return 1 if bad else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

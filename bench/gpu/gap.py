@@ -1,0 +1,282 @@
+"""Issue 16 item 1: mmrun's time to result against the raw vLLM script's, cold process each, the
+same compile cache, interleaved rounds; vLLM's start-up log (INFO) of each run timestamped so
+the phases can be compared; variants that split "engine arguments" from "mmrun itself" and try
+the suspected causes (mmsw.py switches).
+
+The work: 64 prompts x 4 distinct 448x448 PNGs, the Qwen2.5-VL-3B-shaped dummy model, compiled,
+2 warm-up prompts, 64 tokens (as the issue's measurement). Time to result: from spawn to the
+result on stdout (mmrun's JSON document; raw_bench.py's RESULT_BATCH line).
+
+Variants (GAP_VARIANTS or --variants picks them, in pairs that run at the same time, one on
+each GPU, the GPUs swapped every round):
+  R     raw_bench.py (vLLM's defaults + the script's 5 arguments)
+  M     mmrun -v, the batch flags of the earlier runs (max_num_seqs 256)
+  MR    mmrun -v with the raw script's engine arguments (max_num_seqs 1024, limit_mm without
+        audio, seed 0): what is left is mmrun itself
+  Mq    M without -v (how users run it: mmrun's quiet environment)
+  Menv  M with mmrun's environment choices undone (TOKENIZERS_PARALLELISM, VLLM_RPC_BASE_PATH,
+        VLLM_LOGGING_STREAM set as the raw script has them)
+  Msw   M, vLLM imported first and media decoded by 1 thread (MMSW=preimport,workers1)
+  Mrt   M, the processor loaded in a thread during vllm.LLM() (MMSW=render_thread)
+  Mgen  M through LLM.generate instead of enqueue + step (MMSW=generate)
+  M64   M with max_num_seqs=64 (fewer CUDA graphs; its own compile: needs the cold round)
+
+usage: gap.py run --res DIR --images DIR --model DIR [--rounds N] [--budget S] [--variants ...]
+       gap.py summary DIR      (also run at the end of `run`)
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from common import (
+    MM_BATCH_ARGS,
+    MM_COMMON,
+    MM_RAW_ARGS,
+    fmt,
+    image_flags,
+    kill_gpu_leftovers,
+    median,
+    mmrun_cmd,
+    py,
+    read_run,
+    stamp,
+    table,
+    ttr,
+)
+
+HERE = Path(__file__).resolve().parent
+DEFAULT_VARIANTS = "R M MR Msw"
+WARM_MARKER = Path("/tmp/mm_warm_3b")  # written once a 3B-shaped run compiled (B's warm-up)
+
+
+def variants(
+    images: Path, model: str, run_dir: Path
+) -> dict[str, tuple[list[str], dict[str, str], str]]:
+    """name -> (command, environment, result regex)."""
+    mm = ["image", "-m", "qwen2_5_vl", "--model", model, *image_flags(images)]
+    mm += ["--per-prompt", "4", "--warmup", "2", "--json", *MM_COMMON]
+    raw = [py(), str(HERE / "raw_bench.py"), "--model", model, "--set", f"b64:{images}"]
+    doc = r"^\{"
+    return {
+        "R": ([*raw, "--out", str(run_dir / "texts.json")], {}, r"^RESULT_BATCH"),
+        "M": (mmrun_cmd(*mm, *MM_BATCH_ARGS, "-v"), {}, doc),
+        "MR": (mmrun_cmd(*mm, *MM_RAW_ARGS, "-v"), {}, doc),
+        "Mq": (mmrun_cmd(*mm, *MM_BATCH_ARGS), {}, doc),
+        "Menv": (
+            mmrun_cmd(*mm, *MM_BATCH_ARGS, "-v"),
+            {
+                "TOKENIZERS_PARALLELISM": "true",
+                "VLLM_RPC_BASE_PATH": "/tmp",
+                "VLLM_LOGGING_STREAM": "ext://sys.stdout",
+            },
+            doc,
+        ),
+        "Msw": (
+            mmrun_cmd(*mm, *MM_BATCH_ARGS, "-v", switches=True),
+            {"MMSW": "preimport,workers1"},
+            doc,
+        ),
+        "Mrt": (
+            mmrun_cmd(*mm, *MM_BATCH_ARGS, "-v", switches=True),
+            {"MMSW": "render_thread"},
+            doc,
+        ),
+        "Mgen": (
+            mmrun_cmd(*mm, *MM_BATCH_ARGS, "-v", switches=True),
+            {"MMSW": "generate"},
+            doc,
+        ),
+        "M64": (mmrun_cmd(*mm, "--engine-arg", "max_num_seqs=64", "-v"), {}, doc),
+    }
+
+
+def run(args: argparse.Namespace) -> int:
+    t0 = time.time()
+    res = Path(args.res)
+    names = args.variants.split()
+    gpus = args.gpus.split(",")
+    pairs = [names[i : i + len(gpus)] for i in range(0, len(names), len(gpus))]
+    print(f"{stamp(t0)} gap: variants {names}, pairs {pairs}, GPUs {gpus}", flush=True)
+    first = 0 if (args.cold or not WARM_MARKER.exists()) else 1
+    durations: list[float] = []
+    for rnd in range(first, args.rounds + 1):
+        estimate = max(durations[-len(pairs) :], default=args.slot) * len(pairs)
+        left = args.budget - (time.time() - t0)
+        if rnd > 1 and left < estimate + 15:
+            print(
+                f"{stamp(t0)} stop before round {rnd}: {left:.0f}s left, a round takes ~{estimate:.0f}s"
+            )
+            break
+        for p, pair in enumerate(pairs):
+            if rnd == 0 and p == 0:  # cold caches: the first variant compiles alone
+                groups = [[pair[0]], pair[1:]] if len(pair) > 1 else [pair]
+            else:
+                groups = [pair]
+            for group in groups:
+                if not group:
+                    continue
+                left = args.budget - (time.time() - t0)
+                if left < 60:
+                    print(f"{stamp(t0)} out of time ({left:.0f}s left)")
+                    return summary(res)
+                started = time.time()
+                procs = []
+                for i, name in enumerate(group):
+                    gpu = gpus[(i + rnd) % len(gpus)]
+                    run_dir = res / f"r{rnd}" / name
+                    cmd, env, result = variants(Path(args.images), args.model, run_dir)[name]
+                    env = {**env, "CUDA_VISIBLE_DEVICES": gpu}
+                    proc = ttr(
+                        run_dir,
+                        cmd,
+                        env=env,
+                        result=result,
+                        timeout=min(300, left - 20),
+                        dry=args.dry,
+                    )
+                    procs.append((name, gpu, proc, run_dir))
+                for name, gpu, proc, run_dir in procs:
+                    if proc is not None:
+                        proc.wait()
+                    rec = read_run(run_dir) if not args.dry else {}
+                    print(
+                        f"{stamp(t0)} round {rnd} {name:5} GPU{gpu} rc={rec.get('rc')} "
+                        f"result_s={rec.get('result_s')} exit_s={rec.get('exit_s')} "
+                        f"{'; '.join(rec.get('errors', [])[:1])}",
+                        flush=True,
+                    )
+                if not args.dry:
+                    killed = kill_gpu_leftovers()
+                    if killed:
+                        print(f"{stamp(t0)} killed leftover GPU processes {killed}")
+                if rnd > 0:
+                    durations.append(time.time() - started)
+        if rnd == 0 and not args.dry:
+            WARM_MARKER.touch()
+    return summary(res)
+
+
+PHASES = [
+    "args",
+    "engine_init",
+    "model_loaded",
+    "compiled_last",
+    "kv_cache",
+    "graphs",
+    "init_engine",
+]
+
+
+def summary(res: Path) -> int:
+    runs: dict[str, list[dict[str, Any]]] = {}
+    cold: dict[str, dict[str, Any]] = {}
+    for rnd_dir in sorted(res.glob("r*")):
+        for run_dir in sorted(p for p in rnd_dir.iterdir() if p.is_dir()):
+            rec = read_run(run_dir)
+            if rnd_dir.name == "r0":
+                cold[run_dir.name] = rec
+            else:
+                runs.setdefault(run_dir.name, []).append(rec)
+    lines = ["## Start-up gap: time to result, 64 prompts x 4 images, cold process each", ""]
+    base = median([r.get("result_s") for r in runs.get("R", []) if r.get("rc") == 0])
+    rows = []
+    runs = dict(sorted(runs.items(), key=lambda kv: (kv[0] != "R", kv[0])))
+    for name, recs in runs.items():
+        ok = [r for r in recs if r.get("rc") == 0 and r.get("result_s") is not None]
+        med = median([r["result_s"] for r in ok])
+        phase = [median([r.get("marks", {}).get(k) for r in ok]) for k in PHASES]
+        timings = [
+            median([r.get("doc", {}).get("timings", {}).get(k) for r in ok])
+            for k in ("engine_start_s", "render_s", "warmup_s", "generate_s")
+        ]
+        rows.append(
+            [
+                name,
+                f"{len(ok)}/{len(recs)}",
+                med,
+                None if base is None or med is None else f"{med / base:.3f}",
+                " ".join(fmt(r.get("result_s"), 1) for r in recs),
+                *phase,
+                *timings,
+                any(r.get("spawned_core") for r in recs),
+            ]
+        )
+    lines.append(
+        table(
+            [
+                "variant",
+                "ok",
+                "result s (median)",
+                "/ R",
+                "each round",
+                *PHASES,
+                "engine_start_s",
+                "render_s",
+                "warmup_s",
+                "generate_s",
+                "core spawned",
+            ],
+            rows,
+        )
+    )
+    lines += [
+        "",
+        "Phases: seconds from spawn to the first vLLM log line of each phase (compiled_last: the last compile line).",
+        "",
+    ]
+    if cold:
+        lines.append(
+            "Cold round (discarded): "
+            + ", ".join(
+                f"{k} {fmt(v.get('result_s'), 1)}s rc={v.get('rc')}" for k, v in cold.items()
+            )
+        )
+    lines.append("")
+    lines.append("### vLLM's 'non-default args' line of each variant (first round)")
+    for name, recs in runs.items():
+        first = next((r for r in recs if r.get("args_lines")), None)
+        if first:
+            lines.append(f"- {name}: {first['args_lines'][0][:700]}")
+    for name, recs in runs.items():
+        for r in recs:
+            if r.get("rc") != 0:
+                lines.append(
+                    f"- FAILED {name} ({r.get('dir')}): rc={r.get('rc')} {'; '.join(r.get('errors', []))[:400]}"
+                )
+    text = "\n".join(lines) + "\n"
+    (res / "gap_summary.md").write_text(text)
+    print(text)
+    return 0
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser()
+    sub = ap.add_subparsers(dest="cmd", required=True)
+    r = sub.add_parser("run")
+    r.add_argument("--res", required=True)
+    r.add_argument("--images", required=True)
+    r.add_argument("--model", required=True)
+    r.add_argument("--rounds", type=int, default=int(os.environ.get("GAP_ROUNDS", "3")))
+    r.add_argument("--budget", type=float, default=float(os.environ.get("GAP_BUDGET", "470")))
+    r.add_argument("--variants", default=os.environ.get("GAP_VARIANTS", DEFAULT_VARIANTS))
+    r.add_argument("--gpus", default=os.environ.get("GAP_GPUS", "0,1"))
+    r.add_argument("--slot", type=float, default=55.0, help="seconds a pair takes (first estimate)")
+    r.add_argument("--cold", action="store_true", help="run the cold round even if warm")
+    r.add_argument("--dry", action="store_true", help="write the commands only")
+    s = sub.add_parser("summary")
+    s.add_argument("res")
+    args = ap.parse_args()
+    if args.cmd == "summary":
+        return summary(Path(args.res))
+    return run(args)
+
+
+if __name__ == "__main__":
+    sys.exit(main())

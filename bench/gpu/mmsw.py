@@ -1,0 +1,103 @@
+"""``python3 -m mmrun`` with measurement switches, for the start-up gap runs (issue 16 item 1).
+
+Each switch tries one suspected cause of mmrun's slower start without editing mmrun: the
+same CLI runs, with parts of mmrun patched at run time. MMSW (comma-separated) picks them:
+
+- ``preimport``: import vLLM (and ``vllm.LLM``) before mmrun's CLI is imported, so that no
+  media thread or mmrun import runs beside vLLM's import.
+- ``workers1``: decode the media with one worker thread instead of 12 during the start.
+- ``render_thread``: load the model's processor/tokenizer (what the prompt renders with) in a
+  thread once ``import vllm`` is done, during ``vllm.LLM()``, instead of after it.
+- ``generate``: the engine's old path: one ``LLM.generate`` call for all submitted prompts,
+  instead of ``LLM.enqueue`` + ``llm_engine.step()``.
+- ``nothreads``: no frontend torch threads (mmrun.engine.use_frontend_threads does nothing).
+
+Prints ``MMSW <switches> <seconds>`` on stderr for what it did before mmrun started.
+usage: MMSW=preimport,workers1 python3 mmsw.py image -m qwen2_5_vl ...
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+import threading
+import time
+
+T0 = time.perf_counter()
+SWITCHES = {s.strip() for s in os.environ.get("MMSW", "").split(",") if s.strip()}
+KNOWN = {"preimport", "workers1", "render_thread", "generate", "nothreads"}
+if SWITCHES - KNOWN:
+    sys.exit(f"mmsw: unknown switch(es) {sorted(SWITCHES - KNOWN)}; known: {sorted(KNOWN)}")
+
+if "preimport" in SWITCHES:
+    import vllm  # noqa: F401
+    from vllm import LLM  # noqa: F401
+
+print(f"MMSW {','.join(sorted(SWITCHES)) or '-'} {time.perf_counter() - T0:.2f}", file=sys.stderr)
+
+if "workers1" in SWITCHES:
+    import mmrun.media
+
+    mmrun.media.DOWNLOAD_WORKERS = 1
+
+if "nothreads" in SWITCHES:
+    import mmrun.engine
+
+    mmrun.engine.use_frontend_threads = lambda engines_on_host=1: None
+
+if "generate" in SWITCHES:
+    import mmrun.engine
+
+    _init = mmrun.engine.Engine.__init__
+
+    def _init_generate(self, llm):  # type: ignore[no-untyped-def]
+        _init(self, llm)
+        self._streaming = False
+
+    mmrun.engine.Engine.__init__ = _init_generate  # type: ignore[method-assign]
+
+if "render_thread" in SWITCHES:
+    import mmrun.engine
+    import mmrun.runner
+
+    _state: dict = {}
+    _start = mmrun.runner.Runner.start
+    _construct = mmrun.engine._construct
+
+    def _start_with_render(self, resolver, pipeline, abort_on_media):  # type: ignore[no-untyped-def]
+        _state["renderer"] = self.renderer
+        try:
+            return _start(self, resolver, pipeline, abort_on_media)
+        finally:
+            thread = _state.pop("thread", None)
+            if thread is not None:
+                thread.join()
+                print(f"MMSW render_thread loaded in {_state.get('load_s')} s", file=sys.stderr)
+
+    def _construct_with_render(vllm, engine_args):  # type: ignore[no-untyped-def]
+        renderer = _state.get("renderer")
+        if renderer is not None:
+
+            def load() -> None:
+                t = time.perf_counter()
+                try:
+                    renderer.processor  # noqa: B018
+                except Exception as exc:  # a model rendered by its tokenizer alone
+                    print(f"MMSW render_thread: processor: {exc}", file=sys.stderr)
+                try:
+                    renderer.tokenizer  # noqa: B018
+                except Exception as exc:
+                    print(f"MMSW render_thread: tokenizer: {exc}", file=sys.stderr)
+                _state["load_s"] = round(time.perf_counter() - t, 2)
+
+            thread = threading.Thread(target=load, name="mmsw-render", daemon=True)
+            _state["thread"] = thread
+            thread.start()
+        return _construct(vllm, engine_args)
+
+    mmrun.runner.Runner.start = _start_with_render  # type: ignore[method-assign]
+    mmrun.engine._construct = _construct_with_render
+
+from mmrun.cli.main import main  # noqa: E402
+
+main()
