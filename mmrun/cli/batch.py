@@ -81,7 +81,7 @@ def run_batch(plan: Plan, *, json_out: bool, quiet: bool) -> int:
             results.append(stdout)
             if first is None:  # everything is done already: no engine to start
                 stats = Stats()
-            elif plan.replicas:
+            elif plan.replicas and not dry_run:
                 from mmrun.parallel import run_parallel
 
                 if not quiet:
@@ -97,12 +97,14 @@ def run_batch(plan: Plan, *, json_out: bool, quiet: bool) -> int:
                     on_replica_lost=None if quiet else _report_lost(err),
                     on_replica_ready=None if quiet else _report_ready(err),
                 )
-            elif plan.backend == "ray":
+            elif plan.backend == "ray" and not dry_run:
                 from mmrun.ray_backend import run_ray
 
                 items = itertools.chain([first], todo)
                 stats = run_ray(plan, emit, items, quiet=quiet, hooks=hooks)
-            else:
+            else:  # one local engine, or a dry run (the plan's engines, none started)
+                if dry_run and (plan.replicas or plan.backend != "local") and not quiet:
+                    err.print(f"[dim]mmrun: engines: {describe_engines(plan)}[/]")
                 items = itertools.chain([first], todo)
                 stats, engine = run_items(plan, HFTemplateRenderer, emit, items, hooks=hooks)
     finally:

@@ -120,3 +120,18 @@ def test_when_every_replica_dies_the_run_fails_and_can_resume(
     again = mmrun(["-i", str(photos), "-o", str(out), "-dp", "2"], fake_vllm_env)
     assert again.returncode == 0, again.stderr
     assert len(lines(out)) == 24
+
+
+@pytest.mark.parametrize("flags", [["-dp", "2"], ["--backend", "ray"]])
+def test_a_dry_run_starts_no_engine_and_names_the_plan(
+    flags: list[str], photos: Path, tmp_path: Path, fake_vllm_env: dict[str, str]
+) -> None:
+    """A dry run of a batch for several engines prepares every prompt here and starts
+    nothing: no replica, no Ray cluster (it once started both)."""
+    out = tmp_path / "out.jsonl"
+    env = {**fake_vllm_env, "FAKE_VLLM_FAIL_START": "a dry run must not start an engine"}
+    proc = mmrun(["-i", str(photos), "-o", str(out), "--dry-run", *flags], env)
+    assert proc.returncode == 0, proc.stderr
+    assert sorted(r["id"] for r in lines(out)) == sorted(str(p) for p in photos.iterdir())
+    backend = "ray" if "ray" in flags else "local"
+    assert f"mmrun: engines: {2 if backend == 'local' else 1} ({backend})" in proc.stderr
