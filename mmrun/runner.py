@@ -15,6 +15,7 @@ import concurrent.futures
 import contextlib
 import importlib
 import importlib.util
+import math
 import os
 import threading
 import time
@@ -24,7 +25,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from mmrun.errors import DownloadError, EngineError, MediaError, MmrunError
+from mmrun.errors import DownloadError, EngineError, MediaError, MmrunError, UsageError
 from mmrun.hub import check_reachable
 from mmrun.inputs import Item
 from mmrun.media import MediaItem, MediaResolver, ProgressFn
@@ -120,7 +121,10 @@ class MediaPipeline:
         resolver: MediaResolver,
         ahead: int,
         known: Mapping[str, Future[MediaItem]] | None = None,
+        budget: int | None = None,
     ) -> None:
+        """``budget``: bytes the decoded media held ahead may take (a batch); None: no bound
+        but ``ahead`` (a named run needs every item anyway)."""
         self._plan = plan
         self._items = items
         self._resolver = resolver
@@ -132,7 +136,15 @@ class MediaPipeline:
         self.resolved: collections.OrderedDict[str, Future[MediaItem]] = collections.OrderedDict(
             known or {}
         )
-        self._capacity = 2 * self._ahead * max(1, plan.items.max_count)
+        self._per_item = max(1, plan.items.max_count)
+        self._capacity = 2 * self._ahead * self._per_item
+        # What the decoded media held ahead may take (MMRUN_PREFETCH_MB): once the first items
+        # are decoded, their size bounds how many are resolved ahead. Without it a GPU's
+        # window (2 x max_num_seqs = 512 prompts, twice that ahead) of large photos would be
+        # gigabytes of pixels.
+        self._budget = budget
+        self._seen_bytes = 0
+        self._seen_items = 0
         self._exhausted = False
         # Every resolution started, while ``keep_futures`` (a batch stops keeping them once
         # the engine has started: they hold decoded media).
@@ -142,7 +154,7 @@ class MediaPipeline:
     def fill(self) -> None:
         """Submit items until ``ahead`` are waiting. The item stream may yield None: nothing
         right now, more may come (a replica waiting on its coordinator)."""
-        while not self._exhausted and len(self._queue) < self._ahead:
+        while not self._exhausted and len(self._queue) < self._limit():
             item = next(self._items, _END)
             if item is _END:
                 self._exhausted = True
@@ -160,6 +172,16 @@ class MediaPipeline:
                 continue
             self._queue.append((item, futures))
 
+    def _limit(self) -> int:
+        """How many items may wait ahead: ``ahead``, fewer when their decoded media would
+        exceed the prefetch budget (estimated from the items decoded so far)."""
+        if self._budget is None:
+            return self._ahead
+        if not self._seen_items:  # no size known yet: a few, not a GPU's whole window
+            return min(self._ahead, UNSIZED_AHEAD)
+        per_item = self._seen_bytes / self._seen_items
+        return max(2, min(self._ahead, int(self._budget / max(per_item, 1))))
+
     def _submit(self, source: str) -> Future[MediaItem]:
         future = self.resolved.get(source)
         if future is None or future.cancelled():
@@ -167,7 +189,7 @@ class MediaPipeline:
             self.resolved[source] = future
             if self.keep_futures:
                 self.futures.append(future)
-            if len(self.resolved) > self._capacity:
+            while len(self.resolved) > min(self._capacity, 2 * self._limit() * self._per_item):
                 self.resolved.popitem(last=False)
         else:
             self.resolved.move_to_end(source)
@@ -217,10 +239,45 @@ class MediaPipeline:
             media = [f.result() for f in work]
         except (MediaError, DownloadError) as exc:
             return _Ready(item, None, ItemError("media", str(exc), exc))
+        self._seen_items += 1
+        self._seen_bytes += sum(decoded_bytes(m) for m in media)
         duration = _duration_problem(self._plan, media)
         if duration is not None:
             return _Ready(item, None, ItemError("media", duration))
         return _Ready(item, media, None)
+
+
+PREFETCH_ENV = "MMRUN_PREFETCH_MB"
+UNSIZED_AHEAD = 32  # items resolved ahead before any has been decoded
+DEFAULT_PREFETCH_MB = 1024
+
+
+def prefetch_budget() -> int:
+    """Bytes the decoded media resolved ahead of the engine may take (MMRUN_PREFETCH_MB)."""
+    raw = os.environ.get(PREFETCH_ENV, "").strip()
+    try:
+        megabytes = float(raw) if raw else DEFAULT_PREFETCH_MB
+    except ValueError:
+        megabytes = math.nan
+    if not megabytes > 0 or math.isinf(megabytes):
+        raise UsageError(
+            f"{PREFETCH_ENV}={raw!r} is not a positive number of megabytes",
+            hint=f"unset it for the default ({DEFAULT_PREFETCH_MB})",
+        )
+    return int(megabytes * 1024 * 1024)
+
+
+def decoded_bytes(item: MediaItem) -> int:
+    """About what an item's decoded data holds: pixels, samples or frames."""
+    data = item.data[0] if isinstance(item.data, tuple) else item.data
+    nbytes = getattr(data, "nbytes", None)
+    if isinstance(nbytes, int):
+        return nbytes
+    try:
+        width, height = data.size
+        return int(width) * int(height) * len(data.getbands())
+    except (AttributeError, TypeError, ValueError):
+        return item.size_bytes
 
 
 def _count_problem(plan: Plan, item: Item) -> str | None:
@@ -548,7 +605,13 @@ def run_batch(
     stats = Stats()
     window = runner.window(replica=not prefetch)
     resolver = MediaResolver(plan.modality, runner.hooks.on_request, runner.hooks.on_progress)
-    pipeline = MediaPipeline(plan, items, resolver, ahead=2 * window if prefetch else window // 2)
+    pipeline = MediaPipeline(
+        plan,
+        items,
+        resolver,
+        ahead=2 * window if prefetch else window // 2,
+        budget=prefetch_budget(),
+    )
     handle = None
     try:
         if not prefetch:

@@ -4,6 +4,7 @@ The real engine runs the same paths in tests/e2e/test_batch_e2e.py."""
 
 from __future__ import annotations
 
+import itertools
 import json
 import os
 import types
@@ -337,3 +338,45 @@ def test_results_are_written_while_the_window_fills(
     assert submitted_at_first_result and submitted_at_first_result[0] < 32, (
         submitted_at_first_result
     )
+
+
+def test_large_decoded_media_shorten_the_lookahead(
+    fake_vllm: Any, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The media resolved ahead of the engine stay within MMRUN_PREFETCH_MB: with a window of
+    512 prompts (max_num_seqs 256, so 1,024 ahead), 32 are resolved before any size is known,
+    then as many as the budget holds (8 MB of 3 MB images: 2)."""
+    from PIL import Image
+
+    from mmrun import runner as runner_module
+
+    folder = tmp_path / "big"
+    folder.mkdir()
+    for i in range(40):
+        Image.new("RGB", (1024 + i, 1024), (i, 0, 0)).save(folder / f"b{i:02d}.png")
+    waiting: list[tuple[int, int]] = []
+    real_fill = runner_module.MediaPipeline.fill
+
+    def fill(self: Any) -> None:
+        real_fill(self)
+        waiting.append((self._seen_items, len(self._queue)))
+
+    monkeypatch.setattr(runner_module.MediaPipeline, "fill", fill)
+    monkeypatch.setenv("MMRUN_PREFETCH_MB", "8")
+    out = tmp_path / "out.jsonl"
+    result = cli("-i", str(folder), "-o", str(out), "--engine-arg", "max_num_seqs=256")
+    assert result.exit_code == 0, result.stderr
+    assert len(lines(out)) == 40
+    assert max(queued for _, queued in waiting) == 32, waiting
+    sized = [queued for seen, queued in waiting if seen >= 1]
+    # Once sizes are known, no fill adds items beyond the budget's 2.
+    assert all(b <= max(a, 2) for a, b in itertools.pairwise(sized)), sized
+
+
+def test_a_bad_prefetch_budget_is_a_usage_error(
+    fake_vllm: Any, photos: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("MMRUN_PREFETCH_MB", "lots")
+    result = cli("-i", str(photos), "-o", "/dev/null")
+    assert result.exit_code == EXIT_USAGE
+    assert "MMRUN_PREFETCH_MB='lots' is not a positive number of megabytes" in result.stderr
