@@ -177,9 +177,15 @@ class MediaPipeline:
         exceed the prefetch budget (estimated from the items decoded so far)."""
         if self._budget is None:
             return self._ahead
-        if not self._seen_items:  # no size known yet: a few, not a GPU's whole window
+        seen_items, seen_bytes = self._seen_items, self._seen_bytes
+        if not seen_items:  # none handed out yet (the engine is starting): those decoded
+            for _, work in self._queue:
+                if isinstance(work, list) and work and all(_decoded(f) for f in work):
+                    seen_items += 1
+                    seen_bytes += sum(decoded_bytes(f.result()) for f in work)
+        if not seen_items:  # no size known yet: a few, not a GPU's whole window
             return min(self._ahead, UNSIZED_AHEAD)
-        per_item = self._seen_bytes / self._seen_items
+        per_item = seen_bytes / seen_items
         return max(2, min(self._ahead, int(self._budget / max(per_item, 1))))
 
     def _submit(self, source: str) -> Future[MediaItem]:
@@ -265,6 +271,10 @@ def prefetch_budget() -> int:
             hint=f"unset it for the default ({DEFAULT_PREFETCH_MB})",
         )
     return int(megabytes * 1024 * 1024)
+
+
+def _decoded(future: Future[MediaItem]) -> bool:
+    return future.done() and not future.cancelled() and future.exception() is None
 
 
 def decoded_bytes(item: MediaItem) -> int:
@@ -382,6 +392,19 @@ class Runner:
 
             for future in list(pipeline.futures if pipeline is not None else ()):
                 future.add_done_callback(check)
+        # While the engine starts, keep resolving ahead as the first sizes become known (a
+        # batch's pipeline starts with a few prompts until it knows how large they decode).
+        started = threading.Event()
+        filler = None
+        if pipeline is not None and not abort_on_media:
+
+            def keep_filling() -> None:
+                with contextlib.suppress(Exception):  # the run's own fill() reports it
+                    while not started.wait(0.25):
+                        pipeline.fill()
+
+            filler = threading.Thread(target=keep_filling, name="mmrun-prefetch", daemon=True)
+            filler.start()
         try:
             llm = engine.start(
                 self.plan.engine_args, abort=abort, engines_on_host=self.engines_on_host
@@ -389,6 +412,10 @@ class Runner:
         except engine.StartAborted:
             failed[0].result()  # raises the failure
             raise
+        finally:
+            started.set()
+            if filler is not None:
+                filler.join()
         self.timings["engine_start_s"] = time.perf_counter() - t_start
         return engine.Engine(llm)
 

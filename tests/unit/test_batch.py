@@ -344,8 +344,8 @@ def test_large_decoded_media_shorten_the_lookahead(
     fake_vllm: Any, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """The media resolved ahead of the engine stay within MMRUN_PREFETCH_MB: with a window of
-    512 prompts (max_num_seqs 256, so 1,024 ahead), 32 are resolved before any size is known,
-    then as many as the budget holds (8 MB of 3 MB images: 2)."""
+    512 prompts (max_num_seqs 256, so 1,024 ahead), at most 32 are resolved before any size
+    is known, then as many as the budget holds (8 MB of 3 MB images: 2)."""
     from PIL import Image
 
     from mmrun import runner as runner_module
@@ -367,7 +367,7 @@ def test_large_decoded_media_shorten_the_lookahead(
     result = cli("-i", str(folder), "-o", str(out), "--engine-arg", "max_num_seqs=256")
     assert result.exit_code == 0, result.stderr
     assert len(lines(out)) == 40
-    assert max(queued for _, queued in waiting) == 32, waiting
+    assert max(queued for _, queued in waiting) <= 32, waiting  # not all 40
     sized = [queued for seen, queued in waiting if seen >= 1]
     # Once sizes are known, no fill adds items beyond the budget's 2.
     assert all(b <= max(a, 2) for a, b in itertools.pairwise(sized)), sized
