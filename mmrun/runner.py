@@ -13,6 +13,7 @@ from __future__ import annotations
 import collections
 import concurrent.futures
 import contextlib
+import dataclasses
 import importlib
 import importlib.util
 import math
@@ -486,7 +487,9 @@ class Runner:
                 if stops not in params_cache:
                     params_cache[stops] = self.sampling(stops)
                 request = self.engine_request(question, outcome.prompt, outcome.media)
-                outcome.media = [m for m in outcome.media]  # the items, not the decoded data
+                # The result line needs the sources, not the pixels: the engine has its own
+                # copy now, so the decoded data is not held while the prompt runs.
+                outcome.media = [dataclasses.replace(m, data=None) for m in outcome.media]
                 try:
                     request_id = llm.submit(
                         request,
