@@ -1018,6 +1018,9 @@ UNPROVEN: dict[str, str] = {
     "kimi_vl": "processor class needs remote code (KimiVLProcessor); vLLM ships only the config",
     "phi3_v": "processor class needs remote code (Phi3VProcessor)",
     "phi4_mm": "config and processor need remote code, plus the vision LoRA adapter",
-    "phi4_multimodal": "architecture removed from vLLM 0.32 (Phi4Multimodal, last in 0.12.0)",
+    "phi4_multimodal": (
+        "architecture removed from vLLM 0.32 (Phi4Multimodal, last in 0.12.0); no vLLM 0.12 "
+        "environment (torch 2.9.1) nor tiny builder yet"
+    ),
     "rvl": "config and processor classes need remote code (R-4B)",
 }
