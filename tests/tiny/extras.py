@@ -396,7 +396,7 @@ def build_deepseek_vl_v2(dest: Path) -> TinyCheckpoint:
 PROOFS: dict[tuple[str, str], Proof] = {
     ("audio", "cohere_asr"): Proof(build_cohere_asr),
     # Not in CI: vLLM builds the real 428M-parameter SigLIP tower whatever the config says;
-    # its test took 459 s on the 2-core machine (generate + chat, 3 prompts of 2 images).
+    # its test_cli_e2e case took 459 s on the shared 2-core machine (load average 4-8).
     ("image", "deepseek_vl_v2"): Proof(build_deepseek_vl_v2, in_ci=False),
     ("audio", "granite_speech"): Proof(build_granite_speech),
     ("audio", "gemma3n"): Proof(build_gemma3n),
