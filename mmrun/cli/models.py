@@ -1,6 +1,9 @@
 """`mmrun models`: list every model key, from the same registry the commands use."""
 
+import json
 from collections.abc import Callable, Sequence
+from functools import cache
+from importlib import resources
 from typing import Annotated, Any
 
 import typer
@@ -8,9 +11,19 @@ import typer
 from mmrun.cli import _options as o
 from mmrun.cli._errors import error_boundary
 from mmrun.errors import UsageError
-from mmrun.plugins import get_registry
+from mmrun.plugins import BUILTIN_PLUGINS, get_registry
 from mmrun.registry import LoaderSpec
 from mmrun.support import vllm_info
+
+
+@cache
+def proofs() -> dict[str, dict[str, Any]]:
+    """How the project's end-to-end tests prove each built-in row ("modality/key": level,
+    vLLM versions, stand-ins), as generated into mmrun/proofs.json by `make docs` from the
+    tests' tiny builders (tests/tiny)."""
+    text = resources.files("mmrun").joinpath("proofs.json").read_text()
+    rows: dict[str, dict[str, Any]] = json.loads(text)["rows"]
+    return rows
 
 
 def model_rows(modality: str | None = None) -> list[dict[str, Any]]:
@@ -25,9 +38,16 @@ def model_rows(modality: str | None = None) -> list[dict[str, Any]]:
         {
             **_row(spec, info.supports(spec.architecture), info.removed.get(spec.architecture)),
             "plugin": registry.plugin_of(spec),
+            "proof": _proof(spec, registry.plugin_of(spec)),
         }
         for spec in registry.specs(modality)
     ]
+
+
+def _proof(spec: LoaderSpec, plugin: str | None) -> dict[str, Any] | None:
+    if plugin not in BUILTIN_PLUGINS:  # a plugin's loaders are not what the tests proved
+        return None
+    return proofs().get(f"{spec.modality}/{spec.key}")
 
 
 def _row(spec: LoaderSpec, supported: bool | None, last_version: str | None) -> dict[str, Any]:
@@ -103,6 +123,7 @@ COLUMNS: tuple[tuple[str, Callable[[dict[str, Any]], str]], ...] = (
     ("max items", lambda row: "any" if row["max_items"] is None else str(row["max_items"])),
     ("methods", lambda row: ",".join(row["methods"])),
     ("remote code", lambda row: "yes" if row["trust_remote_code"] else ""),
+    ("proven on", lambda row: _proof_cell(row["proof"])),
 )
 
 
@@ -126,3 +147,12 @@ def _table(
     for row in rows:
         table.add_row(*(cell(row) for _, cell in columns))
     return table
+
+
+def _proof_cell(proof: dict[str, Any] | None) -> str:
+    """The vLLM versions the tests proved a row on; "(stand-in)" where only its engine path
+    is proven (the checkpoint's template or tokenizer is not the model's)."""
+    if proof is None:
+        return ""
+    versions = ", ".join(proof["vllm"])
+    return versions if proof["level"] == "real" else f"{versions} (stand-in)"

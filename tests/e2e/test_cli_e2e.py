@@ -30,13 +30,23 @@ import pytest
 from mmrun.plugins import builtin_registry
 from mmrun.tiny import TinyCheckpoint
 from tests.e2e.cli_worker import CliRun, CliWorker
-from tests.tiny import builders
+from tests.tiny import builders, proofs
 
 pytestmark = pytest.mark.e2e
 
 REGISTRY = builtin_registry()
 # The video rows have their own test (test_video_e2e.py): the seeds have no video assets.
-CASES = sorted(k for k in builders() if k[0] in ("image", "audio"))
+# A row too slow for CI (tests.tiny.Proof.in_ci) runs only in `make test-outside-ci`.
+PROOFS = proofs()
+CASES = [
+    pytest.param(
+        modality,
+        key,
+        id=f"{modality}-{key}",
+        marks=() if PROOFS[(modality, key)].in_ci else pytest.mark.outside_ci,
+    )
+    for modality, key in sorted(k for k in builders() if k[0] in ("image", "audio"))
+]
 NUM_PROMPTS = 3
 # Encoder-decoder models: vLLM reports the decoder prompt; the audio goes to the encoder.
 ENCODER_DECODER = {"WhisperForConditionalGeneration", "CohereAsrForConditionalGeneration"}
@@ -155,7 +165,7 @@ def worker(cli_worker: CliWorker) -> Iterator[CliWorker]:
     cli_worker.release()
 
 
-@pytest.mark.parametrize(("modality", "key"), CASES, ids=[f"{m}-{k}" for m, k in CASES])
+@pytest.mark.parametrize(("modality", "key"), CASES)
 def test_generate_and_chat(
     modality: str, key: str, tiny_checkpoint: Any, media_server: Any, worker: CliWorker
 ) -> None:

@@ -578,15 +578,8 @@ BUILDERS: dict[str, Builder] = {
 
 # Why each other audio seed row has no offline proof on vLLM 0.32 + transformers 5.19.
 UNPROVEN: dict[str, str] = {
-    # Its config.json (the remote code's NeMo layout) loads with transformers' own
-    # CohereAsrConfig, but the model module does not import.
-    "cohere_asr": "vLLM's CohereASR feature extractor imports torchaudio, which this vLLM CPU env cannot load",
-    "gemma3n": "vision tower is a timm model and timm is not installed (vLLM builds it even with 0 images)",
-    "granite_speech": "its feature extractor needs torchaudio, which this vLLM CPU env cannot load",
-    "kimi_audio": "needs remote code (its config class, moonshot_kimia, is only in the model repo)",
-    "midashenglm": "needs remote code (MiDashengLMProcessor); vLLM's module also imports torchaudio",
+    "midashenglm": "needs remote code (MiDashengLMProcessor; vLLM ships the config class)",
     "minicpmo": "needs remote code (MiniCPMOConfig and the checkpoint's processor)",
-    "musicflamingo": "architecture removed from vLLM 0.32",
     "phi4_mm": "needs remote code (Phi4MM config and processor) and the speech LoRA",
     "ultravox": "needs remote code (UltravoxProcessor exists only in the fixie-ai model repos)",
 }

@@ -1011,26 +1011,16 @@ BUILDERS: dict[str, Builder] = {
 
 # Every other row of the image seed, with why it has no offline proof on vLLM 0.32.
 UNPROVEN: dict[str, str] = {
-    "aya_vision": "architecture removed from vLLM 0.32 (AyaVision, last in 0.24.0)",
     "command_a_vision": "real chat template not buildable offline (Cohere's long preamble template)",
-    # vLLM builds this tower with timm.create_model("vit_so400m_patch14_siglip_384"), whatever
-    # the config says: 400M parameters, and timm is not installed.
-    "deepseek_vl_v2": "vLLM hard-codes a 400M-parameter SigLIP tower (via timm, not installed)",
-    "h2ovl_chat": "config class needs remote code (H2OVLChatConfig)",
     "hyperclovax_seed_vision": "architecture removed from vLLM 0.32 (HCXVision, last in 0.28.0)",
-    "interns1": "config and tokenizer classes need remote code (InternS1Config, InternS1Tokenizer)",
-    "internvl_chat": "config class needs remote code (InternVLChatConfig)",
     "keye_vl": "config and processor classes need remote code (Keye-VL)",
     "keye_vl1_5": "config and processor classes need remote code (Keye-VL-1.5)",
     "kimi_vl": "processor class needs remote code (KimiVLProcessor); vLLM ships only the config",
-    "NVLM_D": "config class needs remote code (NVLM-D); vLLM ships only the processor",
-    "ovis": "vLLM-only config; the checkpoint's chat template and image processor not known offline",
-    "ovis2_5": "config class needs remote code (Ovis2.5); vLLM ships only the processor",
     "phi3_v": "processor class needs remote code (Phi3VProcessor)",
     "phi4_mm": "config and processor need remote code, plus the vision LoRA adapter",
-    "phi4_multimodal": "architecture removed from vLLM 0.32 (Phi4Multimodal, last in 0.12.0)",
-    "qwen_vl_chat": "architecture removed from vLLM 0.32 (QwenVL, last in 0.23.0)",
+    "phi4_multimodal": (
+        "architecture removed from vLLM 0.32 (Phi4Multimodal, last in 0.12.0); no vLLM 0.12 "
+        "environment (torch 2.9.1) nor tiny builder yet"
+    ),
     "rvl": "config and processor classes need remote code (R-4B)",
-    "tarsier": "architecture removed from vLLM 0.32 (Tarsier, last in 0.24.0)",
-    "tarsier2": "architecture removed from vLLM 0.32 (Tarsier2, last in 0.23.0)",
 }

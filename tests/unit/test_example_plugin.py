@@ -59,6 +59,7 @@ def test_models_lists_it_and_the_allow_list_hides_it() -> None:
         "gpus_per_replica": 1,
         "note": "from the example plugin (examples/mmrun-example-plugin)",
         "plugin": "example",
+        "proof": None,
     }
     hidden = mmrun_cli("models", "--json", MMRUN_PLUGINS="")
     assert "llava-interleave" not in [row["key"] for row in json.loads(hidden.stdout)["models"]]
