@@ -123,7 +123,7 @@ def test_ctrl_c_during_a_slow_download(media_server: Any, isolated_cache: Path) 
     try:
         wait_for(lambda: bool(media_server.requests), 30, "the download to start")
         time.sleep(0.3)
-        out, err = interrupt(proc, None, timeout=5)  # not the 30 s the download would take
+        out, err = interrupt(proc, None, timeout=15)  # not the 30 s the download would take
     finally:
         if proc.poll() is None:
             proc.kill()
