@@ -55,6 +55,8 @@ DEFAULT_DEADLINE_S = 300.0
 # What the decodes running at once may hold (file bytes, decoded pixels or samples); a decode
 # that needs more than all of it runs alone.
 DEFAULT_DECODE_MEMORY_MB = 512
+PREFETCH_ENV = "MMRUN_PREFETCH_MB"
+DEFAULT_PREFETCH_MB = 1024
 MAX_REDIRECTS = 5
 RETRIES = 3
 RETRY_BACKOFF_S = 0.5  # the wait before the second try; it doubles for each further try
@@ -120,6 +122,25 @@ def _deadline() -> float:
 
 def _decode_memory() -> int:
     return int(_number(DECODE_MEMORY_ENV, DEFAULT_DECODE_MEMORY_MB, "megabytes") * 1024 * 1024)
+
+
+def prefetch_budget() -> int:
+    """Bytes the decoded media resolved ahead of the engine may take in a batch
+    (MMRUN_PREFETCH_MB)."""
+    return int(_number(PREFETCH_ENV, DEFAULT_PREFETCH_MB, "megabytes") * 1024 * 1024)
+
+
+def decoded_bytes(item: MediaItem) -> int:
+    """About what an item's decoded data holds: pixels, samples or frames."""
+    data = item.data[0] if isinstance(item.data, tuple) else item.data
+    nbytes = getattr(data, "nbytes", None)
+    if isinstance(nbytes, int):
+        return nbytes
+    try:
+        width, height = data.size
+        return int(width) * int(height) * len(data.getbands())
+    except (AttributeError, TypeError, ValueError):
+        return item.size_bytes
 
 
 def parse_source(text: str, modality: Modality) -> Source:

@@ -16,7 +16,6 @@ import contextlib
 import dataclasses
 import importlib
 import importlib.util
-import math
 import os
 import threading
 import time
@@ -26,10 +25,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from mmrun.errors import DownloadError, EngineError, MediaError, MmrunError, UsageError
+from mmrun.errors import DownloadError, EngineError, MediaError, MmrunError
 from mmrun.hub import check_reachable
 from mmrun.inputs import Item
-from mmrun.media import MediaItem, MediaResolver, ProgressFn
+from mmrun.media import MediaItem, MediaResolver, ProgressFn, decoded_bytes, prefetch_budget
 from mmrun.plan import Plan
 from mmrun.request import LoaderContext, LoraAdapter, Prompt, TemplateRenderer
 from mmrun.results import Completion, ItemError, Outcome, RunResult
@@ -254,41 +253,11 @@ class MediaPipeline:
         return _Ready(item, media, None)
 
 
-PREFETCH_ENV = "MMRUN_PREFETCH_MB"
 UNSIZED_AHEAD = 32  # items resolved ahead before any has been decoded
-DEFAULT_PREFETCH_MB = 1024
-
-
-def prefetch_budget() -> int:
-    """Bytes the decoded media resolved ahead of the engine may take (MMRUN_PREFETCH_MB)."""
-    raw = os.environ.get(PREFETCH_ENV, "").strip()
-    try:
-        megabytes = float(raw) if raw else DEFAULT_PREFETCH_MB
-    except ValueError:
-        megabytes = math.nan
-    if not megabytes > 0 or math.isinf(megabytes):
-        raise UsageError(
-            f"{PREFETCH_ENV}={raw!r} is not a positive number of megabytes",
-            hint=f"unset it for the default ({DEFAULT_PREFETCH_MB})",
-        )
-    return int(megabytes * 1024 * 1024)
 
 
 def _decoded(future: Future[MediaItem]) -> bool:
     return future.done() and not future.cancelled() and future.exception() is None
-
-
-def decoded_bytes(item: MediaItem) -> int:
-    """About what an item's decoded data holds: pixels, samples or frames."""
-    data = item.data[0] if isinstance(item.data, tuple) else item.data
-    nbytes = getattr(data, "nbytes", None)
-    if isinstance(nbytes, int):
-        return nbytes
-    try:
-        width, height = data.size
-        return int(width) * int(height) * len(data.getbands())
-    except (AttributeError, TypeError, ValueError):
-        return item.size_bytes
 
 
 def _count_problem(plan: Plan, item: Item) -> str | None:
