@@ -546,10 +546,9 @@ def _watch_engine_core(llm: Any, closed: threading.Event) -> None:
     thread waits on the engine core processes and then puts vLLM's own EngineDeadError in the
     queue, which ``step()`` raises. An engine run in this process has nothing to watch."""
     core = getattr(getattr(llm, "llm_engine", None), "engine_core", None)
-    manager = getattr(getattr(core, "resources", None), "engine_manager", None)
-    processes = getattr(manager, "processes", None)
+    processes = _engine_core_processes(core)
     queue = getattr(core, "outputs_queue", None)
-    if not isinstance(processes, list) or not processes or queue is None:
+    if not processes or queue is None:
         return
     sentinels = [p.sentinel for p in processes]
 
@@ -604,6 +603,14 @@ def _one_line(exc: BaseException) -> str:
     return first[:500]
 
 
+def _engine_core_processes(core: Any) -> list[Any]:
+    """The engine core processes of an LLM's engine client (vLLM's CoreEngineProcManager); an
+    engine run in this process (VLLM_ENABLE_V1_MULTIPROCESSING=0) has none."""
+    manager = getattr(getattr(core, "resources", None), "engine_manager", None)
+    processes = getattr(manager, "processes", None)
+    return list(processes) if isinstance(processes, list) else []
+
+
 def shutdown(llm: Any, *, now: bool = False) -> None:
     """Stop the engine's processes now, not at interpreter exit.
 
@@ -614,11 +621,8 @@ def shutdown(llm: Any, *, now: bool = False) -> None:
     engine = getattr(llm, "llm_engine", None)
     core = getattr(engine, "engine_core", None)
     if now:
-        # The engine core processes of this LLM (vLLM's CoreEngineProcManager); an engine
-        # run in this process (VLLM_ENABLE_V1_MULTIPROCESSING=0) has none.
-        manager = getattr(getattr(core, "resources", None), "engine_manager", None)
-        processes = getattr(manager, "processes", None)
-        if isinstance(processes, list):
+        processes = _engine_core_processes(core)
+        if processes:
             _kill_engine_processes(processes)
     for target in (core, engine):
         stop = getattr(target, "shutdown", None)
