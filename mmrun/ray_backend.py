@@ -27,8 +27,12 @@ from mmrun.plan import Plan, Recipe
 from mmrun.results import Completion, ItemError, Outcome
 from mmrun.runner import Hooks, Stats
 
-# Rows of the Dataset the engine stage receives at a time.
+# Rows of the Dataset the engine stage receives at a time, at least; it grows with the engine's
+# max_num_seqs (engine_batch_size) so that an actor keeps as many prompts in its engine as a
+# replica of `-dp` does (2 x max_num_seqs): Ray Data gives an actor MAX_CONCURRENT_BATCHES
+# batches at once, and with 16 rows each an engine of max_num_seqs 256 ran half full.
 BATCH_SIZE = 16
+MAX_CONCURRENT_BATCHES = 8  # Ray Data's default, named here because the batch size depends on it
 # Passed to the workers when set on the driver: they configure vLLM and the Hub alike.
 _FORWARDED_ENV = ("VLLM_", "HF_", "MMRUN_", "TRANSFORMERS_", "TOKENIZERS_", "CUDA_VISIBLE")
 
@@ -171,7 +175,8 @@ def run_ray(
         model_source=plan.model,
         engine_kwargs=engine_kwargs,
         concurrency=plan.options.replicas or 1,
-        batch_size=BATCH_SIZE,
+        batch_size=engine_batch_size(plan.engine_args),
+        max_concurrent_batches=MAX_CONCURRENT_BATCHES,
         runtime_env=runtime_env,
         chat_template_stage=False,
         tokenize_stage=False,
@@ -180,8 +185,7 @@ def run_ray(
         should_continue_on_error=True,
         # Ray's Prometheus export of vLLM's metrics needs ray[serve], which mmrun[ray] lacks.
         log_engine_metrics=False,
-        # The CPU build: one CPU for each engine actor, no GPU.
-        placement_group_config={"bundles": [{"CPU": 1}]} if cpu else None,
+        placement_group_config=engine_placement(plan.engine_args, cpu, ray.cluster_resources()),
     )
     processor = build_processor(
         config,
@@ -233,6 +237,35 @@ def _root_cause(exc: BaseException) -> str:
         if head.endswith(("Error", "Exception")) and " " not in head:
             return line[:300]
     return (lines[-1] if lines else type(exc).__name__)[:300]
+
+
+def engine_batch_size(engine_args: dict[str, Any]) -> int:
+    """Rows per engine-stage batch: MAX_CONCURRENT_BATCHES of them fill 2 x max_num_seqs."""
+    seqs = int(engine_args.get("max_num_seqs") or 0)
+    return max(BATCH_SIZE, -(-2 * seqs // MAX_CONCURRENT_BATCHES))
+
+
+def engine_placement(
+    engine_args: dict[str, Any], cpu: bool, cluster: dict[str, float]
+) -> dict[str, Any] | None:
+    """The resources of one engine actor. The CPU build: one CPU, no GPU. A GPU engine on one
+    GPU: the GPU and the CPUs its frontend uses to prepare requests (vLLM runs each request's
+    image and audio processing with OMP_NUM_THREADS torch threads, and Ray sets that variable
+    to the CPUs an actor holds, 1 by default: the bottleneck measured on the H200, see
+    engine.use_frontend_threads). Half of the cluster's CPUs per GPU, at most
+    FRONTEND_THREADS_MAX; the other half stays for the preprocess workers. Several GPUs per
+    engine (-tp): Ray Data's own placement."""
+    from mmrun.engine import FRONTEND_THREADS_MAX
+
+    if cpu:
+        return {"bundles": [{"CPU": 1}]}
+    gpus = float(cluster.get("GPU") or 0)
+    tp = int(engine_args.get("tensor_parallel_size") or 1)
+    pp = int(engine_args.get("pipeline_parallel_size") or 1)
+    if gpus < 1 or tp * pp != 1:
+        return None
+    threads = int(min(FRONTEND_THREADS_MAX, float(cluster.get("CPU") or 0) / gpus // 2))
+    return {"bundles": [{"GPU": 1, "CPU": max(1, threads)}]}
 
 
 def _on_cpu() -> bool:

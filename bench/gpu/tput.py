@@ -13,6 +13,8 @@ Steps (--steps or TPUT_STEPS; a step may repeat; each is skipped if too little t
   st256      mmrun's streamed batch mode: --input m256.jsonl -o out.jsonl (time to first line)
   dp1        streamed, 1024 x 4, -dp 1 on GPU 0            (issue 15: scaling efficiency)
   dp2        streamed, 1024 x 4, -dp 2 on GPUs 0 and 1
+  dp2omp8    dp2 with OMP_NUM_THREADS=8 for every process (the engine cores' torch threads too)
+  mm256mbt   mm256 with max_num_batched_tokens=32768 (a GPU-side setting; its own compile)
   ray        streamed, 1024 x 4, --backend ray --replicas 2 (a local Ray cluster, both GPUs)
   prof       raw_bench.py 64 x 4 under vLLM's torch profiler (its own compile; optional)
 Every mmrun step runs with -v (vLLM's log, for the moment the engine is ready).
@@ -28,6 +30,7 @@ import json
 import os
 import subprocess
 import sys
+import threading
 import time
 from datetime import datetime
 from pathlib import Path
@@ -65,6 +68,8 @@ EXPECTED = {
     "dp2": 80,
     "prof": 150,
     "ray": 200,
+    "dp2omp8": 80,
+    "mm256mbt": 110,
 }
 
 
@@ -110,6 +115,14 @@ def step_command(
     if step in ("mm256", "mm256omp1"):
         env = {**gpu0, **({"OMP_NUM_THREADS": "1"} if step == "mm256omp1" else {})}
         return mmrun_cmd(*named, *image_flags(bench / "s256"), *named_tail), env, r"^\{", None
+    if step == "mm256mbt":
+        more = ["--engine-arg", "max_num_batched_tokens=32768"]
+        return (
+            mmrun_cmd(*named, *image_flags(bench / "s256"), *named_tail, *more),
+            gpu0,
+            r"^\{",
+            None,
+        )
     if step == "mm64":
         return mmrun_cmd(*named, *image_flags(bench / "s64"), *named_tail), gpu0, r"^\{", None
     if step == "st256":
@@ -121,10 +134,13 @@ def step_command(
             "",
             out,
         )
-    if step == "dp2":
+    if step in ("dp2", "dp2omp8"):
         return (
             mmrun_cmd(*streamed, "--input", str(bench / "ms1024.jsonl"), "-dp", "2"),
-            {"CUDA_VISIBLE_DEVICES": "0,1"},
+            {
+                "CUDA_VISIBLE_DEVICES": "0,1",
+                **({"OMP_NUM_THREADS": "8"} if step == "dp2omp8" else {}),
+            },
             "",
             out,
         )
@@ -170,6 +186,10 @@ def run(args: argparse.Namespace) -> int:
             stdout=open(res / "smi.csv", "w"),  # noqa: SIM115 (the sampler's, until it ends)
             stderr=subprocess.DEVNULL,
         )
+    cpu_stop = threading.Event()
+    cpu_thread = threading.Thread(target=sample_cpu, args=(res / "cpu.csv", cpu_stop), daemon=True)
+    if not args.dry:
+        cpu_thread.start()
     seen: dict[str, int] = {}
     took: dict[str, float] = {}
     try:
@@ -221,7 +241,43 @@ def run(args: argparse.Namespace) -> int:
     finally:
         if smi is not None:
             smi.terminate()
+        cpu_stop.set()
     return summary(res)
+
+
+def sample_cpu(path: Path, stop: threading.Event) -> None:
+    """The host's CPU use every 0.5 s (/proc/stat): wall time, busy % of all cores, cores."""
+
+    def read() -> tuple[int, int]:
+        fields = [int(x) for x in Path("/proc/stat").read_text().split("\n", 1)[0].split()[1:]]
+        idle = fields[3] + (fields[4] if len(fields) > 4 else 0)
+        return sum(fields), idle
+
+    cores = os.cpu_count() or 1
+    with open(path, "w") as f:
+        last = read()
+        while not stop.wait(0.5):
+            now = read()
+            total, idle = now[0] - last[0], now[1] - last[1]
+            last = now
+            if total > 0:
+                f.write(f"{time.time():.2f},{100 * (total - idle) / total:.1f},{cores}\n")
+                f.flush()
+
+
+def cpu_samples(res: Path) -> list[tuple[float, float]]:
+    path = res / "cpu.csv"
+    out = []
+    for line in path.read_text().splitlines() if path.exists() else []:
+        with contextlib.suppress(ValueError, IndexError):
+            wall, pct = line.split(",")[:2]
+            out.append((float(wall), float(pct)))
+    return out
+
+
+def cpu_busy(samples: list[tuple[float, float]], start: float, end: float) -> str:
+    vals = [p for t, p in samples if start <= t <= end]
+    return f"host CPU busy {sum(vals) / len(vals):.0f}%" if vals else "host CPU busy -"
 
 
 def short(rec: dict[str, Any]) -> str:
@@ -290,6 +346,7 @@ def measure(rec: dict[str, Any], samples: list[tuple[float, int, float]]) -> lis
                     "output_tokens": r["output_tokens"],
                     "texts": texts.get(r["set"]),
                     "gpu_busy": busy(samples, {0}, r["start_wall"], r["end_wall"]),
+                    "window": (r["start_wall"], r["end_wall"]),
                     "note": f"threads={r.get('torch_threads')}",
                 }
             )
@@ -310,6 +367,7 @@ def measure(rec: dict[str, Any], samples: list[tuple[float, int, float]]) -> lis
                 "output_tokens": sum(o["completion_tokens"] for o in outs),
                 "texts": [o["text"] for o in outs],
                 "gpu_busy": busy(samples, {0}, end - (gen or 0), end) if gen else None,
+                "window": (end - (gen or 0), end),
                 "note": f"start {fmt(t.get('engine_start_s'), 1)}s, result at {fmt(rec.get('result_s'), 1)}s",
             }
         )
@@ -346,6 +404,7 @@ def measure(rec: dict[str, Any], samples: list[tuple[float, int, float]]) -> lis
                 )
                 if secs
                 else None,
+                "window": (spawn + (first if ready is None else ready), spawn + (last or 0)),
                 "note": (
                     f"replicas ready {[round(x, 1) for x in rec.get('replica_ready', [])]}, "
                     f"from the last: {fmt(n / (last - max(rec['replica_ready'])) if rec.get('replica_ready') and last and last > max(rec['replica_ready']) else None)} p/s; "
@@ -377,6 +436,10 @@ def summary(res: Path) -> int:
                 f"- {run_dir.name}: rc={rec.get('rc')} timed_out={rec.get('timed_out')} {'; '.join(rec.get('errors', []))[:400]}"
             )
         meas += measure(rec, samples)
+    cpu = cpu_samples(res)
+    for m in meas:
+        if m.get("window"):
+            m["note"] = f"{cpu_busy(cpu, *m['window'])}; {m['note']}"
     ref = {m["set"]: m for m in meas if m["run"] == "raw"}
     rows = []
     for m in meas:

@@ -1,0 +1,46 @@
+"""--backend ray: what mmrun asks of Ray Data for each engine actor (pure functions; the real
+Ray run is tests/e2e/test_scale_out_e2e.py)."""
+
+from __future__ import annotations
+
+from mmrun.engine import FRONTEND_THREADS_MAX
+from mmrun.ray_backend import (
+    BATCH_SIZE,
+    MAX_CONCURRENT_BATCHES,
+    engine_batch_size,
+    engine_placement,
+)
+
+
+def test_an_actor_keeps_twice_max_num_seqs_in_its_engine() -> None:
+    size = engine_batch_size({"max_num_seqs": 256})
+    assert size * MAX_CONCURRENT_BATCHES == 512
+    # an odd max_num_seqs rounds up, never down (the engine would run short)
+    assert engine_batch_size({"max_num_seqs": 257}) * MAX_CONCURRENT_BATCHES >= 514
+
+
+def test_small_engines_keep_the_smallest_batch() -> None:
+    assert engine_batch_size({}) == BATCH_SIZE
+    assert engine_batch_size({"max_num_seqs": 5}) == BATCH_SIZE
+
+
+def test_the_cpu_build_asks_for_one_cpu_and_no_gpu() -> None:
+    assert engine_placement({}, True, {"CPU": 2.0}) == {"bundles": [{"CPU": 1}]}
+
+
+def test_a_gpu_engine_holds_cpus_for_its_frontend() -> None:
+    # 2 H200s and 32 cores (the lent machine): 8 CPUs per engine, 16 left for preprocessing
+    assert engine_placement({}, False, {"CPU": 32.0, "GPU": 2.0}) == {
+        "bundles": [{"GPU": 1, "CPU": 8}]
+    }
+    # never more than the frontend uses, never less than one
+    big = engine_placement({}, False, {"CPU": 256.0, "GPU": 2.0})
+    assert big == {"bundles": [{"GPU": 1, "CPU": FRONTEND_THREADS_MAX}]}
+    assert engine_placement({}, False, {"CPU": 4.0, "GPU": 8.0}) == {
+        "bundles": [{"GPU": 1, "CPU": 1}]
+    }
+
+
+def test_several_gpus_per_engine_keep_ray_data_s_placement() -> None:
+    assert engine_placement({"tensor_parallel_size": 2}, False, {"CPU": 32.0, "GPU": 2.0}) is None
+    assert engine_placement({}, False, {"CPU": 32.0}) is None  # no GPU in the cluster (yet)
