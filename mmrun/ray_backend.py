@@ -185,7 +185,11 @@ def run_ray(
         should_continue_on_error=True,
         # Ray's Prometheus export of vLLM's metrics needs ray[serve], which mmrun[ray] lacks.
         log_engine_metrics=False,
-        placement_group_config=engine_placement(plan.engine_args, cpu, ray.cluster_resources()),
+        placement_group_config=engine_placement(
+            plan.engine_args,
+            cpu,
+            ray.cluster_resources(),  # type: ignore[no-untyped-call]
+        ),
     )
     processor = build_processor(
         config,

@@ -2,8 +2,14 @@
 # Call B (after A): install vLLM, then every tiny-checkpoint row through mmrun's CLI on CUDA,
 # eager, generate and chat, PROOFS_PAR runs at a time on GPU 0 (issue 16 item 4). Meanwhile, on
 # GPU 1: the Qwen2.5-VL-3B-shaped model's first compiled start (its torch.compile cache serves
-# calls C and D) and the benchmark's images. Carry: .gpu/b .gpu/s .gpu/t
+# calls C and D) and the benchmark's images.
+# Carry: .gpu/s .gpu/t .gpu/m once an earlier call of this machine installed vLLM (.gpu/b; it
+# stays in /tmp/site while the machine is warm): with .gpu/b the four are over the 64 MiB of a
+# call. On a machine without vLLM: .gpu/b .gpu/s .gpu/t (the MoE rows, llama4, step3 and
+# glm4_5v*, then fail: no MoE kernels), or first `bash .gpu/s/setup.sh` carrying .gpu/b .gpu/s.
+# setup.sh (through common.sh) unpacks .gpu/m into /tmp/site/vllm/ and checks its sha256.
 CALL=proofs; source "$(dirname "$0")/common.sh"
+[ -n "$DRYFLAG" ] || [ -f /tmp/site/vllm/_moe_C_stable_libtorch.abi3.so ] || log "no MoE kernels (.gpu/m not carried): the MoE rows (llama4, step3, glm4_5v, glm4_5v_fp8) will fail"
 log "tiny checkpoints"
 if [ ! -f /tmp/tiny/.done ]; then mkdir -p /tmp/tiny && xz -dc .gpu/t/tiny.tar.xz | tar xf - -C /tmp/tiny && touch /tmp/tiny/.done; fi
 log "background: benchmark images, then the 3B model's first compiled start on GPU 1"

@@ -20,7 +20,7 @@ if [ -z "$DRYFLAG" ] && [ ! -f /tmp/site/vllm/_C_stable_libtorch.abi3.so ]; then
   echo "COLD" > "$OUT/summary.txt"; exit 3
 fi
 if [ -z "$DRYFLAG" ]; then
-  log "setup"; bash .gpu/s/setup.sh 2>&1 | tail -4
+  log "setup"; bash .gpu/s/setup.sh 2>&1 | tail -6
   [ -f /tmp/site/.done ] || { echo "setup failed (no /tmp/site/.done)"; exit 3; }
 fi
 export PYTHONPATH=/tmp/site:$PWD

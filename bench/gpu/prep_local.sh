@@ -15,6 +15,7 @@
 # Produces: .gpu/a  (~59 MB) vLLM's _C_stable_libtorch .so, xz       -> call A
 #           .gpu/b  (~34 MB) the rest of vLLM + the dependency wheels installed, xz -> every call after A
 #           .gpu/s  (~1 MB)  these scripts + the Qwen2.5-VL-3B-shaped config (full-vocab tokenizer, xz)
+#           .gpu/m  (~40 MB) vLLM's MoE kernels (_moe_C_stable_libtorch .so), xz  -> proofs call (B)
 #           .gpu/t  (~6-12 MB) tiny checkpoints (xz tar), index.json, the test media -> proofs call
 # and checks every call of RUNBOOK.md against the 64 MiB a call may carry.
 set -euo pipefail
@@ -32,13 +33,15 @@ if [ "$MODE" = all ]; then
   echo "$(ts) downloads (kept in $W)"
   VW=$W/dl/vllm-0.26.0-cp38-abi3-manylinux_2_28_x86_64.whl
   [ -f "$VW" ] || $PD -q -d "$W/dl" vllm==0.26.0
-  # vLLM 0.26's dependencies that the device image lacks (the list that ran on 2026-11-29)
+  # vLLM 0.26's dependencies that the device image lacks (the list that ran on 2026-11-29, plus
+  # compressed-tensors, which vLLM's quantization registry imports for every GLM-4.xV model, and
+  # its loguru; its torch, transformers, pydantic and accelerate are there or carried)
   for spec in pydantic==2.14.4 pydantic-core==2.50.5 annotated-types==0.8.0 typing-inspection==0.4.5 typing-extensions==4.16.0 \
     msgspec==0.23.0 pyzmq==27.3.0 openai==2.54.0 jiter==0.19.0 distro==1.9.0 sniffio==1.3.1 pybase64==1.5.1 cachetools==8.0.2 \
     cbor2==6.3.0 blake3==1.0.11 partial-json-parser==0.2.1.1.post7 mistral_common==1.13.1 pycountry==26.2.16 \
     pydantic-extra-types==2.11.1 jsonschema==4.26.0 jsonschema-specifications==2025.9.1 referencing==0.37.0 rpds-py==2026.9.1 \
     openai-harmony==0.0.8 llguidance==1.7.6 xgrammar==0.2.8 apache-tvm-ffi==0.1.15.post2 fastapi==0.136.3 starlette==1.10.0 \
-    lm-format-enforcer==0.11.3 interegular==0.3.3; do
+    lm-format-enforcer==0.11.3 interegular==0.3.3 compressed-tensors==0.17.0 loguru==0.7.3; do
     ls "$W/whl" | grep -qi "^$(echo "${spec%%==*}" | tr - _)-${spec##*==}-" || $PD -q -d "$W/whl" "$spec"
   done
   # mmrun's own dependencies that the device lacks (KINDS.md's list: no soundfile, cffi,
@@ -53,7 +56,7 @@ if [ "$MODE" = all ]; then
   if [ ! -d "$W/tf517/transformers" ]; then
     $PD -q -d "$W/tf517" transformers==5.17.0 && (cd "$W/tf517" && unzip -q -o transformers-5.17.0-py3-none-any.whl 'transformers/*')
   fi
-  echo "$(ts) payloads a and b (kept when present and intact; FORCE=1 rebuilds them)"
+  echo "$(ts) payloads a, b and m (kept when present and intact; FORCE=1 rebuilds them)"
   mkdir -p "$REPO/.gpu/a" "$REPO/.gpu/b"
   if [ -n "${FORCE:-}" ] || ! xz -t "$REPO/.gpu/a/C_stable.so.xz" 2>/dev/null || ! xz -t "$REPO/.gpu/b/vllm_rest.tar.xz" 2>/dev/null; then
     rm -rf "$W/vx" && mkdir -p "$W/vx" && (cd "$W/vx" && unzip -q -o "$VW")
@@ -69,6 +72,15 @@ if [ "$MODE" = all ]; then
         --exclude='vllm/third_party/deep_gemm/_C.cpython-310-x86_64-linux-gnu.so' --exclude='vllm/third_party/deep_gemm/_C.cpython-311-x86_64-linux-gnu.so' \
         --exclude='vllm/third_party/deep_gemm/_C.cpython-313-x86_64-linux-gnu.so' --exclude='vllm/third_party/deep_gemm/_C.cpython-314-x86_64-linux-gnu.so' \
         -cf - vllm vllm-0.26.0.dist-info) | xz -T0 -9 > "$REPO/.gpu/b/vllm_rest.tar.xz"
+  fi
+  # m: the MoE kernels (47.5 MB; xz -9: ~40 MB), left out of b: call B carries them without b
+  # (64 MiB a call), once an earlier call of the machine installed b; setup.sh unpacks them
+  mkdir -p "$REPO/.gpu/m"
+  if [ -n "${FORCE:-}" ] || ! xz -t "$REPO/.gpu/m/moe_C.so.xz" 2>/dev/null || [ ! -s "$REPO/.gpu/m/moe_C.sha256" ]; then
+    unzip -p "$VW" vllm/_moe_C_stable_libtorch.abi3.so > "$W/moe_C.so"
+    xz -T0 -9 -c "$W/moe_C.so" > "$REPO/.gpu/m/moe_C.so.xz"
+    sha256sum "$W/moe_C.so" | awk '{print $1}' > "$REPO/.gpu/m/moe_C.sha256"
+    rm -f "$W/moe_C.so"
   fi
   # the wheels, installed here for Python 3.12 (pip --target, as setup.sh did there) and packed
   # as one xz tar: 19 MB instead of 35 MB of wheels
