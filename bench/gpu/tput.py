@@ -15,6 +15,8 @@ Steps (--steps or TPUT_STEPS; a step may repeat; each is skipped if too little t
   dp2        streamed, 1024 x 4, -dp 2 on GPUs 0 and 1
   dp2omp8    dp2 with OMP_NUM_THREADS=8 for every process (the engine cores' torch threads too)
   mm256mbt   mm256 with max_num_batched_tokens=32768 (a GPU-side setting; its own compile)
+  mm256enc   mm256 with the vision encoder compiled and in CUDA graphs (vLLM's
+             compile_mm_encoder, cudagraph_mm_encoder; its own compile)
   ray        streamed, 1024 x 4, --backend ray --replicas 2 (a local Ray cluster, both GPUs)
   prof       raw_bench.py 64 x 4 under vLLM's torch profiler (its own compile; optional)
 Every mmrun step runs with -v (vLLM's log, for the moment the engine is ready).
@@ -70,6 +72,7 @@ EXPECTED = {
     "ray": 200,
     "dp2omp8": 80,
     "mm256mbt": 110,
+    "mm256enc": 150,
 }
 
 
@@ -115,8 +118,13 @@ def step_command(
     if step in ("mm256", "mm256omp1"):
         env = {**gpu0, **({"OMP_NUM_THREADS": "1"} if step == "mm256omp1" else {})}
         return mmrun_cmd(*named, *image_flags(bench / "s256"), *named_tail), env, r"^\{", None
-    if step == "mm256mbt":
+    if step in ("mm256mbt", "mm256enc"):
         more = ["--engine-arg", "max_num_batched_tokens=32768"]
+        if step == "mm256enc":
+            more = [
+                "--engine-arg",
+                'compilation_config={"compile_mm_encoder": true, "cudagraph_mm_encoder": true}',
+            ]
         return (
             mmrun_cmd(*named, *image_flags(bench / "s256"), *named_tail, *more),
             gpu0,
@@ -497,9 +505,13 @@ def summary(res: Path) -> int:
     )
     ratio("mm256", "mm256omp1", "mmrun frontend threads default / OMP_NUM_THREADS=1, 256 x 4")
     ratio("dp2", "dp1", "-dp 2 on 2 GPUs / -dp 1 on 1 GPU, 1024 x 4 (issue 15, goal >= 1.85)")
+    ratio("dp2omp8", "dp1", "-dp 2 with OMP_NUM_THREADS=8 everywhere / -dp 1, 1024 x 4")
     ratio("ray", "dp2", "--backend ray (2 actors) / -dp 2, 1024 x 4 (issue 15, goal >= 0.9)")
+    ratio("rawomp8", "raw", "raw vLLM with OMP_NUM_THREADS=8 / raw default (last set of each)")
+    ratio("mm256mbt", "mm256", "mmrun max_num_batched_tokens=32768 / mmrun default, 256 x 4")
+    ratio("mm256enc", "mm256", "mmrun encoder compiled + CUDA graphs / mmrun default, 256 x 4")
     for m in meas:
-        if m["run"] in ("mm256", "mm64", "st256"):
+        if m["run"] in ("mm256", "mm64", "st256", "mm256mbt", "mm256enc"):
             base = ref.get(m["set"])
             if base and m.get("prompts_per_s"):
                 ratios.append(
