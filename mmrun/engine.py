@@ -258,6 +258,7 @@ def start(
         raise StartAborted
     _use_private_rpc_dir()
     _use_engine_log()
+    use_frontend_threads(engines_on_host)
     vllm = import_vllm()  # seconds, and not interrupted by ``abort``: checked again after it
     if aborted():
         raise StartAborted
@@ -274,7 +275,6 @@ def start(
     if aborted():  # an engine without processes of its own (it runs in this one) started
         shutdown(llm, now=True)
         raise StartAborted
-    use_frontend_threads(engines_on_host)
     return llm
 
 
@@ -282,13 +282,14 @@ FRONTEND_THREADS_MAX = 8
 
 
 def use_frontend_threads(engines_on_host: int = 1) -> int | None:
-    """Let this process (vLLM's frontend, where each request's images and audio are
-    processed, one request after another) use several torch threads on a GPU build: with one,
-    as vLLM leaves it, that processing bounds a batch's throughput (measured on the H200: see
-    docs/performance.md). Up to FRONTEND_THREADS_MAX, sharing the cores this process may use
-    with the other engines on the host. Only this process: the engine's own processes keep
-    vLLM's setting. Not on vLLM's CPU build (the engine uses the cores), and not when the user
-    set OMP_NUM_THREADS. The number of threads set, or None."""
+    """Size torch's threads for a GPU engine, before it starts: OMP_NUM_THREADS, which the
+    engine's processes inherit, up to FRONTEND_THREADS_MAX, sharing the cores this process may
+    use with the other engines on the host. Two measured effects on the H200 (see
+    docs/performance.md): vLLM's frontend processes each request's images and audio with
+    OMP_NUM_THREADS torch threads, 1 when unset, which bounded a batch's throughput; and an
+    engine core left with torch's default (every core) kept the host's CPUs busy, so that two
+    engines on one host ran no faster than one. Not on vLLM's CPU build (the engine uses the
+    cores), and not when the user set OMP_NUM_THREADS. The number of threads set, or None."""
     from mmrun.support import vllm_device
 
     if os.environ.get("OMP_NUM_THREADS") or vllm_device() != "gpu":
@@ -300,8 +301,8 @@ def use_frontend_threads(engines_on_host: int = 1) -> int | None:
     torch.set_num_threads(threads)
     # vLLM (0.26 to 0.32 at least) runs each request's multimodal processor inside
     # set_default_torch_num_threads(), which sets torch's threads to OMP_NUM_THREADS, or 1 when
-    # it is unset, whatever torch was set to: the variable is what counts. Set here, after the
-    # engine's processes have started, it reaches this process only.
+    # it is unset, whatever torch was set to: the variable is what counts, here and in the
+    # engine core's process, which inherits it.
     os.environ["OMP_NUM_THREADS"] = str(threads)
     return threads
 

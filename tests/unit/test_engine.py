@@ -223,3 +223,33 @@ def test_frontend_threads_leave_a_users_setting_and_the_cpu_build(
     monkeypatch.delenv("OMP_NUM_THREADS")
     monkeypatch.setattr(support, "vllm_device", lambda: "cpu")
     assert engine.use_frontend_threads() is None and "OMP_NUM_THREADS" not in os.environ
+
+
+def test_the_engine_core_inherits_the_thread_count(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The engine core's process inherits the environment vLLM starts it with: on the H200 an
+    engine core left with torch's default (every core) kept the host's CPUs busy, and two
+    engines ran no faster than one (docs/performance.md). So the variable is set before
+    ``vllm.LLM()`` is called, not after."""
+    import torch
+
+    from mmrun import support
+
+    seen: dict[str, str | None] = {}
+
+    class FakeLLM:
+        def __init__(self, **kwargs: Any) -> None:
+            seen["OMP_NUM_THREADS"] = os.environ.get("OMP_NUM_THREADS")
+
+    monkeypatch.delenv("OMP_NUM_THREADS", raising=False)
+    monkeypatch.setattr(support, "vllm_device", lambda: "gpu")
+    monkeypatch.setattr(os, "sched_getaffinity", lambda pid: set(range(32)))
+    monkeypatch.setattr(engine, "import_vllm", lambda: types.SimpleNamespace(LLM=FakeLLM))
+    monkeypatch.setattr(engine, "_use_private_rpc_dir", lambda: None)
+    monkeypatch.setattr(engine, "_use_engine_log", lambda: None)
+    before = torch.get_num_threads()
+    try:
+        engine.start({"model": "m"}, engines_on_host=2)
+        assert seen["OMP_NUM_THREADS"] == "8"  # 32 cores, 2 engines: 16 each, at most 8
+    finally:
+        torch.set_num_threads(before)
+        os.environ.pop("OMP_NUM_THREADS", None)
