@@ -15,6 +15,9 @@ Steps (--steps or TPUT_STEPS; a step may repeat; each is skipped if too little t
   dp2        streamed, 1024 x 4, -dp 2 on GPUs 0 and 1
   dp2omp8    dp2 with OMP_NUM_THREADS=8 for every process (the engine cores' torch threads too)
   mm256mbt   mm256 with max_num_batched_tokens=32768 (a GPU-side setting; its own compile)
+  mm256ps    mm256 through mmsw.py with MMSW=pollslice (results asked for at most every 0.5 s
+             while requests remain to submit, every queued one taken)
+  st256ps    st256 with the same switch
   mm256enc   mm256 with the vision encoder compiled and in CUDA graphs (vLLM's
              compile_mm_encoder, cudagraph_mm_encoder; its own compile)
   ray        streamed, 1024 x 4, --backend ray --replicas 2 (a local Ray cluster, both GPUs)
@@ -73,6 +76,8 @@ EXPECTED = {
     "dp2omp8": 80,
     "mm256mbt": 110,
     "mm256enc": 150,
+    "mm256ps": 60,
+    "st256ps": 60,
 }
 
 
@@ -131,6 +136,12 @@ def step_command(
             r"^\{",
             None,
         )
+    if step == "mm256ps":
+        cmd = mmrun_cmd(*named, *image_flags(bench / "s256"), *named_tail, switches=True)
+        return cmd, {**gpu0, "MMSW": "pollslice"}, r"^\{", None
+    if step == "st256ps":
+        cmd = mmrun_cmd(*streamed, "--input", str(bench / "ms256.jsonl"), switches=True)
+        return cmd, {**gpu0, "MMSW": "pollslice"}, "", out
     if step == "mm64":
         return mmrun_cmd(*named, *image_flags(bench / "s64"), *named_tail), gpu0, r"^\{", None
     if step == "st256":
@@ -510,8 +521,10 @@ def summary(res: Path) -> int:
     ratio("rawomp8", "raw", "raw vLLM with OMP_NUM_THREADS=8 / raw default (last set of each)")
     ratio("mm256mbt", "mm256", "mmrun max_num_batched_tokens=32768 / mmrun default, 256 x 4")
     ratio("mm256enc", "mm256", "mmrun encoder compiled + CUDA graphs / mmrun default, 256 x 4")
+    ratio("mm256ps", "mm256", "mmrun with results asked for every 0.5 s / default, 256 x 4")
+    ratio("st256ps", "st256", "streamed, results asked for every 0.5 s / default, 256 x 4")
     for m in meas:
-        if m["run"] in ("mm256", "mm64", "st256", "mm256mbt", "mm256enc"):
+        if m["run"] in ("mm256", "mm64", "st256", "mm256mbt", "mm256enc", "mm256ps", "st256ps"):
             base = ref.get(m["set"])
             if base and m.get("prompts_per_s"):
                 ratios.append(
