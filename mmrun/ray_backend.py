@@ -174,7 +174,7 @@ def run_ray(
     config = vLLMEngineProcessorConfig(
         model_source=plan.model,
         engine_kwargs=engine_kwargs,
-        concurrency=plan.options.replicas or 1,
+        concurrency=engine_pool(plan.options.replicas),
         batch_size=engine_batch_size(plan.engine_args),
         max_concurrent_batches=MAX_CONCURRENT_BATCHES,
         runtime_env=runtime_env,
@@ -241,6 +241,14 @@ def _root_cause(exc: BaseException) -> str:
         if head.endswith(("Error", "Exception")) and " " not in head:
             return line[:300]
     return (lines[-1] if lines else type(exc).__name__)[:300]
+
+
+def engine_pool(replicas: int | None) -> tuple[int, int]:
+    """Ray Data's (min, max) engine actors: K of them from the start. A plain K means "1 to
+    K, autoscaled", and Ray Data added the second engine only when the first had nearly
+    finished (2 x H200, 1,024 prompts: ready 65 s after the first, 4 s before the end)."""
+    k = max(1, replicas or 1)
+    return (k, k)
 
 
 def engine_batch_size(engine_args: dict[str, Any]) -> int:

@@ -9,7 +9,13 @@ from mmrun.ray_backend import (
     MAX_CONCURRENT_BATCHES,
     engine_batch_size,
     engine_placement,
+    engine_pool,
 )
+
+
+def test_replicas_start_together_not_autoscaled() -> None:
+    assert engine_pool(2) == (2, 2)  # an int would mean 1 to 2, scaled up late
+    assert engine_pool(None) == (1, 1)
 
 
 def test_an_actor_keeps_twice_max_num_seqs_in_its_engine() -> None:
