@@ -76,6 +76,14 @@ class Tree:
         return left
 
 
+def as_in_a_terminal() -> None:
+    """In the child, before mmrun starts: SIGINT as a terminal's Ctrl-C finds it. A runner
+    started in the background (``make test &``, a CI step under ``nohup``) passes SIGINT on
+    ignored, and an ignored SIGINT stays ignored in Python: a dry run (which installs no
+    handler of its own) then ran on until its 30 s download ended."""
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
+
+
 def wait_for(condition: Callable[[], bool], timeout: float, what: str) -> None:
     deadline = time.monotonic() + timeout
     while not condition():
@@ -119,6 +127,7 @@ def test_ctrl_c_during_a_slow_download(media_server: Any, isolated_cache: Path) 
         stderr=subprocess.PIPE,
         text=True,
         env=env,
+        preexec_fn=as_in_a_terminal,
     )
     try:
         wait_for(lambda: bool(media_server.requests), 30, "the download to start")
@@ -190,6 +199,7 @@ def run_mmrun(
             stderr=subprocess.PIPE,
             text=True,
             env=env,
+            preexec_fn=as_in_a_terminal,
         )
         started.append(proc)
         return proc
