@@ -81,6 +81,22 @@ EXPECTED = {
 }
 
 
+# The one-call 256 x 4 run and its variants: (extra mmrun flags, extra environment).
+MM256_VARIANTS: dict[str, tuple[list[str], dict[str, str]]] = {
+    "mm256": ([], {}),
+    "mm256omp1": ([], {"OMP_NUM_THREADS": "1"}),
+    "mm256mbt": (["--engine-arg", "max_num_batched_tokens=32768"], {}),
+    "mm256enc": (
+        [
+            "--engine-arg",
+            'compilation_config={"compile_mm_encoder": true, "cudagraph_mm_encoder": true}',
+        ],
+        {},
+    ),
+    "mm256ps": ([], {"MMSW": "pollslice"}),
+}
+
+
 def step_command(
     step: str, bench: Path, model: str, run_dir: Path
 ) -> tuple[list[str], dict[str, str], str, str | None]:
@@ -120,32 +136,18 @@ def step_command(
             r"^RESULT_DONE",
             None,
         )
-    if step in ("mm256", "mm256omp1"):
-        env = {**gpu0, **({"OMP_NUM_THREADS": "1"} if step == "mm256omp1" else {})}
-        return mmrun_cmd(*named, *image_flags(bench / "s256"), *named_tail), env, r"^\{", None
-    if step in ("mm256mbt", "mm256enc"):
-        more = ["--engine-arg", "max_num_batched_tokens=32768"]
-        if step == "mm256enc":
-            more = [
-                "--engine-arg",
-                'compilation_config={"compile_mm_encoder": true, "cudagraph_mm_encoder": true}',
-            ]
-        return (
-            mmrun_cmd(*named, *image_flags(bench / "s256"), *named_tail, *more),
-            gpu0,
-            r"^\{",
-            None,
+    if step in MM256_VARIANTS:
+        more, env = MM256_VARIANTS[step]
+        cmd = mmrun_cmd(
+            *named, *image_flags(bench / "s256"), *named_tail, *more, switches="MMSW" in env
         )
-    if step == "mm256ps":
-        cmd = mmrun_cmd(*named, *image_flags(bench / "s256"), *named_tail, switches=True)
-        return cmd, {**gpu0, "MMSW": "pollslice"}, r"^\{", None
-    if step == "st256ps":
-        cmd = mmrun_cmd(*streamed, "--input", str(bench / "ms256.jsonl"), switches=True)
-        return cmd, {**gpu0, "MMSW": "pollslice"}, "", out
+        return cmd, {**gpu0, **env}, r"^\{", None
+    if step in ("st256", "st256ps"):
+        env = {"MMSW": "pollslice"} if step == "st256ps" else {}
+        cmd = mmrun_cmd(*streamed, "--input", str(bench / "ms256.jsonl"), switches=bool(env))
+        return cmd, {**gpu0, **env}, "", out
     if step == "mm64":
         return mmrun_cmd(*named, *image_flags(bench / "s64"), *named_tail), gpu0, r"^\{", None
-    if step == "st256":
-        return mmrun_cmd(*streamed, "--input", str(bench / "ms256.jsonl")), gpu0, "", out
     if step == "dp1":
         return (
             mmrun_cmd(*streamed, "--input", str(bench / "ms1024.jsonl"), "-dp", "1"),
@@ -284,19 +286,15 @@ def sample_cpu(path: Path, stop: threading.Event) -> None:
                 f.flush()
 
 
-def cpu_samples(res: Path) -> list[tuple[float, float]]:
+def cpu_samples(res: Path) -> list[tuple[float, int, float]]:
+    """cpu.csv as mean_busy() reads samples: (wall, 0, % of all cores busy)."""
     path = res / "cpu.csv"
     out = []
     for line in path.read_text().splitlines() if path.exists() else []:
         with contextlib.suppress(ValueError, IndexError):
             wall, pct = line.split(",")[:2]
-            out.append((float(wall), float(pct)))
+            out.append((float(wall), 0, float(pct)))
     return out
-
-
-def cpu_busy(samples: list[tuple[float, float]], start: float, end: float) -> str:
-    vals = [p for t, p in samples if start <= t <= end]
-    return f"host CPU busy {sum(vals) / len(vals):.0f}%" if vals else "host CPU busy -"
 
 
 def short(rec: dict[str, Any]) -> str:
@@ -329,11 +327,19 @@ def gpu_samples(res: Path) -> list[tuple[float, int, float]]:
     return samples
 
 
+def mean_busy(
+    samples: list[tuple[float, int, float]], devices: set[int], start: float, end: float
+) -> float | None:
+    """The mean of the samples (wall, device, % busy) of ``devices`` between start and end."""
+    vals = [u for t, g, u in samples if g in devices and start <= t <= end]
+    return sum(vals) / len(vals) if vals else None
+
+
 def busy(
     samples: list[tuple[float, int, float]], gpus: set[int], start: float, end: float
 ) -> float | None:
-    vals = [u for t, g, u in samples if g in gpus and start <= t <= end]
-    return round(sum(vals) / len(vals), 1) if vals else None
+    mean = mean_busy(samples, gpus, start, end)
+    return None if mean is None else round(mean, 1)
 
 
 def read_jsonl(path: Path) -> list[dict[str, Any]]:
@@ -458,7 +464,8 @@ def summary(res: Path) -> int:
     cpu = cpu_samples(res)
     for m in meas:
         if m.get("window"):
-            m["note"] = f"{cpu_busy(cpu, *m['window'])}; {m['note']}"
+            pct = mean_busy(cpu, {0}, *m["window"])
+            m["note"] = f"host CPU busy {'-' if pct is None else f'{pct:.0f}%'}; {m['note']}"
     ref = {m["set"]: m for m in meas if m["run"] == "raw"}
     rows = []
     for m in meas:
