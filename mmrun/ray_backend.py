@@ -267,7 +267,7 @@ def engine_placement(
     engine.use_frontend_threads). Half of the cluster's CPUs per GPU, at most
     FRONTEND_THREADS_MAX; the other half stays for the preprocess workers. Several GPUs per
     engine (-tp): Ray Data's own placement."""
-    from mmrun.engine import FRONTEND_THREADS_MAX
+    from mmrun.engine import frontend_threads
 
     if cpu:
         return {"bundles": [{"CPU": 1}]}
@@ -276,8 +276,8 @@ def engine_placement(
     pp = int(engine_args.get("pipeline_parallel_size") or 1)
     if gpus < 1 or tp * pp != 1:
         return None
-    threads = int(min(FRONTEND_THREADS_MAX, float(cluster.get("CPU") or 0) / gpus // 2))
-    return {"bundles": [{"GPU": 1, "CPU": max(1, threads)}]}
+    threads = frontend_threads(int(float(cluster.get("CPU") or 0) / gpus), 2)
+    return {"bundles": [{"GPU": 1, "CPU": threads}]}
 
 
 def _on_cpu() -> bool:
