@@ -22,6 +22,12 @@ Steps (--steps or TPUT_STEPS; a step may repeat; each is skipped if too little t
              compile_mm_encoder, cudagraph_mm_encoder; its own compile)
   ray        streamed, 1024 x 4, --backend ray --replicas 2 (a local Ray cluster, both GPUs)
   prof       raw_bench.py 64 x 4 under vLLM's torch profiler (its own compile; optional)
+  mm256smp   mm256 with every Python process's stacks sampled (smp/sitecustomize.py, every 20
+             ms, into RUN/smp/; smp.py summarises): where the frontend and the engine core
+             spend their time, the first requests after the engine is ready included
+  rawsmp     raw (OMP_NUM_THREADS=8) with the same sampler
+  st256smp   st256 with the same sampler
+  (sampled steps measure nothing: the sampler takes some of the CPU)
 Every mmrun step runs with -v (vLLM's log, for the moment the engine is ready).
 
 usage: tput.py run --res DIR --bench /tmp/bench --model DIR [--steps "..."] [--budget S]
@@ -78,6 +84,9 @@ EXPECTED = {
     "mm256enc": 150,
     "mm256ps": 60,
     "st256ps": 60,
+    "mm256smp": 65,
+    "rawsmp": 70,
+    "st256smp": 65,
 }
 
 
@@ -96,11 +105,27 @@ MM256_VARIANTS: dict[str, tuple[list[str], dict[str, str]]] = {
     "mm256ps": ([], {"MMSW": "pollslice"}),
 }
 
+SAMPLED = ("mm256smp", "rawsmp", "st256smp")
+
+
+def sampler_env(run_dir: Path) -> dict[str, str]:
+    """The stack sampler for every Python process of a run (smp/sitecustomize.py)."""
+    path = ":".join(filter(None, [str(HERE / "smp"), os.environ.get("PYTHONPATH", "")]))
+    return {"PYTHONPATH": path, "MMSAMPLE_DIR": str(run_dir / "smp")}
+
 
 def step_command(
     step: str, bench: Path, model: str, run_dir: Path
 ) -> tuple[list[str], dict[str, str], str, str | None]:
     """(command, environment, result regex, watched output file)."""
+    if step in SAMPLED:
+        cmd, env, result, watch = step_command(
+            {"mm256smp": "mm256", "rawsmp": "rawomp8", "st256smp": "st256"}[step],
+            bench,
+            model,
+            run_dir,
+        )
+        return cmd, {**env, **sampler_env(run_dir)}, result, watch
     raw = [py(), str(HERE / "raw_bench.py"), "--model", model]
     sets = ["--set", f"s64:{bench / 's64'}", "--set", f"s256:{bench / 's256'}"]
     named = ["image", "-m", "qwen2_5_vl", "--model", model, "--per-prompt", "4", "--warmup", "2"]
