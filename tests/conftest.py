@@ -14,7 +14,7 @@ from typing import Any
 
 import pytest
 
-from tests.helpers.http import PNG, ScriptedServer, reply
+from tests.helpers.http import PNG, QuietHTTPServer, ScriptedServer, reply
 
 OUTSIDE_CI = "outside_ci"
 # Set by `make test-outside-ci`: run the tests marked outside_ci too.
@@ -125,14 +125,7 @@ def media_server(media_dir: Path) -> Iterator[MediaServer]:
         def log_message(self, *args: object) -> None:
             pass
 
-    class Server(http.server.ThreadingHTTPServer):
-        def handle_error(self, request: object, client_address: object) -> None:
-            # A client that gave up (a test's interrupted or failed download): socketserver
-            # would print the broken pipe's traceback on stderr, later, from this thread,
-            # into whichever test is capturing stderr then.
-            pass
-
-    server = Server(("127.0.0.1", 0), Handler)
+    server = QuietHTTPServer(("127.0.0.1", 0), Handler)
     state.url = f"http://127.0.0.1:{server.server_address[1]}"
     thread = threading.Thread(target=server.serve_forever, daemon=True)
     thread.start()

@@ -89,12 +89,12 @@ def summarise(procs: dict[int, dict], lo: float, hi: float, top: int, timeline: 
     return "\n".join(out)
 
 
-IDLE = ("wait", "select", "poll", "sleep", "recv", "get", "acquire", "_recv", "epoll")
+# Innermost functions where a thread waits (matched whole: a prefix match took get_vocab).
+IDLE = {"wait", "select", "poll", "sleep", "recv", "_recv", "get", "acquire", "epoll"}
 
 
 def _idle(leaf_text: str) -> bool:
-    inner = leaf_text.split(" < ")[0].rsplit(":", 1)[0].split(":")[-1]
-    return any(inner == w or inner.startswith(w) or inner.endswith(w) for w in IDLE)
+    return leaf_text.split(" < ")[0].rsplit(":", 1)[0].split(":")[-1] in IDLE
 
 
 def main() -> None:

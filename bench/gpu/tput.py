@@ -105,7 +105,8 @@ MM256_VARIANTS: dict[str, tuple[list[str], dict[str, str]]] = {
     "mm256ps": ([], {"MMSW": "pollslice"}),
 }
 
-SAMPLED = ("mm256smp", "rawsmp", "st256smp")
+# The sampled steps, and the step each samples.
+SAMPLED = {"mm256smp": "mm256", "rawsmp": "rawomp8", "st256smp": "st256"}
 
 
 def sampler_env(run_dir: Path) -> dict[str, str]:
@@ -119,12 +120,7 @@ def step_command(
 ) -> tuple[list[str], dict[str, str], str, str | None]:
     """(command, environment, result regex, watched output file)."""
     if step in SAMPLED:
-        cmd, env, result, watch = step_command(
-            {"mm256smp": "mm256", "rawsmp": "rawomp8", "st256smp": "st256"}[step],
-            bench,
-            model,
-            run_dir,
-        )
+        cmd, env, result, watch = step_command(SAMPLED[step], bench, model, run_dir)
         return cmd, {**env, **sampler_env(run_dir)}, result, watch
     raw = [py(), str(HERE / "raw_bench.py"), "--model", model]
     sets = ["--set", f"s64:{bench / 's64'}", "--set", f"s256:{bench / 's256'}"]

@@ -14,6 +14,17 @@ from pathlib import Path
 Route = Callable[[http.server.BaseHTTPRequestHandler], None]
 
 
+class QuietHTTPServer(http.server.ThreadingHTTPServer):
+    """A threaded test server that stays quiet when a client gives up: socketserver would
+    print the reset or broken pipe's traceback on stderr, later, from the request's thread,
+    into whichever test is capturing stderr then. Giving up is what these tests' clients do."""
+
+    daemon_threads = True
+
+    def handle_error(self, request: object, client_address: object) -> None:
+        pass
+
+
 @dataclass(frozen=True)
 class Hit:
     path: str
@@ -45,13 +56,7 @@ class ScriptedServer:
             def log_message(self, *args: object) -> None:
                 pass
 
-        class Server(http.server.ThreadingHTTPServer):
-            daemon_threads = True
-
-            def handle_error(self, request: object, client_address: object) -> None:
-                pass  # a client that gave up (reset, broken pipe) is what these tests do
-
-        self._server = Server(("127.0.0.1", 0), Handler)
+        self._server = QuietHTTPServer(("127.0.0.1", 0), Handler)
         self.base = f"http://127.0.0.1:{self._server.server_address[1]}"
         self._thread = threading.Thread(
             target=self._server.serve_forever, args=(0.05,), daemon=True
