@@ -10,6 +10,7 @@ limits, the seed, tensor parallelism and the user's own engine arguments.
 from __future__ import annotations
 
 import copy
+import hashlib
 import importlib.util
 import json
 import math
@@ -36,6 +37,12 @@ MAX_NUM_PROMPTS = 100_000
 # The kinds of media vLLM knows. Those a model is not asked to take get a limit of 0, so vLLM
 # reserves no memory for them.
 VLLM_MODALITIES = ("image", "video", "audio")
+
+
+def prompt_seed(seed: int, item_id: str) -> int:
+    """A prompt's sampling seed (63 bits) from the run's seed and the prompt's id."""
+    digest = hashlib.blake2b(f"{seed}:{item_id}".encode(), digest_size=8).digest()
+    return int.from_bytes(digest, "big") >> 1
 
 
 @dataclass(frozen=True)
@@ -137,6 +144,19 @@ class Plan:
             sampling=self.sampling,
             vllm_version=self.vllm_version,
         )
+
+    def seed_for(self, item: Item) -> int | None:
+        """The prompt's own sampling seed, drawn from the run's seed and the prompt's id; None
+        where the run samples greedily, has no seed, or names one (``--sampling-arg seed=N``).
+
+        vLLM's engine seed alone gives the whole batch one random stream, so a sampled text
+        would depend on which prompts ran beside it and when they arrived: a rerun, a resumed
+        run or ``-dp N`` would not give the same texts.
+        """
+        seed = self.engine_args.get("seed")
+        if seed is None or "seed" in self.sampling or not self.sampling.get("temperature"):
+            return None
+        return prompt_seed(int(seed), item.id)
 
     def question_for(self, item: Item) -> str:
         if item.question is not None:

@@ -101,6 +101,9 @@ def preprocess(recipe: Recipe, row: dict[str, Any]) -> dict[str, Any]:
             "sampling_params": {"max_tokens": 1, "temperature": 0.0},
         }
     sampling = dict(plan.sampling)
+    seed = plan.seed_for(item)
+    if seed is not None:
+        sampling["seed"] = seed
     if prompt.stop_token_ids:
         sampling["stop_token_ids"] = list(prompt.stop_token_ids)
     data = (

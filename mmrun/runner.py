@@ -389,7 +389,7 @@ class Runner:
         self.timings["engine_start_s"] = time.perf_counter() - t_start
         return engine.Engine(llm)
 
-    def sampling(self, stop_token_ids: Sequence[int]) -> Any:
+    def sampling(self, stop_token_ids: Sequence[int], seed: int | None = None) -> Any:
         from mmrun import engine
 
         extra = {
@@ -399,7 +399,7 @@ class Runner:
             temperature=self.plan.sampling["temperature"],
             max_tokens=self.plan.sampling["max_tokens"],
             stop_token_ids=stop_token_ids,
-            seed=None,
+            seed=seed,
             extra=extra,
         )
 
@@ -453,8 +453,13 @@ class Runner:
                     sink(outcome)
                     continue
                 stops = outcome.prompt.stop_token_ids
-                if stops not in params_cache:
-                    params_cache[stops] = self.sampling(stops)
+                seed = self.plan.seed_for(outcome.item)
+                if seed is not None:
+                    params = self.sampling(stops, seed)
+                else:
+                    if stops not in params_cache:
+                        params_cache[stops] = self.sampling(stops)
+                    params = params_cache[stops]
                 request = self.engine_request(question, outcome.prompt, outcome.media)
                 # The result line needs the sources, not the pixels: the engine has its own
                 # copy now, so the decoded data is not held while the prompt runs.
@@ -462,7 +467,7 @@ class Runner:
                 try:
                     request_id = llm.submit(
                         request,
-                        params_cache[stops],
+                        params,
                         lora,
                         chat=self.plan.method == "chat",
                         template=self.plan.spec.chat_template,

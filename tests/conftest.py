@@ -184,6 +184,7 @@ def fake_vllm(monkeypatch: pytest.MonkeyPatch, engine_env: None) -> Iterator[Any
     monkeypatch.setattr(llm, "fail_step", None)
     monkeypatch.setattr(llm, "shutdowns", 0)
     monkeypatch.setattr(llm, "submitted", [])
+    monkeypatch.setattr(llm, "sampled", [])
     vllm_info.cache_clear()  # mmrun.support reads the registry of the vLLM importable now
     try:
         yield llm

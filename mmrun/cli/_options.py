@@ -25,7 +25,12 @@ SeedOpt = Annotated[
     int | None,
     typer.Option(
         "--seed",
-        help="Engine seed. Default: 0 for image and audio (as vLLM's examples), none for video.",
+        help=(
+            "Engine seed. With a temperature above 0 each prompt also samples with its own "
+            "seed, drawn from this one and the prompt's id, so a rerun, a resumed run or -dp "
+            "gives the same texts. Default: 0 for image and audio (as vLLM's examples), none "
+            "for video."
+        ),
         show_default=False,
     ),
 ]

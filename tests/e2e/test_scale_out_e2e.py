@@ -208,7 +208,8 @@ def test_the_ray_backend_gives_the_local_backend_s_lines(
 ) -> None:
     source = manifest(tmp_path / "data", 4, bad=str(tmp_path / "data" / "missing.png"))
     local, remote = tmp_path / "local.jsonl", tmp_path / "ray.jsonl"
-    args = ["--input", str(source), "--max-tokens", "6"]
+    # Sampled: each prompt's own seed must reach Ray's engine stage too.
+    args = ["--input", str(source), "--max-tokens", "6", "--temperature", "1.0", "--seed", "3"]
     here = subprocess.run(
         command(qwen, *args, "-o", str(local)), env=ENV, capture_output=True, text=True, timeout=900
     )

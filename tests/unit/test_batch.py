@@ -230,6 +230,53 @@ def test_fail_fast_stops_at_the_first_failure(fake_vllm: Any, photos: Path, tmp_
     assert "2" not in {r["id"] for r in rows} and "3" not in {r["id"] for r in rows}
 
 
+def seeds_by_question(fake_vllm: Any) -> dict[str, Any]:
+    """The sampling seed each submitted prompt carried, by the question in its prompt."""
+    from tests.helpers.fake_vllm.vllm import _describe
+
+    found = {}
+    for request, params in zip(fake_vllm.submitted, fake_vllm.sampled, strict=True):
+        question = _describe(request)[0].split("ask-")[1].split()[0]
+        found[question] = params.kwargs.get("seed")
+    return found
+
+
+def test_each_prompt_samples_with_its_own_seed_whatever_its_place(
+    fake_vllm: Any, photos: Path, tmp_path: Path
+) -> None:
+    """A sampled text must not depend on which prompts ran beside it: each prompt's seed comes
+    from the run's seed and the prompt's id, not from its place or its batch."""
+    ids = ["a", "b", "c", "d"]
+
+    def run(order: list[str], *flags: str) -> dict[str, Any]:
+        manifest = tmp_path / "m.jsonl"
+        manifest.write_text(
+            "".join(
+                json.dumps({"id": i, "image": "photos/p0.png", "question": f"ask-{i}"}) + "\n"
+                for i in order
+            )
+        )
+        fake_vllm.submitted.clear()
+        fake_vllm.sampled.clear()
+        out = tmp_path / "out.jsonl"
+        result = cli("--input", str(manifest), "-o", str(out), "--overwrite", *flags)
+        assert result.exit_code == 0, result.stderr
+        return seeds_by_question(fake_vllm)
+
+    sampled = ("--temperature", "0.8", "--seed", "5")
+    first = run(ids, *sampled)
+    assert sorted(first) == ids
+    assert len(set(first.values())) == 4 and all(isinstance(v, int) for v in first.values())
+    assert run(ids[::-1], *sampled) == first  # the same seeds, in another order
+    assert run(ids[2:], *sampled) == {i: first[i] for i in ids[2:]}  # and with fewer beside
+    other = run(ids, "--temperature", "0.8", "--seed", "6")
+    assert not set(other.values()) & set(first.values())  # another run seed, other seeds
+    # Greedy: nothing to seed. A seed the user names for sampling is every prompt's.
+    assert set(run(ids, "--temperature", "0", "--seed", "5").values()) == {None}
+    named = run(ids, *sampled, "--sampling-arg", "seed=9")
+    assert set(named.values()) == {9}
+
+
 def test_json_without_output_streams_lines_to_stdout(
     fake_vllm: Any, photos: Path, tmp_path: Path
 ) -> None:

@@ -97,6 +97,8 @@ class LLM:
     fail_step: BaseException | None = None
     shutdowns = 0
     submitted: ClassVar[list[Any]] = []
+    # The sampling parameters of each submitted request, in the same order.
+    sampled: ClassVar[list[Any]] = []
 
     def __init__(self, **engine_args: Any) -> None:
         if os.environ.get("FAKE_VLLM_NOISE"):
@@ -120,7 +122,7 @@ class LLM:
     def _shutdown(self) -> None:
         LLM.shutdowns += 1
 
-    def _add(self, request: Any) -> str:
+    def _add(self, request: Any, params: Any = None) -> str:
         text, count = _describe(request)
         if "REJECT" in text:
             raise ValueError(
@@ -128,16 +130,17 @@ class LLM:
             )
         self._ids += 1
         LLM.submitted.append(request)
+        LLM.sampled.append(params)
         request_id = str(self._ids)
         self.queue.append(_Output(request_id, 10 + count, f"  answer to {text[-24:]!r}\n"))
         # As vLLM 0.32: enqueue answers with the internal id, the outputs carry the counter's.
         return f"{request_id}-1f3a9c0e"
 
     def enqueue(self, prompts: list[Any], params: Any = None, **kwargs: Any) -> list[str]:
-        return [self._add(p) for p in prompts]
+        return [self._add(p, params) for p in prompts]
 
     def enqueue_chat(self, messages: list[Any], params: Any = None, **kwargs: Any) -> list[str]:
-        return [self._add(m) for m in messages]
+        return [self._add(m, params) for m in messages]
 
     def generate(self, prompts: list[Any], *args: Any, **kwargs: Any) -> list[_Output]:
         self.enqueue(prompts)
