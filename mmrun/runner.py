@@ -201,6 +201,12 @@ class MediaPipeline:
             self.resolved.move_to_end(source)
         return future
 
+    def peek(self) -> Item | None:
+        """The first item waiting, if any (safe beside ``fill`` in another thread)."""
+        with contextlib.suppress(IndexError):
+            return self._queue[0][0]
+        return None
+
     def media_of(self, item: Item) -> list[MediaItem]:
         """The resolved media of an item whose sources this pipeline has submitted."""
         return [self.resolved[source].result() for source in item.sources]
@@ -375,6 +381,12 @@ class Runner:
 
             filler = threading.Thread(target=keep_filling, name="mmrun-prefetch", daemon=True)
             filler.start()
+        # The first prompt loads the model's processor or tokenizer (half a second to seconds):
+        # build it while the engine starts, not after it is ready.
+        warm = threading.Thread(
+            target=self._warm_prompts, args=(pipeline,), name="mmrun-warm", daemon=True
+        )
+        warm.start()
         try:
             llm = engine.start(
                 self.plan.engine_args, abort=abort, engines_on_host=self.engines_on_host
@@ -386,8 +398,22 @@ class Runner:
             started.set()
             if filler is not None:
                 filler.join()
+            warm.join()
         self.timings["engine_start_s"] = time.perf_counter() - t_start
         return engine.Engine(llm)
+
+    def _warm_prompts(self, pipeline: MediaPipeline | None) -> None:
+        """Build the prompt of the run's first item (or of one with the most media, for a
+        replica, whose items come later), so that the loader's processor or tokenizer is
+        loaded. Not for a loader that reads the media (its prompt needs them decoded). A
+        failure is left for the real build to report."""
+        if self.plan.spec.reads_media:
+            return
+        first = pipeline.peek() if pipeline is not None else None
+        if first is None:
+            first = Item(id="", index=0, sources=("",) * max(1, self.plan.items.max_count))
+        with contextlib.suppress(Exception):
+            self.prompts.build(self.plan.question_for(first), first.sources)
 
     def sampling(self, stop_token_ids: Sequence[int], seed: int | None = None) -> Any:
         from mmrun import engine

@@ -7,6 +7,7 @@ from __future__ import annotations
 import itertools
 import json
 import os
+import time
 import types
 from pathlib import Path
 from typing import Any
@@ -275,6 +276,33 @@ def test_each_prompt_samples_with_its_own_seed_whatever_its_place(
     assert set(run(ids, "--temperature", "0", "--seed", "5").values()) == {None}
     named = run(ids, *sampled, "--sampling-arg", "seed=9")
     assert set(named.values()) == {9}
+
+
+def test_the_first_prompt_is_built_while_the_engine_starts(
+    fake_vllm: Any, photos: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The loader's first build loads its processor or tokenizer: done during the engine's
+    start (seconds on a GPU), not after it is ready."""
+    from mmrun.runner import Prompts
+
+    events: list[str] = []
+    build, construct = Prompts.build, fake_vllm.__init__
+
+    def recorded_build(self: Any, *args: Any) -> Any:
+        events.append("build")
+        return build(self, *args)
+
+    def slow_start(self: Any, **engine_args: Any) -> None:
+        time.sleep(0.5)
+        construct(self, **engine_args)
+        events.append("ready")
+
+    monkeypatch.setattr(Prompts, "build", recorded_build)
+    monkeypatch.setattr(fake_vllm, "__init__", slow_start)
+    result = cli("-i", str(photos), "-o", str(tmp_path / "out.jsonl"))
+    assert result.exit_code == 0, result.stderr
+    assert events[:2] == ["build", "ready"], events
+    assert len(lines(tmp_path / "out.jsonl")) == 5
 
 
 def test_json_without_output_streams_lines_to_stdout(
