@@ -15,7 +15,7 @@ import tempfile
 import threading
 import time
 import warnings
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from types import FrameType
 from typing import Any
 
@@ -248,11 +248,15 @@ _log_start = [0]  # where the current engine's part of the log begins
 
 
 def start(
-    engine_args: Mapping[str, Any], abort: threading.Event | None = None, engines_on_host: int = 1
+    engine_args: Mapping[str, Any],
+    abort: threading.Event | None = None,
+    engines_on_host: int = 1,
+    warm_up: Callable[[], None] | None = None,
 ) -> Any:
     """Create ``vllm.LLM`` from the composed engine arguments. Setting ``abort`` while it
     starts (e.g. a download failed meanwhile) stops the start and raises StartAborted.
-    ``engines_on_host``: how many engines share this host's cores (``-dp N``)."""
+    ``engines_on_host``: how many engines share this host's cores (``-dp N``). ``warm_up``:
+    more work for the warm-up thread (see ``_warm``), e.g. building the first prompt."""
     aborted = abort.is_set if abort is not None else lambda: False
     if aborted():
         raise StartAborted
@@ -262,13 +266,17 @@ def start(
     vllm = import_vllm()  # seconds, and not interrupted by ``abort``: checked again after it
     if aborted():
         raise StartAborted
+    constructed = threading.Event()
     warm = threading.Thread(
-        target=warm_processor, args=(engine_args,), name="mmrun-warm-vllm", daemon=True
+        target=_warm, args=(engine_args, warm_up, constructed), name="mmrun-warm", daemon=True
     )
-    warm.start()
     try:
         with interruptible(abort) as interrupted:
-            llm = _construct(vllm, engine_args)
+            warm.start()
+            try:
+                llm = _construct(vllm, engine_args)
+            finally:
+                constructed.set()
             warm.join(WARM_JOIN_S)
             if interrupted.is_set():  # vLLM swallowed the interrupt and finished starting anyway
                 shutdown(llm, now=True)
@@ -283,7 +291,39 @@ def start(
     return llm
 
 
+# How long a started engine waits for the warm-up to end (it only does what the first request
+# would do anyway, a few seconds).
 WARM_JOIN_S = 30.0
+
+
+def _warm(
+    engine_args: Mapping[str, Any], more: Callable[[], None] | None, constructed: threading.Event
+) -> None:
+    """Load what the first request would load, while the engine starts: vLLM's processor
+    (``warm_processor``), then ``more``.
+
+    Not while vLLM's frontend imports transformers: two threads importing it at once broke
+    vLLM's start on the H200 ("cannot import name 'PretrainedConfig' from 'transformers'",
+    docs/performance.md). The frontend has built its config, tokenizer and processor objects
+    by the time it starts its engine core process, then only waits for it (tens of seconds on
+    a GPU), so the warm-up waits for that process. An engine without processes of its own
+    (VLLM_ENABLE_V1_MULTIPROCESSING=0) gives no such moment: the warm-up then runs once
+    ``vllm.LLM`` has returned, before the first request.
+    """
+    while not constructed.wait(0.05):
+        if _has_children():
+            break
+    warm_processor(engine_args)
+    if more is not None:
+        with contextlib.suppress(Exception):  # a failure is left for the real work to report
+            more()
+
+
+def _has_children() -> bool:
+    try:
+        return bool(multiprocessing.active_children())
+    except Exception:  # the main thread starting a process meanwhile
+        return False
 
 
 def warm_processor(engine_args: Mapping[str, Any]) -> bool:

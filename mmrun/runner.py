@@ -298,8 +298,13 @@ class Prompts:
         self._plan = plan
         self._renderer = renderer
         self._cache: collections.OrderedDict[tuple[str, int], Prompt] = collections.OrderedDict()
+        self._lock = threading.Lock()  # the engine start's warm-up builds the first one
 
     def build(self, question: str, media: Sequence[Any]) -> Prompt:
+        with self._lock:
+            return self._build(question, media)
+
+    def _build(self, question: str, media: Sequence[Any]) -> Prompt:
         spec = self._plan.spec
         if spec.reads_media:
             return spec(self._context(question, len(media), [m.data for m in media]))
@@ -381,15 +386,14 @@ class Runner:
 
             filler = threading.Thread(target=keep_filling, name="mmrun-prefetch", daemon=True)
             filler.start()
-        # The first prompt loads the model's processor or tokenizer (half a second to seconds):
-        # build it while the engine starts, not after it is ready.
-        warm = threading.Thread(
-            target=self._warm_prompts, args=(pipeline,), name="mmrun-warm", daemon=True
-        )
-        warm.start()
         try:
             llm = engine.start(
-                self.plan.engine_args, abort=abort, engines_on_host=self.engines_on_host
+                self.plan.engine_args,
+                abort=abort,
+                engines_on_host=self.engines_on_host,
+                # The first prompt loads the model's processor or tokenizer (half a second to
+                # seconds): built while the engine starts, not after it is ready.
+                warm_up=lambda: self._warm_prompts(pipeline),
             )
         except engine.StartAborted:
             failed[0].result()  # raises the failure
@@ -398,22 +402,19 @@ class Runner:
             started.set()
             if filler is not None:
                 filler.join()
-            warm.join()
         self.timings["engine_start_s"] = time.perf_counter() - t_start
         return engine.Engine(llm)
 
     def _warm_prompts(self, pipeline: MediaPipeline | None) -> None:
         """Build the prompt of the run's first item (or of one with the most media, for a
         replica, whose items come later), so that the loader's processor or tokenizer is
-        loaded. Not for a loader that reads the media (its prompt needs them decoded). A
-        failure is left for the real build to report."""
+        loaded. Not for a loader that reads the media (its prompt needs them decoded)."""
         if self.plan.spec.reads_media:
             return
         first = pipeline.peek() if pipeline is not None else None
         if first is None:
             first = Item(id="", index=0, sources=("",) * max(1, self.plan.items.max_count))
-        with contextlib.suppress(Exception):
-            self.prompts.build(self.plan.question_for(first), first.sources)
+        self.prompts.build(self.plan.question_for(first), first.sources)
 
     def sampling(self, stop_token_ids: Sequence[int], seed: int | None = None) -> Any:
         from mmrun import engine

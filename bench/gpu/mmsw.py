@@ -17,6 +17,10 @@ same CLI runs, with parts of mmrun patched at run time. MMSW (comma-separated) p
   seconds (0.5) while it still has requests to submit, and then takes every queued output
   without waiting (the hypothesis for mmrun's 80% GPU busy against raw vLLM's 94%).
 
+- ``replicawin``: a replica of ``-dp N`` keeps ``MMSW_REPLICA_WINDOW`` (1.25) x
+  ``max_num_seqs`` prompts in its engine instead of 2 x: the first replica ready then takes
+  less of the data set at once, so the replicas end closer together.
+
 Prints ``MMSW <switches> <seconds>`` on stderr for what it did before mmrun started.
 usage: MMSW=preimport,workers1 python3 mmsw.py image -m qwen2_5_vl ...
 """
@@ -30,7 +34,15 @@ import time
 
 T0 = time.perf_counter()
 SWITCHES = {s.strip() for s in os.environ.get("MMSW", "").split(",") if s.strip()}
-KNOWN = {"preimport", "workers1", "render_thread", "generate", "nothreads", "pollslice"}
+KNOWN = {
+    "preimport",
+    "workers1",
+    "render_thread",
+    "generate",
+    "nothreads",
+    "pollslice",
+    "replicawin",
+}
 if SWITCHES - KNOWN:
     sys.exit(f"mmsw: unknown switch(es) {sorted(SWITCHES - KNOWN)}; known: {sorted(KNOWN)}")
 
@@ -69,6 +81,19 @@ if "pollslice" in SWITCHES:
 
     mmrun.engine.Engine.has_output = _has_output_sliced  # type: ignore[method-assign]
     mmrun.engine.Engine.poll = _poll_drained  # type: ignore[method-assign]
+
+if "replicawin" in SWITCHES:
+    import mmrun.runner
+
+    _factor = float(os.environ.get("MMSW_REPLICA_WINDOW", "1.25"))
+    _window = mmrun.runner.Runner.window
+
+    def _replica_window(self, replica=False):  # type: ignore[no-untyped-def]
+        if not replica:
+            return _window(self, replica)
+        return int(_factor * int(self.plan.engine_args.get("max_num_seqs") or 256))
+
+    mmrun.runner.Runner.window = _replica_window  # type: ignore[method-assign]
 
 if "generate" in SWITCHES:
     import mmrun.engine

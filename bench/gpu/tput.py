@@ -14,6 +14,8 @@ Steps (--steps or TPUT_STEPS; a step may repeat; each is skipped if too little t
   dp1        streamed, 1024 x 4, -dp 1 on GPU 0            (issue 15: scaling efficiency)
   dp2        streamed, 1024 x 4, -dp 2 on GPUs 0 and 1
   dp2omp8    dp2 with OMP_NUM_THREADS=8 for every process (the engine cores' torch threads too)
+  dp2win     dp2 through mmsw.py with MMSW=replicawin (each replica keeps 1.25 x max_num_seqs
+             prompts in its engine instead of 2 x)
   mm256mbt   mm256 with max_num_batched_tokens=32768 (a GPU-side setting; its own compile)
   mm256ps    mm256 through mmsw.py with MMSW=pollslice (results asked for at most every 0.5 s
              while requests remain to submit, every queued one taken)
@@ -80,6 +82,7 @@ EXPECTED = {
     "prof": 150,
     "ray": 200,
     "dp2omp8": 80,
+    "dp2win": 80,
     "mm256mbt": 110,
     "mm256enc": 150,
     "mm256ps": 60,
@@ -176,12 +179,16 @@ def step_command(
             "",
             out,
         )
-    if step in ("dp2", "dp2omp8"):
+    if step in ("dp2", "dp2omp8", "dp2win"):
+        win = step == "dp2win"
         return (
-            mmrun_cmd(*streamed, "--input", str(bench / "ms1024.jsonl"), "-dp", "2"),
+            mmrun_cmd(
+                *streamed, "--input", str(bench / "ms1024.jsonl"), "-dp", "2", switches=win
+            ),
             {
                 "CUDA_VISIBLE_DEVICES": "0,1",
                 **({"OMP_NUM_THREADS": "8"} if step == "dp2omp8" else {}),
+                **({"MMSW": "replicawin"} if win else {}),
             },
             "",
             out,
@@ -545,6 +552,7 @@ def summary(res: Path) -> int:
     ratio("mm256", "mm256omp1", "mmrun frontend threads default / OMP_NUM_THREADS=1, 256 x 4")
     ratio("dp2", "dp1", "-dp 2 on 2 GPUs / -dp 1 on 1 GPU, 1024 x 4 (issue 15, goal >= 1.85)")
     ratio("dp2omp8", "dp1", "-dp 2 with OMP_NUM_THREADS=8 everywhere / -dp 1, 1024 x 4")
+    ratio("dp2win", "dp1", "-dp 2, replica window 1.25 x max_num_seqs / -dp 1, 1024 x 4")
     ratio("ray", "dp2", "--backend ray (2 actors) / -dp 2, 1024 x 4 (issue 15, goal >= 0.9)")
     ratio("rawomp8", "raw", "raw vLLM with OMP_NUM_THREADS=8 / raw default (last set of each)")
     ratio("mm256mbt", "mm256", "mmrun max_num_batched_tokens=32768 / mmrun default, 256 x 4")

@@ -932,31 +932,39 @@ class RecordingRenderer:
         return 0
 
 
-def test_the_prompt_is_rendered_after_the_engine_has_started(
+def test_the_prompt_is_not_rendered_while_vllms_frontend_imports(
     fake_vllm: Any, bad: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """Rendering imports transformers, and so does vLLM's start. Both at once, from two
     threads, broke vLLM's start on the H200 ("cannot import name 'PretrainedConfig' from
-    'transformers'", in every run): the prompt is rendered after the start, in this thread."""
+    'transformers'", in every run). The first prompt is built during the start only once vLLM's
+    engine core process exists (see test_batch); an engine without one (this fake) renders
+    after ``vllm.LLM`` has returned, still before the engine is handed over."""
     from mmrun import engine, runner
     from mmrun.plan import RunOptions, plan
     from mmrun.plugins import get_registry
     from mmrun.support import vllm_info
 
     events: list[str] = []
-    real_start = engine.start
+    real_start, construct = engine.start, fake_vllm.__init__
 
     def start(*args: Any, **kwargs: Any) -> Any:
         llm = real_start(*args, **kwargs)
         events.append("started")
         return llm
 
+    def slow_construct(self: Any, **engine_args: Any) -> None:
+        time.sleep(0.3)  # time enough for a thread that does not wait to render first
+        construct(self, **engine_args)
+        events.append("constructed")
+
     monkeypatch.setattr(engine, "start", start)
+    monkeypatch.setattr(fake_vllm, "__init__", slow_construct)
     opts = RunOptions(
         modality="image", key="qwen2_5_vl", model="x", sources=(str(bad / "blue.png"),)
     )
     the_plan = plan(opts, get_registry(), vllm_info())
     result, handle = runner.run_named(the_plan, lambda model, trust: RecordingRenderer(events))
     handle.close()
-    assert events == ["started", "render"]
+    assert events == ["constructed", "render", "started"]
     assert len(result.outputs) == 1

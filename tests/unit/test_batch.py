@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import itertools
 import json
+import multiprocessing
 import os
 import time
 import types
@@ -282,7 +283,8 @@ def test_the_first_prompt_is_built_while_the_engine_starts(
     fake_vllm: Any, photos: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """The loader's first build loads its processor or tokenizer: done during the engine's
-    start (seconds on a GPU), not after it is ready."""
+    start (seconds on a GPU), once vLLM's engine core process exists (vLLM's frontend has
+    done its imports by then), not after the engine is ready."""
     from mmrun.runner import Prompts
 
     events: list[str] = []
@@ -292,16 +294,22 @@ def test_the_first_prompt_is_built_while_the_engine_starts(
         events.append("build")
         return build(self, *args)
 
-    def slow_start(self: Any, **engine_args: Any) -> None:
-        time.sleep(0.5)
+    def start_with_an_engine_core(self: Any, **engine_args: Any) -> None:
+        time.sleep(0.3)  # the frontend's own work: nothing is built meanwhile
+        core = multiprocessing.get_context("spawn").Process(target=time.sleep, args=(3,))
+        core.start()
+        events.append("core")
+        time.sleep(1.5)  # the engine core starting
         construct(self, **engine_args)
         events.append("ready")
+        core.kill()
+        core.join()
 
     monkeypatch.setattr(Prompts, "build", recorded_build)
-    monkeypatch.setattr(fake_vllm, "__init__", slow_start)
+    monkeypatch.setattr(fake_vllm, "__init__", start_with_an_engine_core)
     result = cli("-i", str(photos), "-o", str(tmp_path / "out.jsonl"))
     assert result.exit_code == 0, result.stderr
-    assert events[:2] == ["build", "ready"], events
+    assert events[:3] == ["core", "build", "ready"], events
     assert len(lines(tmp_path / "out.jsonl")) == 5
 
 
