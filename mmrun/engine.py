@@ -256,7 +256,8 @@ def start(
     """Create ``vllm.LLM`` from the composed engine arguments. Setting ``abort`` while it
     starts (e.g. a download failed meanwhile) stops the start and raises StartAborted.
     ``engines_on_host``: how many engines share this host's cores (``-dp N``). ``warm_up``:
-    more work for the warm-up thread (see ``_warm``), e.g. building the first prompt."""
+    work that the first request would otherwise wait for (mmrun's first prompt, which loads
+    the model's processor or tokenizer), done in a thread during the start (see ``_warm``)."""
     aborted = abort.is_set if abort is not None else lambda: False
     if aborted():
         raise StartAborted
@@ -267,17 +268,21 @@ def start(
     if aborted():
         raise StartAborted
     constructed = threading.Event()
-    warm = threading.Thread(
-        target=_warm, args=(engine_args, warm_up, constructed), name="mmrun-warm", daemon=True
-    )
+    warm = None
+    if warm_up is not None:
+        warm = threading.Thread(
+            target=_warm, args=(warm_up, constructed), name="mmrun-warm", daemon=True
+        )
     try:
         with interruptible(abort) as interrupted:
-            warm.start()
+            if warm is not None:
+                warm.start()
             try:
                 llm = _construct(vllm, engine_args)
             finally:
                 constructed.set()
-            warm.join(WARM_JOIN_S)
+            if warm is not None:
+                warm.join(WARM_JOIN_S)
             if interrupted.is_set():  # vLLM swallowed the interrupt and finished starting anyway
                 shutdown(llm, now=True)
                 raise KeyboardInterrupt
@@ -292,64 +297,30 @@ def start(
 
 
 # How long a started engine waits for the warm-up to end (it only does what the first request
-# would do anyway, a few seconds).
+# would do anyway, about a second).
 WARM_JOIN_S = 30.0
 
 
-def _warm(
-    engine_args: Mapping[str, Any], more: Callable[[], None] | None, constructed: threading.Event
-) -> None:
-    """Load what the first request would load, while the engine starts: vLLM's processor
-    (``warm_processor``), then ``more``.
-
-    Not while vLLM's frontend imports transformers: two threads importing it at once broke
-    vLLM's start on the H200 ("cannot import name 'PretrainedConfig' from 'transformers'",
-    docs/performance.md). The frontend has built its config, tokenizer and processor objects
-    by the time it starts its engine core process, then only waits for it (tens of seconds on
-    a GPU), so the warm-up waits for that process. An engine without processes of its own
-    (VLLM_ENABLE_V1_MULTIPROCESSING=0) gives no such moment: the warm-up then runs once
-    ``vllm.LLM`` has returned, before the first request.
-    """
+def _warm(work: Callable[[], None], constructed: threading.Event) -> None:
+    """``work`` while the engine starts, and not while vLLM's frontend imports transformers:
+    two threads importing it at once broke vLLM's start on the H200 ("cannot import name
+    'PretrainedConfig' from 'transformers'", docs/performance.md). The frontend has built its
+    config, tokenizer and processor objects by the time it starts its engine core process,
+    then only waits for it (tens of seconds on a GPU), so the work waits for that process. An
+    engine without processes of its own (VLLM_ENABLE_V1_MULTIPROCESSING=0) gives no such
+    moment: the work then runs once ``vllm.LLM`` has returned, before the first request. A
+    failure is left for the real work to report."""
     while not constructed.wait(0.05):
         if _has_children():
             break
-    warm_processor(engine_args)
-    if more is not None:
-        with contextlib.suppress(Exception):  # a failure is left for the real work to report
-            more()
+    with contextlib.suppress(Exception):
+        work()
 
 
 def _has_children() -> bool:
     try:
         return bool(multiprocessing.active_children())
     except Exception:  # the main thread starting a process meanwhile
-        return False
-
-
-def warm_processor(engine_args: Mapping[str, Any]) -> bool:
-    """Load the model's multimodal processor into vLLM's own cache while the engine starts.
-
-    vLLM's frontend loads it (transformers' ``from_pretrained``) on the first multimodal
-    request, after the engine is ready: 3 to 4 s of the first result's time on the H200 for
-    the Qwen2.5-VL-3B shape (docs/performance.md). It keeps it in a cache keyed by the model's
-    settings (``vllm.transformers_utils.processor.cached_get_processor``), which this fills
-    from a processor built for the same engine arguments. Only a warm-up: any failure (another
-    vLLM layout, a model without one) is left for the engine's own load to report. Whether it
-    loaded one."""
-    try:
-        import dataclasses
-
-        from vllm.engine.arg_utils import EngineArgs
-        from vllm.multimodal import MULTIMODAL_REGISTRY
-
-        fields = {f.name for f in dataclasses.fields(EngineArgs)}
-        config = EngineArgs(**{k: v for k, v in engine_args.items() if k in fields})
-        model_config = config.create_model_config()
-        if not model_config.is_multimodal_model:
-            return False
-        MULTIMODAL_REGISTRY.create_processor(model_config).info.get_hf_processor()
-        return True
-    except Exception:
         return False
 
 
