@@ -267,11 +267,11 @@ def start(
     vllm = import_vllm()  # seconds, and not interrupted by ``abort``: checked again after it
     if aborted():
         raise StartAborted
-    constructed = threading.Event()
+    constructed, failed = threading.Event(), threading.Event()
     warm = None
     if warm_up is not None:
         warm = threading.Thread(
-            target=_warm, args=(warm_up, constructed), name="mmrun-warm", daemon=True
+            target=_warm, args=(warm_up, constructed, failed), name="mmrun-warm", daemon=True
         )
     try:
         with interruptible(abort) as interrupted:
@@ -279,6 +279,9 @@ def start(
                 warm.start()
             try:
                 llm = _construct(vllm, engine_args)
+            except BaseException:
+                failed.set()  # nothing to warm up for
+                raise
             finally:
                 constructed.set()
             if warm is not None:
@@ -301,18 +304,20 @@ def start(
 WARM_JOIN_S = 30.0
 
 
-def _warm(work: Callable[[], None], constructed: threading.Event) -> None:
+def _warm(work: Callable[[], None], constructed: threading.Event, failed: threading.Event) -> None:
     """``work`` while the engine starts, and not while vLLM's frontend imports transformers:
     two threads importing it at once broke vLLM's start on the H200 ("cannot import name
     'PretrainedConfig' from 'transformers'", docs/performance.md). The frontend has built its
     config, tokenizer and processor objects by the time it starts its engine core process,
     then only waits for it (tens of seconds on a GPU), so the work waits for that process. An
     engine without processes of its own (VLLM_ENABLE_V1_MULTIPROCESSING=0) gives no such
-    moment: the work then runs once ``vllm.LLM`` has returned, before the first request. A
-    failure is left for the real work to report."""
+    moment: the work then runs once ``vllm.LLM`` has returned, before the first request; not
+    at all when it failed. A failure of the work is left for the real work to report."""
     while not constructed.wait(0.05):
         if _has_children():
             break
+    if failed.is_set():
+        return
     with contextlib.suppress(Exception):
         work()
 

@@ -968,3 +968,24 @@ def test_the_prompt_is_not_rendered_while_vllms_frontend_imports(
     handle.close()
     assert events == ["constructed", "render", "started"]
     assert len(result.outputs) == 1
+
+
+def test_a_failed_start_builds_no_prompt(
+    fake_vllm: Any, bad: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from mmrun import runner
+    from mmrun.errors import MmrunError
+    from mmrun.plan import RunOptions, plan
+    from mmrun.plugins import get_registry
+    from mmrun.support import vllm_info
+
+    events: list[str] = []
+    monkeypatch.setattr(fake_vllm, "fail_start", ValueError("no room"))
+    opts = RunOptions(
+        modality="image", key="qwen2_5_vl", model="x", sources=(str(bad / "blue.png"),)
+    )
+    the_plan = plan(opts, get_registry(), vllm_info())
+    with pytest.raises(MmrunError, match="no room"):
+        runner.run_named(the_plan, lambda model, trust: RecordingRenderer(events))
+    time.sleep(0.2)  # a warm-up thread left behind would have rendered by now
+    assert events == []
