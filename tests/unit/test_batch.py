@@ -297,8 +297,8 @@ def test_the_first_prompt_is_built_while_the_engine_starts(
     def start_with_an_engine_core(self: Any, **engine_args: Any) -> None:
         time.sleep(0.3)  # the frontend's own work: nothing is built meanwhile
         core = multiprocessing.get_context("spawn").Process(target=time.sleep, args=(3,))
+        events.append("core")  # before it exists: a build can only come after
         core.start()
-        events.append("core")
         time.sleep(1.5)  # the engine core starting
         construct(self, **engine_args)
         events.append("ready")
