@@ -389,6 +389,13 @@ def check_numbers(opts: RunOptions, modality: Modality) -> None:
         raise UsageError("--replicas is for --backend ray", hint="on one host, use -dp N")
     if opts.retry_errors and opts.output is None:
         raise UsageError("--retry-errors needs the output file of the earlier run", hint="add -o")
+    seed = opts.sampling_args.get("seed")
+    if "seed" in opts.sampling_args and (isinstance(seed, bool) or not isinstance(seed, int)):
+        # vLLM takes any value here and fails only in the engine, at the first request.
+        raise UsageError(
+            f"--sampling-arg seed must be an integer, got {seed!r}",
+            hint="e.g. --sampling-arg seed=7, or --seed 7 for a seed per prompt",
+        )
 
 
 def _count_bounds(

@@ -233,6 +233,17 @@ def test_temperature_not_a_finite_number(value: str, isolated_cache: Path) -> No
     )
 
 
+@pytest.mark.parametrize("value", ["abc", "1.5", "true", "[1]"])
+def test_a_sampling_seed_that_is_not_an_integer(value: str, isolated_cache: Path) -> None:
+    """vLLM accepts any value as a request's seed and fails only in the engine."""
+    check(
+        cli(*IMAGE, "--sampling-arg", f"seed={value}", *DRY),
+        EXIT_USAGE,
+        "--sampling-arg seed must be an integer",
+        cache=isolated_cache,
+    )
+
+
 def test_more_media_than_the_model_takes(bad: Path, isolated_cache: Path) -> None:
     wav = str(bad / "short.wav")
     check(
