@@ -943,6 +943,18 @@ class RecordingRenderer:
         return 0
 
 
+def blue_image_plan(bad: Path) -> Any:
+    """The plan of one qwen2_5_vl prompt on the blue test image."""
+    from mmrun.plan import RunOptions, plan
+    from mmrun.plugins import get_registry
+    from mmrun.support import vllm_info
+
+    opts = RunOptions(
+        modality="image", key="qwen2_5_vl", model="x", sources=(str(bad / "blue.png"),)
+    )
+    return plan(opts, get_registry(), vllm_info())
+
+
 def test_the_prompt_is_not_rendered_while_vllms_frontend_imports(
     fake_vllm: Any, bad: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -952,9 +964,6 @@ def test_the_prompt_is_not_rendered_while_vllms_frontend_imports(
     engine core process exists (see test_batch); an engine without one (this fake) renders
     after ``vllm.LLM`` has returned, still before the engine is handed over."""
     from mmrun import engine, runner
-    from mmrun.plan import RunOptions, plan
-    from mmrun.plugins import get_registry
-    from mmrun.support import vllm_info
 
     events: list[str] = []
     real_start, construct = engine.start, fake_vllm.__init__
@@ -971,10 +980,7 @@ def test_the_prompt_is_not_rendered_while_vllms_frontend_imports(
 
     monkeypatch.setattr(engine, "start", start)
     monkeypatch.setattr(fake_vllm, "__init__", slow_construct)
-    opts = RunOptions(
-        modality="image", key="qwen2_5_vl", model="x", sources=(str(bad / "blue.png"),)
-    )
-    the_plan = plan(opts, get_registry(), vllm_info())
+    the_plan = blue_image_plan(bad)
     result, handle = runner.run_named(the_plan, lambda model, trust: RecordingRenderer(events))
     handle.close()
     assert events == ["constructed", "render", "started"]
@@ -986,16 +992,10 @@ def test_a_failed_start_builds_no_prompt(
 ) -> None:
     from mmrun import runner
     from mmrun.errors import MmrunError
-    from mmrun.plan import RunOptions, plan
-    from mmrun.plugins import get_registry
-    from mmrun.support import vllm_info
 
     events: list[str] = []
     monkeypatch.setattr(fake_vllm, "fail_start", ValueError("no room"))
-    opts = RunOptions(
-        modality="image", key="qwen2_5_vl", model="x", sources=(str(bad / "blue.png"),)
-    )
-    the_plan = plan(opts, get_registry(), vllm_info())
+    the_plan = blue_image_plan(bad)
     with pytest.raises(MmrunError, match="no room"):
         runner.run_named(the_plan, lambda model, trust: RecordingRenderer(events))
     time.sleep(0.2)  # a warm-up thread left behind would have rendered by now
