@@ -22,6 +22,10 @@ Steps (--steps or TPUT_STEPS; a step may repeat; each is skipped if too little t
   st256ps    st256 with the same switch
   mm256enc   mm256 with the vision encoder compiled and in CUDA graphs (vLLM's
              compile_mm_encoder, cudagraph_mm_encoder; its own compile)
+  mm256cg    mm256 with the vision encoder in CUDA graphs, not compiled (cudagraph_mm_encoder
+             only: vLLM captures them at the engine start; its own compile of the LM)
+  mm256nocg  mm256 with cudagraph_mm_encoder false named (mmrun's default off, if it is on)
+  mm64cg     mm64 with cudagraph_mm_encoder only
   ray        streamed, 1024 x 4, --backend ray --replicas 2 (a local Ray cluster, both GPUs)
   prof       raw_bench.py 64 x 4 under vLLM's torch profiler (its own compile; optional)
   mm256smp   mm256 with every Python process's stacks sampled (smp/sitecustomize.py, every 20
@@ -85,6 +89,9 @@ EXPECTED = {
     "dp2win": 80,
     "mm256mbt": 110,
     "mm256enc": 150,
+    "mm256cg": 70,
+    "mm256nocg": 65,
+    "mm64cg": 55,
     "mm256ps": 60,
     "st256ps": 60,
     "mm256smp": 65,
@@ -92,6 +99,8 @@ EXPECTED = {
     "st256smp": 65,
 }
 
+
+ENC_CG = 'compilation_config={"cudagraph_mm_encoder": true}'
 
 # The one-call 256 x 4 run and its variants: (extra mmrun flags, extra environment).
 MM256_VARIANTS: dict[str, tuple[list[str], dict[str, str]]] = {
@@ -106,6 +115,8 @@ MM256_VARIANTS: dict[str, tuple[list[str], dict[str, str]]] = {
         {},
     ),
     "mm256ps": ([], {"MMSW": "pollslice"}),
+    "mm256cg": (["--engine-arg", ENC_CG], {}),
+    "mm256nocg": (["--engine-arg", 'compilation_config={"cudagraph_mm_encoder": false}'], {}),
 }
 
 # The sampled steps, and the step each samples.
@@ -170,8 +181,10 @@ def step_command(
         env = {"MMSW": "pollslice"} if step == "st256ps" else {}
         cmd = mmrun_cmd(*streamed, "--input", str(bench / "ms256.jsonl"), switches=bool(env))
         return cmd, {**gpu0, **env}, "", out
-    if step == "mm64":
-        return mmrun_cmd(*named, *image_flags(bench / "s64"), *named_tail), gpu0, r"^\{", None
+    if step in ("mm64", "mm64cg"):
+        more = ["--engine-arg", ENC_CG] if step == "mm64cg" else []
+        cmd = mmrun_cmd(*named, *image_flags(bench / "s64"), *named_tail, *more)
+        return cmd, gpu0, r"^\{", None
     if step == "dp1":
         return (
             mmrun_cmd(*streamed, "--input", str(bench / "ms1024.jsonl"), "-dp", "1"),
@@ -421,7 +434,7 @@ def measure(rec: dict[str, Any], samples: list[tuple[float, int, float]]) -> lis
                 "texts": [o["text"] for o in outs],
                 "gpu_busy": busy(samples, {0}, end - (gen or 0), end) if gen else None,
                 "window": (end - (gen or 0), end),
-                "note": f"start {fmt(t.get('engine_start_s'), 1)}s, result at {fmt(rec.get('result_s'), 1)}s",
+                "note": f"start {fmt(t.get('engine_start_s'), 1)}s, warm-up {fmt(t.get('warmup_s'), 2)}s, result at {fmt(rec.get('result_s'), 1)}s",
             }
         )
         return found
@@ -557,10 +570,16 @@ def summary(res: Path) -> int:
     ratio("rawomp8", "raw", "raw vLLM with OMP_NUM_THREADS=8 / raw default (last set of each)")
     ratio("mm256mbt", "mm256", "mmrun max_num_batched_tokens=32768 / mmrun default, 256 x 4")
     ratio("mm256enc", "mm256", "mmrun encoder compiled + CUDA graphs / mmrun default, 256 x 4")
+    ratio("mm256cg", "mm256", "mmrun encoder in CUDA graphs / mmrun default, 256 x 4")
+    ratio("mm256", "mm256nocg", "mmrun default / mmrun, encoder CUDA graphs off, 256 x 4")
+    ratio("mm64cg", "mm64", "mmrun encoder in CUDA graphs / mmrun default, 64 x 4")
     ratio("mm256ps", "mm256", "mmrun with results asked for every 0.5 s / default, 256 x 4")
     ratio("st256ps", "st256", "streamed, results asked for every 0.5 s / default, 256 x 4")
     for m in meas:
-        if m["run"] in ("mm256", "mm64", "st256", "mm256mbt", "mm256enc", "mm256ps", "st256ps"):
+        if m["run"] in (
+            *("mm256", "mm64", "st256", "mm256mbt", "mm256enc", "mm256ps", "st256ps"),
+            *("mm256cg", "mm256nocg", "mm64cg"),
+        ):
             base = ref.get(m["set"])
             if base and m.get("prompts_per_s"):
                 ratios.append(
