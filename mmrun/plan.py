@@ -248,6 +248,8 @@ def plan(opts: RunOptions, registry: Registry, vllm: VllmInfo, gpus: Sequence[st
         overrides=opts.engine_args,
         engine_key=modality.engine_key,
     )
+    if vllm.device == "gpu":
+        size_for_a_gpu_batch(engine_args, items.total, opts.engine_args)
     if opts.backend == "ray":
         if opts.method != "generate":
             raise UsageError(
@@ -323,6 +325,27 @@ def compose_engine_args(
         args["tensor_parallel_size"] = tensor_parallel_size
     args.update(overrides or {})
     return args
+
+
+# The most prompts a GPU engine runs at once when a run has more prompts than the model's own
+# max_num_seqs. The seed scripts' values (2 to 5) size one prompt's demo for a small GPU; a
+# batch held to them leaves a GPU mostly idle. 256 is vLLM's own default for offline use on
+# most GPUs and gives the same CUDA graph sizes (min(2 x max_num_seqs, 512)), so the same
+# compile cache, as its default of 1024 on an H100 or H200.
+GPU_BATCH_MAX_NUM_SEQS = 256
+
+
+def size_for_a_gpu_batch(
+    engine_args: dict[str, Any], prompts: int, overrides: Mapping[str, Any]
+) -> None:
+    """On a GPU, let a run of more prompts than the model's own ``max_num_seqs`` run
+    GPU_BATCH_MAX_NUM_SEQS at once, unless the user named ``max_num_seqs``. A run of fewer
+    prompts keeps the model's setting (and its compile cache); a model without one keeps
+    vLLM's default."""
+    own = engine_args.get("max_num_seqs")
+    if "max_num_seqs" in overrides or not isinstance(own, int) or prompts <= own:
+        return
+    engine_args["max_num_seqs"] = max(own, GPU_BATCH_MAX_NUM_SEQS)
 
 
 def compose_sampling(spec: LoaderSpec, modality: Modality, opts: RunOptions) -> dict[str, Any]:

@@ -327,6 +327,39 @@ def test_engine_args_override_and_tp(media_dir: Path) -> None:
 
 
 @pytest.mark.parametrize(
+    ("device", "prompts", "named", "expected"),
+    [
+        ("gpu", 6, {}, 256),  # more prompts than qwen2_5_vl's own max_num_seqs (5)
+        ("gpu", 5, {}, 5),  # no more: the model's setting (and its compile cache)
+        ("gpu", 6, {"max_num_seqs": 8}, 8),  # the user's setting
+        ("cpu", 6, {}, 5),  # vLLM's CPU build: unchanged
+    ],
+    ids=["gpu-batch", "gpu-few", "gpu-named", "cpu"],
+)
+def test_a_gpu_batch_runs_more_prompts_at_once_than_the_seeds_demo(
+    media_dir: Path, device: str, prompts: int, named: dict[str, int], expected: int
+) -> None:
+    """The seeds' max_num_seqs (2 to 5) size one prompt on a small GPU; a batch on a GPU held
+    to them would leave the GPU mostly idle."""
+    from dataclasses import replace
+
+    from mmrun.plan import RunOptions, plan
+    from mmrun.plugins import get_registry
+    from mmrun.support import vllm_info
+
+    opts = RunOptions(
+        modality="image",
+        key="qwen2_5_vl",
+        model="x",
+        sources=(str(media_dir / "blue.png"),),
+        num_prompts=prompts,
+        engine_args=named,
+    )
+    the_plan = plan(opts, get_registry(), replace(vllm_info(), device=device))
+    assert the_plan.engine_args["max_num_seqs"] == expected
+
+
+@pytest.mark.parametrize(
     "args", [["--help"], ["image", "--help"], ["audio", "--help"], ["models", "--json"]]
 )
 def test_fast_commands_import_nothing_heavy(args: list[str]) -> None:
