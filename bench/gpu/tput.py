@@ -26,6 +26,10 @@ Steps (--steps or TPUT_STEPS; a step may repeat; each is skipped if too little t
              only: vLLM captures them at the engine start; its own compile of the LM)
   mm256nocg  mm256 with cudagraph_mm_encoder false named (mmrun's default off, if it is on)
   mm64cg     mm64 with cudagraph_mm_encoder only
+  mm256own   mm256 without the bench's --engine-arg max_num_seqs=256 (mmrun's own batch size)
+  mm256s5    mm256 with max_num_seqs=5 (the qwen2_5_vl seed's value; mmrun's default before
+             it sized GPU batches itself; its own compile)
+  dp1enc     dp1 with the vision encoder compiled (compile_mm_encoder; its own compile)
   ray        streamed, 1024 x 4, --backend ray --replicas 2 (a local Ray cluster, both GPUs)
   prof       raw_bench.py 64 x 4 under vLLM's torch profiler (its own compile; optional)
   mm256smp   mm256 with every Python process's stacks sampled (smp/sitecustomize.py, every 20
@@ -92,6 +96,9 @@ EXPECTED = {
     "mm256cg": 70,
     "mm256nocg": 65,
     "mm64cg": 55,
+    "mm256own": 65,
+    "mm256s5": 140,
+    "dp1enc": 150,
     "mm256ps": 60,
     "st256ps": 60,
     "mm256smp": 65,
@@ -101,6 +108,7 @@ EXPECTED = {
 
 
 ENC_CG = 'compilation_config={"cudagraph_mm_encoder": true}'
+ENC_COMPILE = 'compilation_config={"compile_mm_encoder": true}'
 
 # The one-call 256 x 4 run and its variants: (extra mmrun flags, extra environment).
 MM256_VARIANTS: dict[str, tuple[list[str], dict[str, str]]] = {
@@ -117,6 +125,7 @@ MM256_VARIANTS: dict[str, tuple[list[str], dict[str, str]]] = {
     "mm256ps": ([], {"MMSW": "pollslice"}),
     "mm256cg": (["--engine-arg", ENC_CG], {}),
     "mm256nocg": (["--engine-arg", 'compilation_config={"cudagraph_mm_encoder": false}'], {}),
+    "mm256s5": (["--engine-arg", "max_num_seqs=5"], {}),
 }
 
 # The sampled steps, and the step each samples.
@@ -171,6 +180,9 @@ def step_command(
             r"^RESULT_DONE",
             None,
         )
+    if step == "mm256own":
+        own_tail = ["--json", "-v", *MM_COMMON]  # named_tail without MM_BATCH_ARGS
+        return mmrun_cmd(*named, *image_flags(bench / "s256"), *own_tail), gpu0, r"^\{", None
     if step in MM256_VARIANTS:
         more, env = MM256_VARIANTS[step]
         cmd = mmrun_cmd(
@@ -185,9 +197,10 @@ def step_command(
         more = ["--engine-arg", ENC_CG] if step == "mm64cg" else []
         cmd = mmrun_cmd(*named, *image_flags(bench / "s64"), *named_tail, *more)
         return cmd, gpu0, r"^\{", None
-    if step == "dp1":
+    if step in ("dp1", "dp1enc"):
+        enc = ["--engine-arg", ENC_COMPILE] if step == "dp1enc" else []
         return (
-            mmrun_cmd(*streamed, "--input", str(bench / "ms1024.jsonl"), "-dp", "1"),
+            mmrun_cmd(*streamed, "--input", str(bench / "ms1024.jsonl"), "-dp", "1", *enc),
             gpu0,
             "",
             out,
@@ -573,12 +586,15 @@ def summary(res: Path) -> int:
     ratio("mm256cg", "mm256", "mmrun encoder in CUDA graphs / mmrun default, 256 x 4")
     ratio("mm256", "mm256nocg", "mmrun default / mmrun, encoder CUDA graphs off, 256 x 4")
     ratio("mm64cg", "mm64", "mmrun encoder in CUDA graphs / mmrun default, 64 x 4")
+    ratio("mm256own", "mm256", "mmrun's own batch size / the bench's max_num_seqs=256, 256 x 4")
+    ratio("mm256own", "mm256s5", "mmrun's own batch size / max_num_seqs=5 (the seed's), 256 x 4")
+    ratio("dp1enc", "dp1", "streamed 1024 x 4, encoder compiled / not, from engine ready")
     ratio("mm256ps", "mm256", "mmrun with results asked for every 0.5 s / default, 256 x 4")
     ratio("st256ps", "st256", "streamed, results asked for every 0.5 s / default, 256 x 4")
     for m in meas:
         if m["run"] in (
             *("mm256", "mm64", "st256", "mm256mbt", "mm256enc", "mm256ps", "st256ps"),
-            *("mm256cg", "mm256nocg", "mm64cg"),
+            *("mm256cg", "mm256nocg", "mm64cg", "mm256own", "mm256s5"),
         ):
             base = ref.get(m["set"])
             if base and m.get("prompts_per_s"):
