@@ -32,9 +32,10 @@ MM_COMMON = [
     "--engine-arg",
     "max_model_len=8192",
 ]
-# mmrun's qwen2_5_vl loader takes the seed's max_num_seqs (5); a batch benchmark sets it as the
-# earlier GPU runs did (256: the same CUDA graph sizes and compile cache as vLLM's default 1024
-# on an H200, both capped at 512).
+# The batch benchmarks name max_num_seqs=256 as every GPU run did (the same CUDA graph sizes and
+# compile cache as vLLM's default 1024 on an H200, both capped at 512). Since 4e23670 mmrun uses
+# 256 on its own for a GPU batch of more prompts than the model's max_num_seqs (the
+# qwen2_5_vl seed's 5); tput.py's mm256own step runs without this flag.
 MM_BATCH_ARGS = ["--engine-arg", "max_num_seqs=256"]
 # The raw script's engine arguments as mmrun flags (raw_bench.py: vLLM's default max_num_seqs
 # on an H200 is 1024, limit_mm_per_prompt without audio, seed 0).
