@@ -26,7 +26,7 @@ from pathlib import Path
 from typing import Any
 
 from mmrun.errors import DownloadError, EngineError, MediaError, MmrunError
-from mmrun.hub import check_reachable
+from mmrun.hub import check_reachable, offline
 from mmrun.inputs import Item
 from mmrun.media import MediaItem, MediaResolver, ProgressFn, decoded_bytes, prefetch_budget
 from mmrun.plan import Plan
@@ -89,7 +89,7 @@ def _snapshot(model: str) -> str:
         if importlib.util.find_spec(client) is not None:
             failures += (importlib.import_module(client).HTTPError,)
     try:
-        return str(snapshot_download(model))
+        return str(snapshot_download(model, local_files_only=offline()))
     except failures as exc:
         first = next(iter(str(exc).strip().splitlines()), "") or type(exc).__name__
         raise DownloadError(

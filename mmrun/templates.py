@@ -11,7 +11,7 @@ from functools import cached_property
 from typing import Any
 
 from mmrun.errors import MediaError, MmrunError
-from mmrun.hub import check_reachable
+from mmrun.hub import check_reachable, offline
 from mmrun.request import Message, TemplateSource
 
 
@@ -28,7 +28,11 @@ class HFTemplateRenderer:
 
         auto = transformers.AutoProcessor if source == "processor" else transformers.AutoTokenizer
         try:
-            return auto.from_pretrained(self.model, trust_remote_code=self.trust_remote_code)
+            # local_files_only: huggingface_hub reads HF_HUB_OFFLINE only once, when it is
+            # first imported; mmrun reads it now, as its Hub probe does.
+            return auto.from_pretrained(
+                self.model, trust_remote_code=self.trust_remote_code, local_files_only=offline()
+            )
         except (OSError, ValueError) as exc:  # missing files, or a folder with no such class
             first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
             raise MmrunError(
