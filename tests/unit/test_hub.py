@@ -27,6 +27,7 @@ from mmrun.cli.main import app
 from mmrun.errors import DownloadError
 from mmrun.request import LoraAdapter
 from mmrun.runner import lora_path
+from tests.helpers.http import ScriptedServer
 
 
 def closed_port() -> int:
@@ -168,7 +169,7 @@ def test_nothing_is_asked_offline_or_for_a_local_folder(
 
 @pytest.mark.parametrize("load", ["processor", "lora snapshot"])
 def test_hf_hub_offline_is_read_when_mmrun_loads_not_when_huggingface_hub_was_imported(
-    load: str, monkeypatch: pytest.MonkeyPatch, isolated_cache: Path
+    load: str, monkeypatch: pytest.MonkeyPatch, server: ScriptedServer
 ) -> None:
     """huggingface_hub reads HF_HUB_OFFLINE once, at its first import. A process that imported
     it before the variable was set (as this test session can) asked the Hub anyway: a dry run
@@ -179,33 +180,15 @@ def test_hf_hub_offline_is_read_when_mmrun_loads_not_when_huggingface_hub_was_im
     from mmrun.errors import MmrunError
     from mmrun.templates import HFTemplateRenderer
 
-    asked: list[str] = []  # the request lines the Hub got
-
-    class Handler(http.server.BaseHTTPRequestHandler):
-        def answer(self) -> None:
-            asked.append(f"{self.command} {self.path}")
-            self.send_error(404)
-
-        do_GET = do_HEAD = answer
-
-        def log_message(self, *args: object) -> None:
-            pass
-
-    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-    threading.Thread(target=server.serve_forever, daemon=True).start()
     monkeypatch.setattr(constants, "HF_HUB_OFFLINE", False)  # as if imported while unset
-    monkeypatch.setattr(constants, "ENDPOINT", f"http://127.0.0.1:{server.server_port}")
+    monkeypatch.setattr(constants, "ENDPOINT", server.base)
     monkeypatch.setenv("HF_HUB_OFFLINE", "1")
     start = time.monotonic()
-    try:
-        with pytest.raises(MmrunError, match=f"cannot (load|fetch) the {load.split()[-1]}"):
-            if load == "processor":
-                _ = HFTemplateRenderer("org/not-cached").processor
-            else:
-                lora_path(LoraAdapter("speech", 1, "lora"), "org/not-cached", resolve=True)
-    finally:
-        server.shutdown()
-        server.server_close()
+    with pytest.raises(MmrunError, match=f"cannot (load|fetch) the {load.split()[-1]}"):
+        if load == "processor":
+            _ = HFTemplateRenderer("org/not-cached").processor
+        else:
+            lora_path(LoraAdapter("speech", 1, "lora"), "org/not-cached", resolve=True)
     # (huggingface_hub may fetch its user-agent registry once per process: not the model's)
-    assert [line for line in asked if "not-cached" in line] == []
+    assert [hit.path for hit in server.hits if "not-cached" in hit.path] == []
     assert time.monotonic() - start < 10
