@@ -24,7 +24,6 @@ Steps (--steps or TPUT_STEPS; a step may repeat; each is skipped if too little t
              compile_mm_encoder, cudagraph_mm_encoder; its own compile)
   mm256cg    mm256 with the vision encoder in CUDA graphs, not compiled (cudagraph_mm_encoder
              only: vLLM captures them at the engine start; its own compile of the LM)
-  mm256nocg  mm256 with cudagraph_mm_encoder false named (mmrun's default off, if it is on)
   mm64cg     mm64 with cudagraph_mm_encoder only
   mm256own   mm256 without the bench's --engine-arg max_num_seqs=256 (mmrun's own batch size)
   mm256s5    mm256 with max_num_seqs=5 (the qwen2_5_vl seed's value; mmrun's default before
@@ -94,7 +93,6 @@ EXPECTED = {
     "mm256mbt": 110,
     "mm256enc": 150,
     "mm256cg": 70,
-    "mm256nocg": 65,
     "mm64cg": 55,
     "mm256own": 65,
     "mm256s5": 140,
@@ -124,7 +122,6 @@ MM256_VARIANTS: dict[str, tuple[list[str], dict[str, str]]] = {
     ),
     "mm256ps": ([], {"MMSW": "pollslice"}),
     "mm256cg": (["--engine-arg", ENC_CG], {}),
-    "mm256nocg": (["--engine-arg", 'compilation_config={"cudagraph_mm_encoder": false}'], {}),
     "mm256s5": (["--engine-arg", "max_num_seqs=5"], {}),
 }
 
@@ -584,7 +581,6 @@ def summary(res: Path) -> int:
     ratio("mm256mbt", "mm256", "mmrun max_num_batched_tokens=32768 / mmrun default, 256 x 4")
     ratio("mm256enc", "mm256", "mmrun encoder compiled + CUDA graphs / mmrun default, 256 x 4")
     ratio("mm256cg", "mm256", "mmrun encoder in CUDA graphs / mmrun default, 256 x 4")
-    ratio("mm256", "mm256nocg", "mmrun default / mmrun, encoder CUDA graphs off, 256 x 4")
     ratio("mm64cg", "mm64", "mmrun encoder in CUDA graphs / mmrun default, 64 x 4")
     ratio("mm256own", "mm256", "mmrun's own batch size / the bench's max_num_seqs=256, 256 x 4")
     ratio("mm256own", "mm256s5", "mmrun's own batch size / max_num_seqs=5 (the seed's), 256 x 4")
@@ -594,7 +590,7 @@ def summary(res: Path) -> int:
     for m in meas:
         if m["run"] in (
             *("mm256", "mm64", "st256", "mm256mbt", "mm256enc", "mm256ps", "st256ps"),
-            *("mm256cg", "mm256nocg", "mm64cg", "mm256own", "mm256s5"),
+            *("mm256cg", "mm64cg", "mm256own", "mm256s5"),
         ):
             base = ref.get(m["set"])
             if base and m.get("prompts_per_s"):
