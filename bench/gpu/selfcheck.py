@@ -381,7 +381,7 @@ def check_tput(tmp: Path) -> None:
             "M",
             "--dry",
             "--steps",
-            "raw rawomp8 mm256 mm64 mm256omp1 st256 dp1 dp2 dp2 prof",
+            "raw rawomp8 mm256 mm64 mm256omp1 st256 dp1 dp2 dp2 prof rawph mm256ph mm64s64",
         ],
         capture_output=True,
         text=True,
@@ -392,7 +392,10 @@ def check_tput(tmp: Path) -> None:
         out.returncode == 0
         and cmds
         == sorted(
-            ["raw", "rawomp8", "mm256", "mm64", "mm256omp1", "st256", "dp1", "dp2", "dp2_2", "prof"]
+            [
+                *("raw", "rawomp8", "mm256", "mm64", "mm256omp1", "st256", "dp1", "dp2"),
+                *("dp2_2", "prof", "rawph", "mm256ph", "mm64s64"),
+            ]
         ),
         f"tput.py --dry: every step written {cmds}",
     )
@@ -404,6 +407,102 @@ def check_tput(tmp: Path) -> None:
     ok(
         "OMP_NUM_THREADS=1" in (dry / "mm256omp1" / "cmd.txt").read_text(),
         "tput.py: mm256omp1 sets OMP_NUM_THREADS=1",
+    )
+    for name in ("rawph", "mm256ph"):
+        cmd = (dry / name / "cmd.txt").read_text()
+        ok(
+            "MMPHASES_DIR=" in cmd and "/phases" in cmd.split("PYTHONPATH=", 1)[-1].split()[0],
+            f"tput.py: {name} puts the phase probe first on PYTHONPATH",
+        )
+    s64 = (dry / "mm64s64" / "cmd.txt").read_text()
+    ok(
+        "max_num_seqs=64" in s64 and "max_num_seqs=256" not in s64,
+        "tput.py: mm64s64 names max_num_seqs=64 only",
+    )
+
+
+def check_phases(tmp: Path) -> None:
+    """phases.py on a fake mmrun run: a warm-up step outside the batch's window, then two
+    prefill steps (one with the encoder) and two decode steps inside it; the expected seconds
+    below are worked out by hand from the event times written here."""
+    import phases
+
+    run = tmp / "phases_run"
+    spawn = 1000.0
+    # the result line at 60 s after spawn, generate_s 2.0: the window is [1058, 1060]
+    fake_run(run, result_s=60.0, marks={}, stdout=doc(4, 2.0), spawn=spawn)
+    steps = [
+        {
+            "t": 1050.0,
+            "reqs": 2,
+            "toks": 2000,
+            "enc_items": 8,
+            "a": 0,
+            "e0": 1,
+            "e1": 900,
+            "b": 1000,
+            "c": 1001,
+            "d": 1010,
+        },  # warm-up: before the window, left out
+        {
+            "t": 1058.1,
+            "reqs": 4,
+            "toks": 4000,
+            "enc_items": 16,
+            "a": 8100,
+            "e0": 8100,
+            "e1": 8600,
+            "b": 8900,
+            "c": 8900,
+            "d": 8910,
+        },
+        {
+            "t": 1058.9,
+            "reqs": 4,
+            "toks": 1000,
+            "enc_items": 0,
+            "a": 8950,
+            "b": 9150,
+            "c": 9150,
+            "d": 9160,
+        },
+        {
+            "t": 1059.2,
+            "reqs": 4,
+            "toks": 4,
+            "enc_items": 0,
+            "a": 9200,
+            "b": 9220,
+            "c": 9220,
+            "d": 9230,
+        },
+        {
+            "t": 1059.3,
+            "reqs": 4,
+            "toks": 4,
+            "enc_items": 0,
+            "a": 9330,
+            "b": 9350,
+            "c": 9350,
+            "d": 9360,
+        },
+    ]
+    (run / "phases").mkdir()
+    (run / "phases" / "123.jsonl").write_text("".join(json.dumps(x) + "\n" for x in steps))
+    text = phases.summary([run])
+    row = [c.strip() for c in text.splitlines()[-1].strip("|").split("|")]
+    # span 9360 - 8100 = 1260 ms; encoder 500; prefill fwd (8900-8100-500) + 200 = 500;
+    # decode 20 + 20 = 40; sampling 10 * 4 = 40; between 1260 - 1080 = 180
+    ok(
+        row[2] == "2 / 2"
+        and row[4] == "1.26"
+        and row[5].startswith("0.50 (40%)")
+        and row[6].startswith("0.50 (40%)")
+        and row[7].startswith("0.04 (3%)")
+        and row[8].startswith("0.04 (3%)")
+        and row[9].startswith("0.18 (14%)")
+        and row[10] == "16",
+        f"phases.py: the batch's steps split by hand's numbers {row}",
     )
 
 
@@ -682,6 +781,7 @@ def main() -> int:
         check_ttr(tmp)
         check_gap(tmp)
         check_tput(tmp)
+        check_phases(tmp)
         check_proofs(tmp)
         if "--mmrun-dry" in sys.argv:
             check_mmrun_dry(tmp)

@@ -37,6 +37,10 @@ Steps (--steps or TPUT_STEPS; a step may repeat; each is skipped if too little t
   rawsmp     raw (OMP_NUM_THREADS=8) with the same sampler
   st256smp   st256 with the same sampler
   (sampled steps measure nothing: the sampler takes some of the CPU)
+  mm64s64    mm64 with max_num_seqs=64 (CUDA graphs up to 128 instead of 512; its own compile)
+  rawph      raw with the GPU phase probe (phases/sitecustomize.py: CUDA events around each
+             engine step's encoder, forward and sampling; phases.py splits the batch's GPU time)
+  mm256ph    mm256own with the same probe (the probe costs a few events per engine step)
 Every mmrun step runs with -v (vLLM's log, for the moment the engine is ready).
 
 usage: tput.py run --res DIR --bench /tmp/bench --model DIR [--steps "..."] [--budget S]
@@ -59,6 +63,7 @@ from typing import Any
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 import contextlib
 
+import phases
 from common import (
     MM_BATCH_ARGS,
     MM_COMMON,
@@ -102,6 +107,9 @@ EXPECTED = {
     "mm256smp": 65,
     "rawsmp": 70,
     "st256smp": 65,
+    "mm64s64": 110,
+    "rawph": 70,
+    "mm256ph": 65,
 }
 
 
@@ -127,6 +135,14 @@ MM256_VARIANTS: dict[str, tuple[list[str], dict[str, str]]] = {
 
 # The sampled steps, and the step each samples.
 SAMPLED = {"mm256smp": "mm256", "rawsmp": "rawomp8", "st256smp": "st256"}
+# The steps with the GPU phase probe, and the step each probes.
+PHASED = {"rawph": "raw", "mm256ph": "mm256own"}
+
+
+def phases_env(run_dir: Path) -> dict[str, str]:
+    """The GPU phase probe for the engine core of a run (phases/sitecustomize.py)."""
+    path = ":".join(filter(None, [str(HERE / "phases"), os.environ.get("PYTHONPATH", "")]))
+    return {"PYTHONPATH": path, "MMPHASES_DIR": str(run_dir / "phases")}
 
 
 def sampler_env(run_dir: Path) -> dict[str, str]:
@@ -142,6 +158,9 @@ def step_command(
     if step in SAMPLED:
         cmd, env, result, watch = step_command(SAMPLED[step], bench, model, run_dir)
         return cmd, {**env, **sampler_env(run_dir)}, result, watch
+    if step in PHASED:
+        cmd, env, result, watch = step_command(PHASED[step], bench, model, run_dir)
+        return cmd, {**env, **phases_env(run_dir)}, result, watch
     raw = [py(), str(HERE / "raw_bench.py"), "--model", model]
     sets = ["--set", f"s64:{bench / 's64'}", "--set", f"s256:{bench / 's256'}"]
     named = ["image", "-m", "qwen2_5_vl", "--model", model, "--per-prompt", "4", "--warmup", "2"]
@@ -194,6 +213,9 @@ def step_command(
         more = ["--engine-arg", ENC_CG] if step == "mm64cg" else []
         cmd = mmrun_cmd(*named, *image_flags(bench / "s64"), *named_tail, *more)
         return cmd, gpu0, r"^\{", None
+    if step == "mm64s64":
+        tail = ["--json", "-v", *MM_COMMON, "--engine-arg", "max_num_seqs=64"]
+        return mmrun_cmd(*named, *image_flags(bench / "s64"), *tail), gpu0, r"^\{", None
     if step in ("dp1", "dp1enc"):
         enc = ["--engine-arg", ENC_COMPILE] if step == "dp1enc" else []
         return (
@@ -205,9 +227,7 @@ def step_command(
     if step in ("dp2", "dp2omp8", "dp2win"):
         win = step == "dp2win"
         return (
-            mmrun_cmd(
-                *streamed, "--input", str(bench / "ms1024.jsonl"), "-dp", "2", switches=win
-            ),
+            mmrun_cmd(*streamed, "--input", str(bench / "ms1024.jsonl"), "-dp", "2", switches=win),
             {
                 "CUDA_VISIBLE_DEVICES": "0,1",
                 **({"OMP_NUM_THREADS": "8"} if step == "dp2omp8" else {}),
@@ -517,7 +537,9 @@ def summary(res: Path) -> int:
         if m.get("window"):
             pct = mean_busy(cpu, {0}, *m["window"])
             m["note"] = f"host CPU busy {'-' if pct is None else f'{pct:.0f}%'}; {m['note']}"
-    ref = {m["set"]: m for m in meas if m["run"] == "raw"}
+    # raw vLLM's default run of the call: "raw", or the probed "rawph" when no plain one ran
+    ref = {m["set"]: m for m in meas if m["run"] == "rawph"}
+    ref.update({m["set"]: m for m in meas if m["run"] == "raw"})
     rows = []
     for m in meas:
         base = ref.get(m["set"])
@@ -583,6 +605,8 @@ def summary(res: Path) -> int:
     ratio("mm256cg", "mm256", "mmrun encoder in CUDA graphs / mmrun default, 256 x 4")
     ratio("mm64cg", "mm64", "mmrun encoder in CUDA graphs / mmrun default, 64 x 4")
     ratio("mm256own", "mm256", "mmrun's own batch size / the bench's max_num_seqs=256, 256 x 4")
+    ratio("mm64s64", "mm64", "max_num_seqs=64 / 256 (CUDA graphs up to 128 / 512), 64 x 4")
+    ratio("mm256ph", "rawph", "mmrun's own / raw default, 256 x 4, both with the phase probe")
     ratio("mm256own", "mm256s5", "mmrun's own batch size / max_num_seqs=5 (the seed's), 256 x 4")
     ratio("dp1enc", "dp1", "streamed 1024 x 4, encoder compiled / not, from engine ready")
     ratio("mm256ps", "mm256", "mmrun with results asked for every 0.5 s / default, 256 x 4")
@@ -590,7 +614,7 @@ def summary(res: Path) -> int:
     for m in meas:
         if m["run"] in (
             *("mm256", "mm64", "st256", "mm256mbt", "mm256enc", "mm256ps", "st256ps"),
-            *("mm256cg", "mm64cg", "mm256own", "mm256s5"),
+            *("mm256cg", "mm64cg", "mm256own", "mm256s5", "mm256ph", "mm64s64"),
         ):
             base = ref.get(m["set"])
             if base and m.get("prompts_per_s"):
@@ -613,6 +637,10 @@ def summary(res: Path) -> int:
         head = p.read_text().splitlines()[:45]
         (res / "profile_table.txt").write_text("\n".join(head) + "\n")
         lines.append(f"- torch profiler table: {p} (first 45 lines in profile_table.txt)")
+    phased = [p for p in sorted(res.iterdir()) if (p / "phases").is_dir()]
+    if phased:
+        lines += ["", "### Where the GPU's time went during each batch (phases.py)", ""]
+        lines.append(phases.summary(phased))
     if failed:
         lines += ["", "### Failed", *failed]
     text = "\n".join(lines) + "\n"
