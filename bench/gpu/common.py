@@ -175,6 +175,15 @@ def read_run(run_dir: Path) -> dict[str, Any]:
                 last[name] = t
         if re.search(r"mmrun: replica \d+ .*ready after", text):
             ready_lines.append(t)
+        # vLLM's own figures for the compile (from its cache): the AOT artifact's load shows
+        # as "Dynamo bytecode transform time", the whole as "torch.compile took"
+        for key, pattern in (
+            ("dynamo_s", r"Dynamo bytecode transform time: ([\d.]+) s"),
+            ("compile_s", r"torch\.compile took ([\d.]+) s in total"),
+        ):
+            found = re.search(pattern, text)
+            if found:
+                rec.setdefault(key, float(found.group(1)))
         if "non-default args" in text:
             args_lines.append(text[text.find("non-default args") :][:1500])
         if re.search(SPAWN_WARNING, text):

@@ -20,6 +20,13 @@ each GPU, the GPUs swapped every round):
   Mrt   M, the processor loaded in a thread during vllm.LLM() (MMSW=render_thread)
   Mgen  M through LLM.generate instead of enqueue + step (MMSW=generate)
   M64   M with max_num_seqs=64 (fewer CUDA graphs; its own compile: needs the cold round)
+  Where the engine core's slower AOT-artifact load in mmrun comes from (vLLM's "Dynamo bytecode
+  transform time", 1.9 s raw against 3.7 s mmrun on the H200, 2026-12-01):
+  Ro8       R with OMP_NUM_THREADS=8 (mmrun's setting, in the frontend and the engine core)
+  M64o16    M64 with OMP_NUM_THREADS=16 (the user's: mmrun leaves it)
+  M64spawn  M64 with VLLM_WORKER_MULTIPROC_METHOD=spawn (an engine core that does not inherit
+            mmrun's process)
+  M64env    M64 with mmrun's environment choices undone (as Menv)
 
 usage: gap.py run --res DIR --images DIR --model DIR [--rounds N] [--budget S] [--variants ...]
        gap.py summary DIR      (also run at the end of `run`)
@@ -94,6 +101,30 @@ def variants(
             doc,
         ),
         "M64": (mmrun_cmd(*mm, "--engine-arg", "max_num_seqs=64", "-v"), {}, doc),
+        "Ro8": (
+            [*raw, "--out", str(run_dir / "texts.json")],
+            {"OMP_NUM_THREADS": "8"},
+            r"^RESULT_BATCH",
+        ),
+        "M64o16": (
+            mmrun_cmd(*mm, "--engine-arg", "max_num_seqs=64", "-v"),
+            {"OMP_NUM_THREADS": "16"},
+            doc,
+        ),
+        "M64spawn": (
+            mmrun_cmd(*mm, "--engine-arg", "max_num_seqs=64", "-v"),
+            {"VLLM_WORKER_MULTIPROC_METHOD": "spawn"},
+            doc,
+        ),
+        "M64env": (
+            mmrun_cmd(*mm, "--engine-arg", "max_num_seqs=64", "-v"),
+            {
+                "TOKENIZERS_PARALLELISM": "true",
+                "VLLM_RPC_BASE_PATH": "/tmp",
+                "VLLM_LOGGING_STREAM": "ext://sys.stdout",
+            },
+            doc,
+        ),
     }
 
 
@@ -196,6 +227,7 @@ def summary(res: Path) -> int:
             median([r.get("doc", {}).get("timings", {}).get(k) for r in ok])
             for k in ("engine_start_s", "render_s", "warmup_s", "generate_s")
         ]
+        compile_times = [median([r.get(k) for r in ok]) for k in ("dynamo_s", "compile_s")]
         rows.append(
             [
                 name,
@@ -205,6 +237,7 @@ def summary(res: Path) -> int:
                 " ".join(fmt(r.get("result_s"), 1) for r in recs),
                 *phase,
                 *timings,
+                *compile_times,
                 any(r.get("spawned_core") for r in recs),
             ]
         )
@@ -221,6 +254,8 @@ def summary(res: Path) -> int:
                 "render_s",
                 "warmup_s",
                 "generate_s",
+                "vLLM dynamo s",
+                "torch.compile s",
                 "core spawned",
             ],
             rows,

@@ -506,6 +506,70 @@ def check_phases(tmp: Path) -> None:
     )
 
 
+PROBE_DRIVER = r"""
+import os, sys, time, types
+import torch
+
+class Ev:  # torch.cuda.Event on a machine without CUDA: host clock
+    def __init__(self, enable_timing=False): self.t = None
+    def record(self): self.t = time.perf_counter()
+    def query(self): return True
+    def elapsed_time(self, other): return (other.t - self.t) * 1e3
+
+torch.cuda.Event = Ev
+torch.cuda.is_current_stream_capturing = lambda: False
+
+def make():  # vLLM's model runner module, imported (as in vLLM) in the engine core
+    mod = types.ModuleType("vllm.v1.worker.gpu.model_runner")
+    class GPUModelRunner:
+        def execute_model(self, so, dummy_run=False): time.sleep(0.003)
+        def sample_tokens(self, g): time.sleep(0.001)
+    mod.GPUModelRunner = GPUModelRunner
+    sys.modules[mod.__name__] = mod
+
+if sys.argv[1] == "before":
+    make()
+    time.sleep(0.2)
+pid = os.fork()  # vLLM forks its engine core from the frontend
+if pid == 0:
+    if sys.argv[1] == "after":
+        make()
+    time.sleep(0.2)
+    r = sys.modules["vllm.v1.worker.gpu.model_runner"].GPUModelRunner()
+    so = types.SimpleNamespace(
+        num_scheduled_tokens={0: 1}, total_num_scheduled_tokens=1, scheduled_encoder_inputs={}
+    )
+    r.execute_model(so, dummy_run=True)  # left out
+    for _ in range(3):
+        r.execute_model(so)
+        r.sample_tokens(None)
+    time.sleep(0.6)  # the flusher writes the last steps
+    os._exit(0)
+os.waitpid(pid, 0)
+print(pid)
+"""
+
+
+def check_probe(tmp: Path) -> None:
+    """phases/sitecustomize.py in a forked engine core, the runner imported before and after
+    the fork: each child writes its own 3 real steps (the dummy run left out)."""
+    (tmp / "probe.py").write_text(PROBE_DRIVER)
+    for when in ("before", "after"):
+        out = tmp / f"probe_{when}"
+        env = {**os.environ, "PYTHONPATH": str(HERE / "phases"), "MMPHASES_DIR": str(out)}
+        proc = subprocess.run(
+            [PY, str(tmp / "probe.py"), when], env=env, capture_output=True, text=True, timeout=60
+        )
+        child = proc.stdout.strip()
+        path = out / f"{child}.jsonl"
+        lines = path.read_text().splitlines() if child and path.exists() else []
+        ok(
+            proc.returncode == 0 and len(lines) == 3 and all("d" in json.loads(x) for x in lines),
+            f"phase probe: a forked engine core (runner imported {when} the fork) writes its"
+            f" 3 steps ({len(lines)} lines; {proc.stderr.strip()[-200:]})",
+        )
+
+
 def check_proofs(tmp: Path) -> None:
     res = tmp / "proofs"
     res.mkdir()
@@ -782,6 +846,7 @@ def main() -> int:
         check_gap(tmp)
         check_tput(tmp)
         check_phases(tmp)
+        check_probe(tmp)
         check_proofs(tmp)
         if "--mmrun-dry" in sys.argv:
             check_mmrun_dry(tmp)

@@ -175,8 +175,10 @@ def _patch(mod_name: str) -> None:
     if mod_name in _RUNNERS:
         cls_name, enc_name = _RUNNERS[mod_name]
         cls = getattr(mod, cls_name, None)
-        if cls is None:
+        # once: a forked child inherits a class its parent patched
+        if cls is None or cls.__dict__.get("_mmphases"):
             return
+        cls._mmphases = True
         cls.execute_model = _wrap_execute(cls.execute_model)
         cls.sample_tokens = _wrap_sample(cls.sample_tokens)
         if enc_name:
@@ -184,7 +186,8 @@ def _patch(mod_name: str) -> None:
     else:
         cls_name, meth = _ENCODERS[mod_name]
         cls = getattr(mod, cls_name, None)
-        if cls is not None:
+        if cls is not None and not cls.__dict__.get("_mmphases"):
+            cls._mmphases = True
             setattr(cls, meth, _wrap_encoder(getattr(cls, meth)))
 
 
@@ -206,12 +209,35 @@ def _watch() -> None:
             if mod is not None and hasattr(mod, wanted):
                 _patch(name)
                 todo.discard(name)
-                if name in _RUNNERS and not _FLUSHER.is_alive():
-                    _FLUSHER.start()
+                if name in _RUNNERS:
+                    _start_flusher()
         time.sleep(0.02)
 
 
-_FLUSHER = threading.Thread(target=_flush_forever, name="mmphases-flush", daemon=True)
+_flusher: list[threading.Thread] = []
+
+
+def _start_flusher() -> None:
+    if not _flusher:
+        _flusher.append(threading.Thread(target=_flush_forever, name="mmphases-flush", daemon=True))
+        _flusher[0].start()
+
+
+def _start() -> None:
+    threading.Thread(target=_watch, name="mmphases", daemon=True).start()
+
+
+def _after_fork() -> None:
+    """vLLM forks its engine core from the frontend: a forked child has none of the parent's
+    threads (the watcher, the flusher) and must not write the parent's steps as its own."""
+    global _REC
+    _REC = _Recorder()
+    _flusher.clear()
+    _start()
+    if any(sys.modules.get(name) is not None for name in _RUNNERS):
+        _start_flusher()  # the runner was imported (and patched) before the fork
+
 
 if _DIR:
-    threading.Thread(target=_watch, name="mmphases", daemon=True).start()
+    _start()
+    os.register_at_fork(after_in_child=_after_fork)
