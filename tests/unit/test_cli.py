@@ -329,12 +329,15 @@ def test_engine_args_override_and_tp(media_dir: Path) -> None:
 @pytest.mark.parametrize(
     ("device", "prompts", "named", "expected"),
     [
-        ("gpu", 6, {}, 256),  # more prompts than qwen2_5_vl's own max_num_seqs (5)
+        ("gpu", 6, {}, 64),  # more prompts than qwen2_5_vl's own max_num_seqs (5)
+        ("gpu", 64, {}, 64),  # all of them at once, with fewer CUDA graphs than 256
+        ("gpu", 65, {}, 256),
+        ("gpu", 5000, {}, 256),  # a data set: 256 at a time
         ("gpu", 5, {}, 5),  # no more: the model's setting (and its compile cache)
         ("gpu", 6, {"max_num_seqs": 8}, 8),  # the user's setting
         ("cpu", 6, {}, 5),  # vLLM's CPU build: unchanged
     ],
-    ids=["gpu-batch", "gpu-few", "gpu-named", "cpu"],
+    ids=["gpu-small", "gpu-64", "gpu-65", "gpu-data-set", "gpu-few", "gpu-named", "cpu"],
 )
 def test_a_gpu_batch_runs_more_prompts_at_once_than_the_seeds_demo(
     media_dir: Path, device: str, prompts: int, named: dict[str, int], expected: int
