@@ -11,7 +11,8 @@ from pathlib import Path
 LIMIT = 64 * 1024 * 1024
 # The carry list of each call (RUNBOOK.md).
 CALLS = {
-    "A  setup": [".gpu/a", ".gpu/s"],
+    "A1 setup, first half": [".gpu/a1", ".gpu/s"],
+    "A2 setup, second half": [".gpu/a2", ".gpu/s"],
     # B after a call that installed vLLM (.gpu/b) on the same warm machine: the MoE kernels
     # instead of .gpu/b (the four together are over the limit)
     "B  proofs (vLLM installed)": [".gpu/s", ".gpu/t", ".gpu/m"],
