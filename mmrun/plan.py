@@ -327,17 +327,15 @@ def compose_engine_args(
     return args
 
 
-# The most prompts a GPU engine runs at once when a run has more prompts than the model's own
-# max_num_seqs. The seed scripts' values (2 to 5) size one prompt's demo for a small GPU; a
-# batch held to them leaves a GPU mostly idle. 256 is vLLM's own default for offline use on
-# most GPUs and gives the same CUDA graph sizes (min(2 x max_num_seqs, 512)), so the same
-# compile cache, as its default of 1024 on an H100 or H200.
-# How many prompts a GPU batch runs at once: the smallest size that holds the whole run, at
-# most the last. vLLM captures CUDA graphs for batches up to 2 x max_num_seqs (at most 512),
-# and the sizes are part of its compile cache's key: two sizes, so two compile caches per
-# model at most. 256 is vLLM's own offline default on most GPUs and gives the same graphs as
-# its default of 1,024 on an H200; 64 captures 19 graphs instead of 51 (measured on an H200:
-# see docs/performance.md, "GPU, sixth session").
+# How many prompts a GPU engine runs at once when a run has more prompts than the model's own
+# max_num_seqs: the smallest of these sizes that holds the whole run, at most the last. The
+# seed scripts' values (2 to 5) size one prompt's demo for a small GPU; a batch held to them
+# leaves a GPU mostly idle. vLLM captures CUDA graphs for batches up to min(2 x max_num_seqs,
+# 512), and those sizes are part of its compile cache's key: two sizes, so at most two
+# compile caches per model. 256 is vLLM's own offline default on most GPUs and gives the same
+# graphs, so the same cache, as its default of 1,024 on an H100 or H200; 64 captures 19 graphs
+# instead of 51 and starts sooner (measured on an H200: docs/performance.md, "GPU, sixth
+# session").
 GPU_BATCH_SIZES = (64, 256)
 
 
