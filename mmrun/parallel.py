@@ -239,7 +239,11 @@ def run_parallel(
                         started = True
                         hooks.on_started(plan.items.total)
                 elif kind == "want":
-                    hand_out(run, int(payload))
+                    try:
+                        hand_out(run, int(payload))
+                    except OSError:  # it died after asking (BrokenPipeError): the prompts
+                        # just given to it go back to the queue with the rest of its own
+                        lose(run, f"its process ended (exit code {run.process.exitcode})")
                 elif kind == "outcome":
                     item = run.assigned.pop(payload["id"])
                     outcome = _outcome(item, payload, run.replica.index)

@@ -135,3 +135,38 @@ def test_a_dry_run_starts_no_engine_and_names_the_plan(
     assert sorted(r["id"] for r in lines(out)) == sorted(str(p) for p in photos.iterdir())
     backend = "ray" if "ray" in flags else "local"
     assert f"mmrun: engines: {2 if backend == 'local' else 1} ({backend})" in proc.stderr
+
+
+def test_a_replica_gone_before_the_answer_to_its_request_loses_nothing(
+    photos: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A replica that asks for prompts and dies before the coordinator answers: the answer
+    fails with a broken pipe (in CI this surfaced as "unexpected BrokenPipeError" and ended
+    the run). The prompts go back to the queue and the other replica answers every one."""
+    from mmrun import parallel
+    from mmrun.inputs import Item
+    from mmrun.plan import RunOptions, plan
+    from mmrun.plugins import get_registry
+    from mmrun.support import vllm_info
+    from tests.helpers import replicas
+
+    monkeypatch.setattr(parallel, "replica_main", replicas.first_dies_after_asking)
+    files = sorted(str(p) for p in photos.iterdir())
+    opts = RunOptions(modality="image", key="qwen2_5_vl", model="x", sources=tuple(files))
+    the_plan = plan(opts, get_registry(), vllm_info())
+    items = iter([Item(id=f, index=i, sources=(f,)) for i, f in enumerate(files)])
+    outcomes: list[Any] = []
+    lost: list[tuple[int, str, int]] = []
+    stats = parallel.run_parallel(
+        the_plan,
+        outcomes.append,
+        items,
+        [Replica(0), Replica(1)],
+        quiet=True,
+        on_replica_lost=lambda r, why, back: lost.append((r.index, why, back)),
+    )
+    assert sorted(o.item.id for o in outcomes) == files  # each exactly once
+    assert {o.replica for o in outcomes} == {1}
+    assert all(o.completion.text == f"answer to {o.item.id}" for o in outcomes)
+    assert stats.done == len(files) and stats.failed == 0
+    assert [(index, why.startswith("its process ended")) for index, why, _ in lost] == [(0, True)]

@@ -1,0 +1,36 @@
+"""Scripted replica processes for the coordinator's tests: mmrun.parallel.run_parallel starts
+them in place of mmrun.parallel.replica_main (same arguments), so the coordinator's side of
+the protocol is tested against replicas that behave exactly as a test needs, without an
+engine. Module-level functions: the "spawn" start method imports them by name."""
+
+from __future__ import annotations
+
+import os
+import socket
+import time
+from typing import Any
+
+
+def first_dies_after_asking(conn: Any, recipe: Any, replica: Any, quiet: bool) -> None:
+    """Replica 0 asks for prompts and is gone before the answer (its end of the pipe shut for
+    reading: the coordinator's reply fails with a broken pipe, every time); every other
+    replica answers each prompt it is given."""
+    if replica.index == 0:
+        conn.send(("ready", None))
+        socket.socket(fileno=os.dup(conn.fileno())).shutdown(socket.SHUT_RD)
+        conn.send(("want", 8))
+        time.sleep(60)  # until the coordinator kills it
+        os._exit(1)
+    conn.send(("ready", None))
+    while True:
+        conn.send(("want", 8))
+        kind, items = conn.recv()
+        if kind == "end":
+            conn.send(("done", None))
+            os._exit(0)
+        if not items:
+            time.sleep(0.05)
+        for item in items:
+            answer = [f"answer to {item.id}", 3, 2, "stop"]
+            message = {"id": item.id, "completion": answer, "error": None, "question": "q"}
+            conn.send(("outcome", message))
