@@ -6,7 +6,10 @@ class with small sizes (transformers' own, or for Cohere ASR the NeMo layout tha
 CohereAsrConfig loads and vLLM reads), a BPE tokenizer trained locally with the model's real
 special tokens, and the real processor or feature extractor. Every seed prompt of these rows
 is hand-written (no chat template involved): the proofs are of the real prompt format.
-Weights are left to vLLM (``load_format="dummy"``).
+Weights are left to vLLM (``load_format="dummy"``), except for the two rows whose encoders
+have a BatchNorm (Granite Speech, Cohere Transcribe): vLLM's dummy loader fills its
+running_var with U(-1e-3, 1e-3), which is negative in about half the channels and makes every
+logit NaN, so those two carry real random weights (bfloat16, under 1 MB each).
 """
 
 # DeepSeek-VL2's real token names use the fullwidth vertical bar (U+FF5C).
@@ -15,14 +18,17 @@ Weights are left to vLLM (``load_format="dummy"``).
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
 from mmrun.tiny import TinyCheckpoint
 from mmrun.tiny._common import (
+    CPU_ARGS,
     DUMMY_WEIGHTS,
     TINY_TEXT,
     build_tokenizer,
     padded_vocab_size,
     save_config,
+    save_random_weights,
     token_ids,
     transformers_module,
 )
@@ -140,15 +146,41 @@ def _lora_adapter(dest: Path, modules: dict[str, tuple[int, int]], rank: int = 8
     (dest / "adapter_config.json").write_text(json.dumps(config, indent=2) + "\n")
 
 
+def _weights_index(dest: Path) -> None:
+    """Write model.safetensors.index.json naming model.safetensors as the only weights file.
+    Without an index vLLM loads every *.safetensors at the root, so the LoRA adapter beside
+    the model (adapter_model.safetensors, as in the real repository) would be read as base
+    weights ("There is no module or parameter named 'base_model' in
+    GraniteSpeechForConditionalGeneration"); with one, it keeps only the files the index
+    names."""
+    import json
+
+    from safetensors import safe_open
+
+    with safe_open(str(dest / "model.safetensors"), "pt") as weights:
+        names = sorted(weights.keys())
+    index = {"metadata": {}, "weight_map": dict.fromkeys(names, "model.safetensors")}
+    (dest / "model.safetensors.index.json").write_text(json.dumps(index, indent=2) + "\n")
+
+
 _GRANITE_SPECIALS = ("<|end_of_text|>", "<|start_of_role|>", "<|end_of_role|>", "<|audio|>")
+
+
+def _hub_granite_speech_names(name: str) -> str:
+    """The published checkpoint's name of a tensor transformers 5.19 saves: it writes the
+    text model as ``language_model.model.model.*`` where the Hub files, and vLLM's loader,
+    have ``language_model.model.*`` ("There is no module or parameter named 'model' in
+    GraniteModel")."""
+    return name.replace("language_model.model.model.", "language_model.model.", 1)
 
 
 def build_granite_speech(dest: Path) -> TinyCheckpoint:
     """Granite Speech 3.3 (``GraniteSpeechForConditionalGeneration``): transformers'
     GraniteSpeechConfig (conformer encoder, BLIP-2 Q-Former projector, Granite text model),
     its processor and feature extractor (torchaudio's mel spectrogram: 15-frame windows, 3
-    tokens each), and, at the root of the folder as in the real repository, a small random
-    LoRA adapter on the text model's q_proj / v_proj (the loader's "speech" adapter)."""
+    tokens each), random weights from transformers' own init, and, at the root of the folder
+    as in the real repository, a small random LoRA adapter on the text model's q_proj /
+    v_proj (the loader's "speech" adapter)."""
     tf = transformers_module()
     tok = build_tokenizer(
         dest,
@@ -189,7 +221,18 @@ def build_granite_speech(dest: Path) -> TinyCheckpoint:
         audio_token_index=ids["<|audio|>"],
         has_lora_adapter=True,
     )
-    save_config(config, dest, "GraniteSpeechForConditionalGeneration")
+    # Real random weights, not load_format="dummy": the conformer's BatchNorm1d would get a
+    # dummy running_var in U(-1e-3, 1e-3), negative in about half the channels, and so NaN
+    # logits (id 0 on the CPU sampler, an id past the vocabulary on CUDA's). transformers'
+    # init has running_var = 1. 464k parameters in bfloat16: 0.8 MB, written in about 0.8 s.
+    save_random_weights(
+        tf.GraniteSpeechForConditionalGeneration,
+        config,
+        dest,
+        dtype="bfloat16",
+        rename=_hub_granite_speech_names,
+    )
+    _weights_index(dest)
     tf.GraniteSpeechProcessor(tf.GraniteSpeechFeatureExtractor(), tok).save_pretrained(str(dest))
     hidden, kv = TINY_TEXT["hidden_size"], TINY_TEXT["num_key_value_heads"] * TINY_TEXT["head_dim"]
     _lora_adapter(
@@ -199,7 +242,7 @@ def build_granite_speech(dest: Path) -> TinyCheckpoint:
             "language_model.model.layers.0.self_attn.v_proj": (hidden, kv),
         },
     )
-    return TinyCheckpoint(dest, {**DUMMY_WEIGHTS, "max_model_len": 2048})
+    return TinyCheckpoint(dest, dict(CPU_ARGS))
 
 
 # Cohere Transcribe's tokens: pad 2, end 3 and start 4 are the ids its config names (and
@@ -220,6 +263,119 @@ _COHERE_ASR_SPECIALS = (
 )
 
 
+def _cohere_asr_shapes(config: dict[str, Any]) -> dict[str, tuple[int, ...]]:
+    """The tensors of a Cohere Transcribe checkpoint, in NeMo's names (what vLLM 0.32's
+    CohereAsrForConditionalGeneration.load_weights maps: ``encoder.*`` as is,
+    ``transf_decoder._embedding`` / ``._decoder`` to its decoder, ``query_net`` / ``key_net``
+    / ``value_net`` stacked into its qkv_proj / kv_proj, ``log_softmax.mlp.layer0`` to
+    proj_out), with their shapes for this config. Written from the model vLLM builds (its
+    named_parameters, and the BatchNorm statistics among its buffers). Left out: buffers vLLM
+    computes itself (the decoder's sinusoidal ``position_embedding.pos_enc``, the encoder's
+    ``pos_enc.pe``) and ``num_batches_tracked``, which eval-mode BatchNorm does not read."""
+    enc = config["encoder"]
+    dec = config["transf_decoder"]["config_dict"]
+    width, heads = enc["d_model"], enc["n_heads"]
+    ff = width * enc["ff_expansion_factor"]
+    channels, kernel = enc["subsampling_conv_channels"], enc["conv_kernel_size"]
+    # dw_striding: a 3x3 conv, then (depthwise 3x3, pointwise 1x1) per further halving; the
+    # frequency axis is halved as often as time, so "out" reads channels * feat_in / factor.
+    shapes: dict[str, tuple[int, ...]] = {
+        "encoder.pre_encode.conv.0.weight": (channels, 1, 3, 3),
+        "encoder.pre_encode.conv.0.bias": (channels,),
+    }
+    stages = enc["subsampling_factor"].bit_length() - 1
+    for i in range(1, stages):
+        for index, shape in ((3 * i - 1, (channels, 1, 3, 3)), (3 * i, (channels, channels, 1, 1))):
+            shapes[f"encoder.pre_encode.conv.{index}.weight"] = shape
+            shapes[f"encoder.pre_encode.conv.{index}.bias"] = (channels,)
+    shapes["encoder.pre_encode.out.weight"] = (
+        width,
+        channels * enc["feat_in"] // enc["subsampling_factor"],
+    )
+    shapes["encoder.pre_encode.out.bias"] = (width,)
+    linears = {
+        "feed_forward1.linear1": (ff, width),
+        "feed_forward1.linear2": (width, ff),
+        "feed_forward2.linear1": (ff, width),
+        "feed_forward2.linear2": (width, ff),
+        "conv.pointwise_conv1": (2 * width, width, 1),  # GLU halves it
+        "conv.depthwise_conv": (width, 1, kernel),
+        "conv.pointwise_conv2": (width, width, 1),
+        **{f"self_attn.linear_{n}": (width, width) for n in ("q", "k", "v", "out")},
+    }
+    norms = ("norm_feed_forward1", "norm_conv", "norm_self_att", "norm_feed_forward2", "norm_out")
+    for layer in range(enc["n_layers"]):
+        prefix = f"encoder.layers.{layer}"
+        for name, shape in linears.items():
+            shapes[f"{prefix}.{name}.weight"] = shape
+            shapes[f"{prefix}.{name}.bias"] = (shape[0],)
+        for name in (*norms, "conv.batch_norm"):
+            shapes[f"{prefix}.{name}.weight"] = shapes[f"{prefix}.{name}.bias"] = (width,)
+        shapes[f"{prefix}.conv.batch_norm.running_mean"] = (width,)
+        shapes[f"{prefix}.conv.batch_norm.running_var"] = (width,)
+        shapes[f"{prefix}.self_attn.linear_pos.weight"] = (width, width)  # no bias
+        shapes[f"{prefix}.self_attn.pos_bias_u"] = (heads, width // heads)
+        shapes[f"{prefix}.self_attn.pos_bias_v"] = (heads, width // heads)
+    hidden, inner, vocab = dec["hidden_size"], dec["inner_size"], config["head"]["num_classes"]
+    shapes["encoder_decoder_proj.weight"] = (hidden, width)
+    shapes["encoder_decoder_proj.bias"] = (hidden,)
+    shapes["transf_decoder._embedding.token_embedding.weight"] = (vocab, hidden)
+    decoder_linears = {
+        **{f"first_sub_layer.{n}_net": (hidden, hidden) for n in ("query", "key", "value")},
+        "first_sub_layer.out_projection": (hidden, hidden),
+        **{f"second_sub_layer.{n}_net": (hidden, hidden) for n in ("query", "key", "value")},
+        "second_sub_layer.out_projection": (hidden, hidden),
+        "third_sub_layer.dense_in": (inner, hidden),
+        "third_sub_layer.dense_out": (hidden, inner),
+        **{f"layer_norm_{n}": (hidden,) for n in (1, 2, 3)},
+    }
+    decoder_norms = [
+        "transf_decoder._embedding.layer_norm",
+        "transf_decoder._decoder.final_layer_norm",
+    ]
+    for layer in range(dec["num_layers"]):
+        for name, shape in decoder_linears.items():
+            prefix = f"transf_decoder._decoder.layers.{layer}.{name}"
+            shapes[f"{prefix}.weight"] = shape
+            shapes[f"{prefix}.bias"] = (shape[0],)
+    for prefix in decoder_norms:
+        shapes[f"{prefix}.weight"] = shapes[f"{prefix}.bias"] = (hidden,)
+    shapes["log_softmax.mlp.layer0.weight"] = (vocab, hidden)
+    shapes["log_softmax.mlp.layer0.bias"] = (vocab,)
+    return shapes
+
+
+def _save_cohere_asr_weights(config: dict[str, Any], dest: Path) -> None:
+    """Random bfloat16 weights for _cohere_asr_shapes, initialised as transformers does (no
+    transformers class reads this NeMo layout): normal(0, 0.02), norms' weight 1 and bias 0,
+    BatchNorm running_mean 0 and running_var 1. Not load_format="dummy": that fills
+    running_var with U(-1e-3, 1e-3), negative in about half the channels, so the encoder
+    gave NaN, and so did every logit (id 0 on the CPU sampler, an id past the vocabulary on
+    CUDA's)."""
+    import torch
+    from safetensors.torch import save_file
+
+    generator = torch.Generator().manual_seed(0)
+    tensors = {}
+    for name, shape in _cohere_asr_shapes(config).items():
+        if name.endswith("running_var") or (_is_norm(name) and name.endswith(".weight")):
+            tensor = torch.ones(shape)
+        elif name.endswith("running_mean") or _is_norm(name):
+            tensor = torch.zeros(shape)
+        else:
+            tensor = 0.02 * torch.randn(shape, generator=generator)
+        tensors[name] = tensor.to(torch.bfloat16)
+    save_file(tensors, str(dest / "model.safetensors"), metadata={"format": "pt"})
+
+
+def _is_norm(name: str) -> bool:
+    """A tensor of a LayerNorm or BatchNorm in NeMo's names (norm_conv, layer_norm_1, ...)."""
+    return any(
+        part.startswith(("norm_", "layer_norm", "final_layer_norm", "batch_norm"))
+        for part in name.split(".")
+    )
+
+
 def build_cohere_asr(dest: Path) -> TinyCheckpoint:
     """Cohere Transcribe (``CohereAsrForConditionalGeneration``): an encoder-decoder (NeMo
     conformer encoder, transformer decoder) whose config.json keeps NeMo's layout
@@ -227,7 +383,8 @@ def build_cohere_asr(dest: Path) -> TinyCheckpoint:
     transformers' CohereAsrConfig loads and vLLM reads; vLLM builds the feature extractor
     (its own, on torchaudio) from ``preprocessor``. Sizes: a 1-layer conformer of width 64
     (8x subsampling: one encoder token per 80 ms), a 1-layer decoder of width 128 with the
-    projection between them that the real model has (1280 -> 1024)."""
+    projection between them that the real model has (1280 -> 1024). Random weights in
+    NeMo's tensor names, written by hand (see _cohere_asr_shapes)."""
     import json
 
     tok = build_tokenizer(
@@ -299,7 +456,8 @@ def build_cohere_asr(dest: Path) -> TinyCheckpoint:
         },
     }
     (dest / "config.json").write_text(json.dumps(config, indent=2) + "\n")
-    return TinyCheckpoint(dest, {**DUMMY_WEIGHTS, "max_model_len": 1024})
+    _save_cohere_asr_weights(config, dest)
+    return TinyCheckpoint(dest, {**CPU_ARGS, "max_model_len": 1024})
 
 
 _DEEPSEEK_SPECIALS = (
