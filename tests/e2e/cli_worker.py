@@ -53,6 +53,11 @@ class CliRun:
     reused: bool
     engine_start_s: float | None
     wall_s: float
+    # The engine's logits during the run (see _watch_logits): how many batches of logits the
+    # model computed, and how many of them held a NaN; None where the vLLM imported has no
+    # LLM.apply_model (the stand-in of tests/helpers/fake_vllm).
+    logits_batches: int | None = None
+    nan_logits_batches: int | None = None
 
 
 class CliWorker:
@@ -176,6 +181,7 @@ def _serve(conn: Connection, path: list[str]) -> None:
             _Held.failed_start = True
             raise
         _Held.key, _Held.start_s = key, time.perf_counter() - t0
+        _watch_logits(_Held.llm)
         return _Held.llm
 
     def close(self: Any) -> None:
@@ -205,6 +211,7 @@ def _serve(conn: Connection, path: list[str]) -> None:
 def _run(app: Any, args: list[str], env: dict[str, str]) -> dict[str, Any]:
     held_before = _Held.llm
     _Held.start_s = None
+    _Logits.batches = _Logits.nan_batches = 0
     t0 = time.perf_counter()
     with _environment(env), _captured() as output:
         try:
@@ -224,7 +231,53 @@ def _run(app: Any, args: list[str], env: dict[str, str]) -> dict[str, Any]:
         "engine_start_s": _Held.start_s,
         "wall_s": time.perf_counter() - t0,
         "fresh_process": _Held.failed_start,
+        "logits_batches": _Logits.batches if _Logits.watched else None,
+        "nan_logits_batches": _Logits.nan_batches if _Logits.watched else None,
     }
+
+
+class _Logits:
+    """What the held engine's model computed as logits during the current run."""
+
+    watched = False
+    batches = 0
+    nan_batches = 0
+
+
+def _watch_logits(llm: Any) -> None:
+    """Count the batches of logits with a NaN, through a forward hook on each of the model's
+    vLLM LogitsProcessor modules (installed by LLM.apply_model: the engine core and its
+    model are in this process). Why: on all-NaN logits the CPU sampler returns id 0, so a
+    checkpoint whose weights give NaN (a dummy-initialised BatchNorm: negative running_var)
+    still generates tokens and passes the other checks; CUDA's sampler then picks an id
+    past the vocabulary and the engine crashes."""
+    _Logits.watched = False
+    apply_model = getattr(llm, "apply_model", None)
+    if apply_model is None:
+        return
+
+    def install(model: Any) -> int:
+        import torch
+        from vllm.model_executor.layers.logits_processor import LogitsProcessor
+
+        def hook(module: Any, args: Any, logits: torch.Tensor) -> None:
+            _Logits.batches += 1
+            if bool(torch.isnan(logits).any()):
+                _Logits.nan_batches += 1
+
+        # With LoRA, vLLM wraps the model's LogitsProcessor (LogitsProcessorWithLoRA, which
+        # runs the base class's forward on itself): hook the wrapper, which is what is called.
+        found = [
+            m
+            for m in model.modules()
+            if isinstance(m, LogitsProcessor)
+            or isinstance(getattr(m, "base_layer", None), LogitsProcessor)
+        ]
+        for module in found:
+            module.register_forward_hook(hook)
+        return len(found)
+
+    _Logits.watched = sum(apply_model(install)) > 0
 
 
 @contextlib.contextmanager

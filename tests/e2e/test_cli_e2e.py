@@ -112,6 +112,9 @@ def run_in_worker(
     env.update(MMRUN_ASSETS_BASE_URL=server_url, HF_HUB_OFFLINE="1")
     run: CliRun = worker.run(cli_args(modality, key, checkpoint, *extra), env)
     assert run.returncode == 0, run.stderr[-3000:]
+    # Finite logits: tokens generated from NaN logits (id 0 on the CPU sampler) prove nothing.
+    assert run.logits_batches, "no logits seen (the hook on vLLM's LogitsProcessor)"
+    assert run.nan_logits_batches == 0, (run.nan_logits_batches, run.logits_batches)
     return json.loads(run.stdout)  # type: ignore[no-any-return]
 
 
