@@ -133,34 +133,34 @@ MM256_VARIANTS: dict[str, tuple[list[str], dict[str, str]]] = {
     "mm256s5": (["--engine-arg", "max_num_seqs=5"], {}),
 }
 
-# The sampled steps, and the step each samples.
-SAMPLED = {"mm256smp": "mm256", "rawsmp": "rawomp8", "st256smp": "st256"}
-# The steps with the GPU phase probe, and the step each probes.
-PHASED = {"rawph": "raw", "mm256ph": "mm256own"}
+# The steps run with a diagnosis probe first on PYTHONPATH (a sitecustomize.py that every
+# Python process of the run imports): the step each probes, the probe's folder here, and the
+# variable naming the folder it writes into (run_dir/<probe folder>).
+PROBED = {
+    # the stack sampler (smp/): every process's stacks every 20 ms
+    "mm256smp": ("mm256", "smp", "MMSAMPLE_DIR"),
+    "rawsmp": ("rawomp8", "smp", "MMSAMPLE_DIR"),
+    "st256smp": ("st256", "smp", "MMSAMPLE_DIR"),
+    # the GPU phase probe (phases/): CUDA events around each engine step's parts
+    "rawph": ("raw", "phases", "MMPHASES_DIR"),
+    "mm256ph": ("mm256own", "phases", "MMPHASES_DIR"),
+}
 
 
-def phases_env(run_dir: Path) -> dict[str, str]:
-    """The GPU phase probe for the engine core of a run (phases/sitecustomize.py)."""
-    path = ":".join(filter(None, [str(HERE / "phases"), os.environ.get("PYTHONPATH", "")]))
-    return {"PYTHONPATH": path, "MMPHASES_DIR": str(run_dir / "phases")}
-
-
-def sampler_env(run_dir: Path) -> dict[str, str]:
-    """The stack sampler for every Python process of a run (smp/sitecustomize.py)."""
-    path = ":".join(filter(None, [str(HERE / "smp"), os.environ.get("PYTHONPATH", "")]))
-    return {"PYTHONPATH": path, "MMSAMPLE_DIR": str(run_dir / "smp")}
+def probe_env(run_dir: Path, folder: str, variable: str) -> dict[str, str]:
+    """The probe in HERE/folder for every Python process of a run, writing into run_dir."""
+    path = ":".join(filter(None, [str(HERE / folder), os.environ.get("PYTHONPATH", "")]))
+    return {"PYTHONPATH": path, variable: str(run_dir / folder)}
 
 
 def step_command(
     step: str, bench: Path, model: str, run_dir: Path
 ) -> tuple[list[str], dict[str, str], str, str | None]:
     """(command, environment, result regex, watched output file)."""
-    if step in SAMPLED:
-        cmd, env, result, watch = step_command(SAMPLED[step], bench, model, run_dir)
-        return cmd, {**env, **sampler_env(run_dir)}, result, watch
-    if step in PHASED:
-        cmd, env, result, watch = step_command(PHASED[step], bench, model, run_dir)
-        return cmd, {**env, **phases_env(run_dir)}, result, watch
+    if step in PROBED:
+        base, folder, variable = PROBED[step]
+        cmd, env, result, watch = step_command(base, bench, model, run_dir)
+        return cmd, {**env, **probe_env(run_dir, folder, variable)}, result, watch
     raw = [py(), str(HERE / "raw_bench.py"), "--model", model]
     sets = ["--set", f"s64:{bench / 's64'}", "--set", f"s256:{bench / 's256'}"]
     named = ["image", "-m", "qwen2_5_vl", "--model", model, "--per-prompt", "4", "--warmup", "2"]
