@@ -4,6 +4,7 @@ Nothing here needs a GPU: `python3 bench/gpu/selfcheck.py` runs the drivers' log
 
 from __future__ import annotations
 
+import gzip
 import json
 import os
 import re
@@ -143,6 +144,24 @@ def kill_gpu_leftovers() -> list[str]:
 # --- reading a run --------------------------------------------------------------------------
 
 
+def _read_bytes(path: Path) -> bytes | None:
+    """A run's file, or its gzipped copy (results kept in the repository are compressed)."""
+    if path.exists():
+        return path.read_bytes()
+    packed = path.with_name(path.name + ".gz")
+    return gzip.decompress(packed.read_bytes()) if packed.exists() else None
+
+
+def result_window(rec: dict[str, Any]) -> tuple[float, float] | None:
+    """Wall-clock start and end of an mmrun one-call batch: its result line's arrival, less
+    the batch's own time (timings.generate_s)."""
+    gen = (rec.get("doc") or {}).get("timings", {}).get("generate_s")
+    if gen is None or "spawn_wall" not in rec or rec.get("result_s") is None:
+        return None
+    end = rec["spawn_wall"] + rec["result_s"]
+    return end - gen, end
+
+
 def read_run(run_dir: Path) -> dict[str, Any]:
     """A run's record: ttr.json, the marks found in its log, and what it printed (mmrun's JSON
     document, or raw_bench.py's RESULT lines)."""
@@ -159,9 +178,8 @@ def read_run(run_dir: Path) -> dict[str, Any]:
     args_lines: list[str] = []
     ready_lines: list[float] = []  # -dp N: when each replica said it was ready
     spawn = False
-    log = run_dir / "log.txt"
     # bytes, split on \n only: a progress bar's \r is not the end of a timestamped line
-    text_all = log.read_bytes().decode(errors="replace") if log.exists() else ""
+    text_all = (_read_bytes(run_dir / "log.txt") or b"").decode(errors="replace")
     for line in text_all.split("\n"):
         t_text, _, rest = line.strip().partition(" ")
         try:
@@ -204,9 +222,9 @@ def read_run(run_dir: Path) -> dict[str, Any]:
     rec["errors"] = errors[:5]
     if raw:
         rec["raw"] = raw
-    stdout = run_dir / "stdout"
-    if stdout.exists():
-        text = stdout.read_text(errors="replace").strip()
+    stdout = _read_bytes(run_dir / "stdout")
+    if stdout is not None:
+        text = stdout.decode(errors="replace").strip()
         if text.startswith("{"):
             try:
                 rec["doc"] = json.loads(text)

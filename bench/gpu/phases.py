@@ -21,14 +21,13 @@ usage: phases.py RUN_DIR [RUN_DIR ...]   (prints a Markdown table)
 
 from __future__ import annotations
 
-import gzip
 import json
 import sys
 from pathlib import Path
 from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from common import fmt, read_run, table
+from common import fmt, read_run, result_window, table
 
 HEADER = [
     "run",
@@ -63,13 +62,8 @@ def windows(run_dir: Path) -> list[tuple[str, float, float]]:
     rec = read_run(run_dir)
     if rec.get("raw"):
         return [(b["set"], b["start_wall"], b["end_wall"]) for b in rec["raw"]]
-    doc = rec.get("doc")
-    if doc is None and (run_dir / "stdout.gz").exists():
-        doc = json.loads(gzip.decompress((run_dir / "stdout.gz").read_bytes()))
-    if not doc or "spawn_wall" not in rec or rec.get("result_s") is None:
-        return []
-    end = rec["spawn_wall"] + rec["result_s"]
-    return [("batch", end - doc["timings"]["generate_s"], end)]
+    window = result_window(rec)
+    return [] if window is None else [("batch", *window)]
 
 
 def breakdown(steps: list[dict[str, Any]]) -> dict[str, float]:

@@ -73,6 +73,7 @@ from common import (
     mmrun_cmd,
     py,
     read_run,
+    result_window,
     stamp,
     table,
     ttr,
@@ -452,7 +453,7 @@ def measure(rec: dict[str, Any], samples: list[tuple[float, int, float]]) -> lis
         outs = doc["outputs"]
         t = doc.get("timings", {})
         gen = t.get("generate_s")
-        end = spawn + (rec.get("result_s") or 0)
+        window = result_window(rec)
         found.append(
             {
                 "run": name,
@@ -462,8 +463,8 @@ def measure(rec: dict[str, Any], samples: list[tuple[float, int, float]]) -> lis
                 "prompts_per_s": round(len(outs) / gen, 2) if gen else None,
                 "output_tokens": sum(o["completion_tokens"] for o in outs),
                 "texts": [o["text"] for o in outs],
-                "gpu_busy": busy(samples, {0}, end - (gen or 0), end) if gen else None,
-                "window": (end - (gen or 0), end),
+                "gpu_busy": busy(samples, {0}, *window) if window else None,
+                "window": window,
                 "note": f"start {fmt(t.get('engine_start_s'), 1)}s, warm-up {fmt(t.get('warmup_s'), 2)}s, result at {fmt(rec.get('result_s'), 1)}s",
             }
         )
