@@ -73,6 +73,12 @@ def mmrun_cmd(*args: str, switches: bool = False) -> list[str]:
     return head + list(args)
 
 
+def probe_env(run_dir: Path, folder: str, variable: str) -> dict[str, str]:
+    """The probe in HERE/folder for every Python process of a run, writing into run_dir."""
+    path = ":".join(filter(None, [str(HERE / folder), os.environ.get("PYTHONPATH", "")]))
+    return {"PYTHONPATH": path, variable: str(run_dir / folder)}
+
+
 def image_flags(folder: Path) -> list[str]:
     flags: list[str] = []
     for name in sorted(os.listdir(folder)):

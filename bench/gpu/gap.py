@@ -27,6 +27,12 @@ each GPU, the GPUs swapped every round):
   M64spawn  M64 with VLLM_WORKER_MULTIPROC_METHOD=spawn (an engine core that does not inherit
             mmrun's process)
   M64env    M64 with mmrun's environment choices undone (as Menv)
+  M64gc     M64 with the frontend's objects frozen out of the collector before vLLM forks
+            its engine core (MMSW=gcfreeze)
+  M64nowarm M64 without the warm-up thread that loads the processor during the start
+            (MMSW=nowarm)
+  GAP_PROBE=load (--probe load) runs every variant with the load probe (loadprobe/): what
+  the engine core did while it loaded the compile cache (CPU time, collector, switches).
 
 usage: gap.py run --res DIR --images DIR --model DIR [--rounds N] [--budget S] [--variants ...]
        gap.py summary DIR      (also run at the end of `run`)
@@ -35,6 +41,7 @@ usage: gap.py run --res DIR --images DIR --model DIR [--rounds N] [--budget S] [
 from __future__ import annotations
 
 import argparse
+import json
 import os
 import sys
 import time
@@ -51,6 +58,7 @@ from common import (
     kill_gpu_leftovers,
     median,
     mmrun_cmd,
+    probe_env,
     py,
     read_run,
     stamp,
@@ -73,6 +81,7 @@ def variants(
     doc = r"^\{"
     r_cmd = [*raw, "--out", str(run_dir / "texts.json")]
     m64 = mmrun_cmd(*mm, "--engine-arg", "max_num_seqs=64", "-v")
+    m64sw = mmrun_cmd(*mm, "--engine-arg", "max_num_seqs=64", "-v", switches=True)
     # mmrun's environment choices set as the raw script has them (Menv, M64env)
     undone = {
         "TOKENIZERS_PARALLELISM": "true",
@@ -105,6 +114,8 @@ def variants(
         "M64o16": (m64, {"OMP_NUM_THREADS": "16"}, doc),
         "M64spawn": (m64, {"VLLM_WORKER_MULTIPROC_METHOD": "spawn"}, doc),
         "M64env": (m64, undone, doc),
+        "M64gc": (m64sw, {"MMSW": "gcfreeze"}, doc),
+        "M64nowarm": (m64sw, {"MMSW": "nowarm"}, doc),
     }
 
 
@@ -144,6 +155,8 @@ def run(args: argparse.Namespace) -> int:
                     run_dir = res / f"r{rnd}" / name
                     cmd, env, result = variants(Path(args.images), args.model, run_dir)[name]
                     env = {**env, "CUDA_VISIBLE_DEVICES": gpu}
+                    if args.probe == "load":
+                        env.update(probe_env(run_dir, "loadprobe", "MMLOAD_DIR"))
                     proc = ttr(
                         run_dir,
                         cmd,
@@ -253,6 +266,7 @@ def summary(res: Path) -> int:
                 f"{k} {fmt(v.get('result_s'), 1)}s rc={v.get('rc')}" for k, v in cold.items()
             )
         )
+    lines += load_probe_table(res, list(runs))
     lines.append("")
     lines.append("### vLLM's 'non-default args' line of each variant (first round)")
     for name, recs in runs.items():
@@ -271,6 +285,70 @@ def summary(res: Path) -> int:
     return 0
 
 
+LOAD_FIELDS = [
+    ("load s", lambda r: r.get("wall_s")),
+    ("cpu s", lambda r: r.get("cpu_s")),
+    ("unpickle s", lambda r: r.get("unpickle_s")),
+    ("verify s", lambda r: r.get("verify_s")),
+    ("to backend s", lambda r: r.get("backend_at_s")),
+    ("gc s", lambda r: sum(s for _, s in r.get("gc", {}).values())),
+    ("full gcs", lambda r: r.get("gc", {}).get("2", [0])[0]),
+    ("inv. switches", lambda r: r.get("rusage", {}).get("nivcsw")),
+    ("minor faults", lambda r: r.get("rusage", {}).get("minflt")),
+    ("major faults", lambda r: r.get("rusage", {}).get("majflt")),
+    ("objects", lambda r: r.get("objects")),
+    ("threads", lambda r: r.get("threads")),
+    ("torch threads", lambda r: r.get("torch_threads")),
+    ("loadavg", lambda r: r.get("loadavg")),
+]
+
+
+def load_records(run_dir: Path) -> list[dict[str, Any]]:
+    """The load probe's records of a run that loaded the compile cache (loadprobe/)."""
+    recs = []
+    for path in sorted((run_dir / "loadprobe").glob("*.jsonl")):
+        for line in path.read_text().splitlines():
+            try:
+                rec = json.loads(line)
+            except ValueError:
+                continue
+            if rec.get("unpickle_s") is not None:
+                recs.append(rec)
+    return recs
+
+
+def load_probe_table(res: Path, names: list[str]) -> list[str]:
+    """Medians of the load probe's records per variant (rounds after the cold one)."""
+    per: dict[str, list[dict[str, Any]]] = {}
+    for name in names:
+        for run_dir in sorted(res.glob(f"r*/{name}")):
+            if run_dir.parent.name != "r0":
+                per.setdefault(name, []).extend(load_records(run_dir))
+    if not any(per.values()):
+        return []
+    rows = []
+    for name, recs in per.items():
+        forked = sorted({str(r.get("forked")) for r in recs})
+        rows.append(
+            [
+                name,
+                len(recs),
+                *(median([f(r) for r in recs]) for _, f in LOAD_FIELDS),
+                "/".join(forked),
+            ]
+        )
+    return [
+        "",
+        "### The engine core's load of the compile cache (load probe, medians)",
+        "",
+        table(["variant", "loads", *(k for k, _ in LOAD_FIELDS), "forked"], rows),
+        "",
+        "load s: the whole _try_load_aot_compiled_fn; cpu s: its thread's CPU time; to backend s:"
+        " from its start to vLLM's backend call (vLLM's 'Dynamo bytecode transform time');"
+        " gc s / full gcs: the collector during the load; objects: the process's after it.",
+    ]
+
+
 def main() -> int:
     ap = argparse.ArgumentParser()
     sub = ap.add_subparsers(dest="cmd", required=True)
@@ -281,6 +359,7 @@ def main() -> int:
     r.add_argument("--rounds", type=int, default=int(os.environ.get("GAP_ROUNDS", "3")))
     r.add_argument("--budget", type=float, default=float(os.environ.get("GAP_BUDGET", "470")))
     r.add_argument("--variants", default=os.environ.get("GAP_VARIANTS", DEFAULT_VARIANTS))
+    r.add_argument("--probe", default=os.environ.get("GAP_PROBE", ""), choices=["", "load"])
     r.add_argument("--gpus", default=os.environ.get("GAP_GPUS", "0,1"))
     r.add_argument("--slot", type=float, default=55.0, help="seconds a pair takes (first estimate)")
     r.add_argument("--cold", action="store_true", help="run the cold round even if warm")

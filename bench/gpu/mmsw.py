@@ -21,6 +21,12 @@ same CLI runs, with parts of mmrun patched at run time. MMSW (comma-separated) p
   ``max_num_seqs`` prompts in its engine instead of 2 x: the first replica ready then takes
   less of the data set at once, so the replicas end closer together.
 
+- ``gcfreeze``: ``gc.collect()`` then ``gc.freeze()`` right before ``vllm.LLM()``: the
+  objects of mmrun's process move out of the collector's reach, so that the engine core vLLM
+  forks from it does not walk them again in each full collection (a suspect for its slower
+  load of the compile cache).
+- ``nowarm``: no warm-up thread (the first prompt's processor load) during the start.
+
 Prints ``MMSW <switches> <seconds>`` on stderr for what it did before mmrun started.
 usage: MMSW=preimport,workers1 python3 mmsw.py image -m qwen2_5_vl ...
 """
@@ -42,6 +48,8 @@ KNOWN = {
     "nothreads",
     "pollslice",
     "replicawin",
+    "gcfreeze",
+    "nowarm",
 }
 if SWITCHES - KNOWN:
     sys.exit(f"mmsw: unknown switch(es) {sorted(SWITCHES - KNOWN)}; known: {sorted(KNOWN)}")
@@ -94,6 +102,30 @@ if "replicawin" in SWITCHES:
         return int(_factor * int(self.plan.engine_args.get("max_num_seqs") or 256))
 
     mmrun.runner.Runner.window = _replica_window  # type: ignore[method-assign]
+
+if "gcfreeze" in SWITCHES:
+    import gc
+
+    import mmrun.engine
+
+    _construct_plain = mmrun.engine._construct
+
+    def _construct_frozen(vllm, engine_args):  # type: ignore[no-untyped-def]
+        t = time.perf_counter()
+        gc.collect()
+        gc.freeze()
+        print(
+            f"MMSW gcfreeze {gc.get_freeze_count()} objects in {time.perf_counter() - t:.2f} s",
+            file=sys.stderr,
+        )
+        return _construct_plain(vllm, engine_args)
+
+    mmrun.engine._construct = _construct_frozen
+
+if "nowarm" in SWITCHES:
+    import mmrun.engine
+
+    mmrun.engine._warm = lambda work, constructed, failed: None
 
 if "generate" in SWITCHES:
     import mmrun.engine

@@ -111,7 +111,7 @@ fi
 
 echo "$(ts) scripts (.gpu/s)"
 rm -rf "$REPO/.gpu/s" && mkdir -p "$REPO/.gpu/s"
-cp "$HERE"/*.sh "$HERE"/*.py "$REPO/.gpu/s/" && cp -r "$HERE/smp" "$HERE/phases" "$REPO/.gpu/s/"
+cp "$HERE"/*.sh "$HERE"/*.py "$REPO/.gpu/s/" && cp -r "$HERE/smp" "$HERE/phases" "$HERE/loadprobe" "$REPO/.gpu/s/"
 rm -f "$REPO/.gpu/s/prep_local.sh"
 # the 3B-shaped config with a tokenizer that decodes every id (3 MB; xz: unpacked to /tmp/qwen3b there)
 python3 "$HERE/full_vocab.py" "$HERE/qwen2_5_vl_3b_shape" "$W/qwen3b"

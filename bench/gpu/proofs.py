@@ -98,6 +98,15 @@ def run(args: argparse.Namespace) -> int:
     url = serve(Path(args.media))
     gpus = args.gpus.split(",")
     jobs = runs_of(rows)
+    if (
+        args.rows
+    ):  # a re-run of some rows only (PROOFS_ROWS="audio/cohere_asr audio/granite_speech")
+        wanted = set(args.rows.split())
+        unknown = wanted - {r["row"] for r in rows}
+        if unknown:
+            print(f"proofs: no such rows in the index: {sorted(unknown)}", file=sys.stderr)
+            return 2
+        jobs = [job for job in jobs if job[0]["row"] in wanted]
     print(
         f"{stamp(t0)} {len(rows)} rows, {len(jobs)} CLI runs, {args.par} at a time on GPUs {gpus}; media at {url}",
         flush=True,
@@ -327,6 +336,7 @@ def main() -> int:
     r.add_argument("--timeout", type=float, default=240)
     r.add_argument("--min-left", type=float, default=45, help="start no run with less left")
     r.add_argument("--gpus", default=os.environ.get("PROOFS_GPUS", "0,1"))
+    r.add_argument("--rows", default=os.environ.get("PROOFS_ROWS", ""), help="only these rows")
     r.add_argument("--kv-bytes", type=int, default=1 << 30)
     r.add_argument("--dry", action="store_true", help="write the commands only")
     t = sub.add_parser("table")

@@ -570,6 +570,91 @@ def check_probe(tmp: Path) -> None:
         )
 
 
+LOAD_DRIVER = r"""
+import gc, os, sys, time, types
+
+def make():  # vLLM's decorators and backends modules, and torch.compiler's loader
+    torch = types.ModuleType("torch")
+    torch.compiler = types.SimpleNamespace(
+        load_compiled_function=lambda f: (time.sleep(0.05), [object() for _ in range(5000)])[1]
+    )
+    sys.modules["torch"] = torch
+    backends = types.ModuleType("vllm.compilation.backends")
+    class VllmBackend:
+        def __call__(self, graph): time.sleep(0.03)
+    backends.VllmBackend = VllmBackend
+    sys.modules[backends.__name__] = backends
+    dec = types.ModuleType("vllm.compilation.decorators")
+    exec(DECORATORS, dec.__dict__)  # one module's globals, as in vLLM
+    sys.modules[dec.__name__] = dec
+
+DECORATORS = '''
+import gc, sys, time
+def _verify_source_unchanged(info): time.sleep(0.02)
+def _try_load_aot_compiled_fn(model, path):
+    import torch
+    fn = torch.compiler.load_compiled_function(None)
+    _verify_source_unchanged(None)
+    sys.modules["vllm.compilation.backends"].VllmBackend()(None)
+    gc.collect()
+    return fn
+'''
+
+if sys.argv[1] == "before":
+    make()
+    time.sleep(0.2)
+pid = os.fork()
+if pid == 0:
+    if sys.argv[1] == "after":
+        make()
+    time.sleep(0.2)
+    dec = sys.modules["vllm.compilation.decorators"]
+    assert len(dec._try_load_aot_compiled_fn(None, "x")) == 5000
+    os._exit(0)
+os.waitpid(pid, 0)
+print(pid)
+"""
+
+
+def check_load_probe(tmp: Path) -> None:
+    """loadprobe/sitecustomize.py in a forked engine core, vLLM's modules imported before and
+    after the fork: the child's load is timed in parts, and gap.py's table reads it."""
+    import gap
+
+    (tmp / "load.py").write_text(LOAD_DRIVER)
+    for when in ("before", "after"):
+        run = tmp / f"load_{when}" / "r1" / "M64"
+        env = {
+            **os.environ,
+            "PYTHONPATH": str(HERE / "loadprobe"),
+            "MMLOAD_DIR": str(run / "loadprobe"),
+        }
+        proc = subprocess.run(
+            [PY, str(tmp / "load.py"), when], env=env, capture_output=True, text=True, timeout=60
+        )
+        recs = gap.load_records(run)
+        r = recs[0] if len(recs) == 1 else {}
+        good = (
+            proc.returncode == 0
+            and r.get("pid") == int(proc.stdout.strip() or 0)
+            and r.get("forked") is True
+            and r.get("unpickle_s", 0) >= 0.05
+            and r.get("verify_s", 0) >= 0.02
+            and r.get("unpickle_s", 0) + r.get("verify_s", 0) <= r.get("backend_at_s", 0)
+            and r.get("backend_at_s", 1) < r.get("wall_s", 0) - 0.025
+            and "2" in r.get("gc", {})
+        )
+        ok(
+            good,
+            f"load probe: a forked child's load timed in parts ({when}): {r} {proc.stderr[-200:]}",
+        )
+        table_lines = gap.load_probe_table(tmp / f"load_{when}", ["M64"])
+        ok(
+            "\n| M64 | 1 |" in "\n".join(table_lines),
+            f"gap.py: the load probe's table has the run ({table_lines})",
+        )
+
+
 def check_proofs(tmp: Path) -> None:
     res = tmp / "proofs"
     res.mkdir()
@@ -847,6 +932,7 @@ def main() -> int:
         check_tput(tmp)
         check_phases(tmp)
         check_probe(tmp)
+        check_load_probe(tmp)
         check_proofs(tmp)
         if "--mmrun-dry" in sys.argv:
             check_mmrun_dry(tmp)

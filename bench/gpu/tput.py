@@ -71,6 +71,7 @@ from common import (
     image_flags,
     kill_gpu_leftovers,
     mmrun_cmd,
+    probe_env,
     py,
     read_run,
     result_window,
@@ -146,12 +147,6 @@ PROBED = {
     "rawph": ("raw", "phases", "MMPHASES_DIR"),
     "mm256ph": ("mm256own", "phases", "MMPHASES_DIR"),
 }
-
-
-def probe_env(run_dir: Path, folder: str, variable: str) -> dict[str, str]:
-    """The probe in HERE/folder for every Python process of a run, writing into run_dir."""
-    path = ":".join(filter(None, [str(HERE / folder), os.environ.get("PYTHONPATH", "")]))
-    return {"PYTHONPATH": path, variable: str(run_dir / folder)}
 
 
 def step_command(
