@@ -253,3 +253,57 @@ def test_the_engine_core_inherits_the_thread_count(monkeypatch: pytest.MonkeyPat
     finally:
         torch.set_num_threads(before)
         os.environ.pop("OMP_NUM_THREADS", None)
+
+
+def test_the_engine_starts_with_this_process_s_objects_frozen(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """vLLM forks its engine core from this process on a GPU: the objects alive then are out
+    of the collector's reach while ``vllm.LLM()`` runs (the child inherits them frozen), its
+    garbage is collected first, not frozen, and everything is collectable again afterwards."""
+    import gc
+    import weakref
+
+    class Node:
+        pass
+
+    seen: dict[str, Any] = {}
+    kept = Node()
+    cycle = Node()
+    cycle.me = cycle  # type: ignore[attr-defined]
+    dead = weakref.ref(cycle)
+    del cycle
+
+    class FakeLLM:
+        def __init__(self, **kwargs: Any) -> None:
+            seen["frozen"] = gc.get_freeze_count()
+            seen["kept_walked"] = any(o is kept for o in gc.get_objects())
+            seen["garbage_gone"] = dead() is None
+
+    monkeypatch.setattr(engine, "import_vllm", lambda: types.SimpleNamespace(LLM=FakeLLM))
+    monkeypatch.setattr(engine, "_use_private_rpc_dir", lambda: None)
+    monkeypatch.setattr(engine, "_use_engine_log", lambda: None)
+    monkeypatch.setattr(engine, "use_frontend_threads", lambda engines_on_host=1: None)
+    assert gc.get_freeze_count() == 0
+    engine.start({"model": "m"})
+    assert seen["frozen"] > 0
+    assert seen["kept_walked"] is False  # in no generation the collector walks
+    assert seen["garbage_gone"] is True
+    assert gc.get_freeze_count() == 0  # back in the collector's reach
+    assert any(o is kept for o in gc.get_objects())
+
+
+def test_a_failed_start_leaves_nothing_frozen(monkeypatch: pytest.MonkeyPatch) -> None:
+    import gc
+
+    class FailingLLM:
+        def __init__(self, **kwargs: Any) -> None:
+            raise RuntimeError("boom")
+
+    monkeypatch.setattr(engine, "import_vllm", lambda: types.SimpleNamespace(LLM=FailingLLM))
+    monkeypatch.setattr(engine, "_use_private_rpc_dir", lambda: None)
+    monkeypatch.setattr(engine, "_use_engine_log", lambda: None)
+    monkeypatch.setattr(engine, "use_frontend_threads", lambda engines_on_host=1: None)
+    with pytest.raises(Exception, match="boom"):
+        engine.start({"model": "m"})
+    assert gc.get_freeze_count() == 0
