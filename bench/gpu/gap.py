@@ -329,14 +329,12 @@ def load_probe_table(res: Path, names: list[str]) -> list[str]:
     rows = []
     for name, recs in per.items():
         forked = sorted({str(r.get("forked")) for r in recs})
-        rows.append(
-            [
-                name,
-                len(recs),
-                *(median([f(r) for r in recs]) for _, f in LOAD_FIELDS),
-                "/".join(forked),
-            ]
-        )
+        cells = []
+        for key, f in LOAD_FIELDS:
+            value = median([f(r) for r in recs])
+            counted = not key.endswith(" s") and key != "loadavg"  # counts: whole numbers
+            cells.append(round(value) if counted and value is not None else value)
+        rows.append([name, len(recs), *cells, "/".join(forked)])
     return [
         "",
         "### The engine core's load of the compile cache (load probe, medians)",
