@@ -73,6 +73,8 @@ def command(row: dict[str, Any], method: str, tiny: Path, media: Path, kv_bytes:
     cmd += [f"--sampling-arg={k}={json.dumps(v)}" for k, v in row.get("sampling_args", {}).items()]
     if method == "chat":
         cmd += ["--method", "chat"]
+    if os.environ.get("PROOFS_VERBOSE"):  # vLLM's own log in the run's log (a slow start)
+        cmd += ["--verbose"]
     return cmd
 
 
@@ -333,7 +335,7 @@ def main() -> int:
     r.add_argument("--res", required=True)
     r.add_argument("--par", type=int, default=int(os.environ.get("PROOFS_PAR", "14")))
     r.add_argument("--budget", type=float, default=float(os.environ.get("PROOFS_BUDGET", "400")))
-    r.add_argument("--timeout", type=float, default=240)
+    r.add_argument("--timeout", type=float, default=float(os.environ.get("PROOFS_TIMEOUT", "240")))
     r.add_argument("--min-left", type=float, default=45, help="start no run with less left")
     r.add_argument("--gpus", default=os.environ.get("PROOFS_GPUS", "0,1"))
     r.add_argument("--rows", default=os.environ.get("PROOFS_ROWS", ""), help="only these rows")
