@@ -311,7 +311,7 @@ def heap_frozen() -> Iterator[None]:
     the model) is one allocation-heavy Python thread. On the H200 (3 pairs, seventh session
     in docs/performance.md): the collector took 0.45 s of the engine core's compile-cache
     load with about 365,000 objects frozen, against 0.64 s without; from vLLM's arguments to
-    the result, 3.2, 1.0 and -0.1 s sooner. The child keeps its copy frozen; this process
+    the result, 3.1, 1.0 and -0.1 s sooner. The child keeps its copy frozen; this process
     gets its objects back once the engine has started, so nothing stays uncollectable. It
     costs one full collection (0.2 s there)."""
     gc.collect()
