@@ -28,7 +28,8 @@ each GPU, the GPUs swapped every round):
             mmrun's process)
   M64env    M64 with mmrun's environment choices undone (as Menv)
   M64gc     M64 with the frontend's objects frozen out of the collector before vLLM forks
-            its engine core (MMSW=gcfreeze)
+            its engine core (MMSW=gcfreeze; mmrun does this itself since bf9ca07, so on
+            later mmrun M64gc only freezes twice: M64 is the variant to run)
   M64nowarm M64 without the warm-up thread that loads the processor during the start
             (MMSW=nowarm)
   GAP_PROBE=load (--probe load) runs every variant with the load probe (loadprobe/): what

@@ -24,7 +24,7 @@ same CLI runs, with parts of mmrun patched at run time. MMSW (comma-separated) p
 - ``gcfreeze``: ``gc.collect()`` then ``gc.freeze()`` right before ``vllm.LLM()``: the
   objects of mmrun's process move out of the collector's reach, so that the engine core vLLM
   forks from it does not walk them again in each full collection (a suspect for its slower
-  load of the compile cache).
+  load of the compile cache). mmrun does this itself since bf9ca07 (``heap_frozen``).
 - ``nowarm``: no warm-up thread (the first prompt's processor load) during the start.
 
 Prints ``MMSW <switches> <seconds>`` on stderr for what it did before mmrun started.
