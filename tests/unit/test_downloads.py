@@ -503,3 +503,52 @@ def test_concurrent_downloads_share_one_http_client(media_server) -> None:  # ty
         del os.environ["MMRUN_ASSETS_BASE_URL"]
     assert len(built) == 1
     assert len(media_server.requests) == 12
+
+
+def test_the_media_pool_runs_every_job_on_a_few_threads(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A run of 256 images started 256 threads before the engine could start (0.7 s on 2 busy
+    cores): the pool now starts at most ``workers`` threads, and never runs more jobs at once."""
+    pool = media._DaemonPool(3, "test-pool")
+    lock = threading.Lock()
+    running, most = [0], [0]
+    threads: set[str] = set()
+
+    def job(i: int) -> int:
+        with lock:
+            running[0] += 1
+            most[0] = max(most[0], running[0])
+            threads.add(threading.current_thread().name)
+        time.sleep(0.002)
+        with lock:
+            running[0] -= 1
+        if i == 7:
+            raise ValueError("job 7")
+        return i * i
+
+    futures = [pool.submit(job, i) for i in range(100)]
+    assert [f.exception(timeout=30) is not None for f in futures].count(True) == 1
+    assert [f.result() for i, f in enumerate(futures) if i != 7] == [
+        i * i for i in range(100) if i != 7
+    ]
+    assert most[0] <= 3
+    assert 1 <= len(threads) <= 3
+    assert all(t.daemon for t in threading.enumerate() if t.name.startswith("test-pool"))
+
+
+def test_the_media_pool_cancels_queued_jobs_and_lets_idle_threads_end(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setattr(media._DaemonPool, "IDLE_S", 0.2)
+    pool = media._DaemonPool(1, "test-idle")
+    gate = threading.Event()
+    first = pool.submit(gate.wait, 30)
+    queued = [pool.submit(lambda: "ran") for _ in range(5)]
+    pool.shutdown()
+    gate.set()
+    assert first.result(timeout=30) is True  # running: left to end
+    assert all(f.cancelled() for f in queued)
+    deadline = time.monotonic() + 10
+    while any(t.name.startswith("test-idle") for t in threading.enumerate()):
+        assert time.monotonic() < deadline, "an idle worker never ended"
+        time.sleep(0.05)
+    assert pool.submit(lambda: "again").result(timeout=30) == "again"  # a new worker
