@@ -100,9 +100,8 @@ def run(args: argparse.Namespace) -> int:
     url = serve(Path(args.media))
     gpus = args.gpus.split(",")
     jobs = runs_of(rows)
-    if (
-        args.rows
-    ):  # a re-run of some rows only (PROOFS_ROWS="audio/cohere_asr audio/granite_speech")
+    # a re-run of some rows only (PROOFS_ROWS="audio/cohere_asr audio/granite_speech")
+    if args.rows:
         wanted = set(args.rows.split())
         unknown = wanted - {r["row"] for r in rows}
         if unknown:
