@@ -980,7 +980,7 @@ class _DaemonPool:
     Not a ThreadPoolExecutor: the interpreter joins those threads at exit, so after Ctrl-C
     during a stalled download the process would hang until the download's timeout. Not a
     thread per job either: starting 256 threads (a 64 x 4-image run) took 0.7 s before the
-    engine could start, on 2 busy cores. Only jobs not yet finished are remembered: a batch's
+    engine could start, on 2 busy cores. Only jobs not yet started are remembered: a batch's
     decoded media are not kept alive here.
     """
 
@@ -994,12 +994,10 @@ class _DaemonPool:
         self._threads = 0
         self._idle = 0
         self._started = 0
-        self._pending: set[Future[Any]] = set()
 
     def submit(self, fn: Callable[..., Any], *args: Any) -> Future[Any]:
         future: Future[Any] = Future()
         with self._wake:
-            self._pending.add(future)
             self._jobs.append((future, fn, args))
             if self._idle > len(self._jobs) - 1:
                 self._wake.notify()
@@ -1021,24 +1019,22 @@ class _DaemonPool:
                         self._threads -= 1
                         return
                 future, fn, args = self._jobs.popleft()
-            try:
-                if future.set_running_or_notify_cancel():  # False: cancelled while queued
-                    try:
-                        result = fn(*args)
-                    except BaseException as exc:
-                        future.set_exception(exc)
-                    else:
-                        future.set_result(result)
-            finally:
-                with self._wake:
-                    self._pending.discard(future)
+                # marked running under the lock: shutdown() cancels exactly what is queued
+                running = future.set_running_or_notify_cancel()  # False: cancelled
+            if running:
+                try:
+                    result = fn(*args)
+                except BaseException as exc:
+                    future.set_exception(exc)
+                else:
+                    future.set_result(result)
             del future, fn, args  # nothing of a finished job kept while idle
 
     def shutdown(self) -> None:
         """Cancel the jobs not started; running ones are left to end (or die with the process)."""
         with self._wake:
-            pending = list(self._pending)
-        for future in pending:
+            queued = [future for future, _, _ in self._jobs]
+        for future in queued:
             future.cancel()
 
 
