@@ -81,8 +81,10 @@ def test_two_replicas_share_the_work_and_answer_as_one_engine(
     qwen: TinyCheckpoint, tmp_path: Path
 ) -> None:
     source = manifest(tmp_path / "data", 40)
-    # Long enough answers that the first engine up cannot finish all 40 before the second.
-    args = ["--input", str(source), "--max-tokens", "48", "--sampling-arg", "ignore_eos=true"]
+    # Long enough answers that the first engine up cannot finish all 40 before the second:
+    # with 48 tokens the 40 took about 4.5 s from the first replica ready, and a CI run saw
+    # one replica do them all; with 160, about 12 s against replicas ready 1-3 s apart.
+    args = ["--input", str(source), "--max-tokens", "160", "--sampling-arg", "ignore_eos=true"]
     one = tmp_path / "one.jsonl"
     two = tmp_path / "two.jsonl"
     first = subprocess.run(
