@@ -41,6 +41,12 @@ Steps (--steps or TPUT_STEPS; a step may repeat; each is skipped if too little t
   rawph      raw with the GPU phase probe (phases/sitecustomize.py: CUDA events around each
              engine step's encoder, forward and sampling; phases.py splits the batch's GPU time)
   mm256ph    mm256own with the same probe (the probe costs a few events per engine step)
+  mm256ir    mm256own with vLLM's own CUDA kernels for RMSNorm (ir_op_priority: vllm_c first).
+             With the language model compiled, vLLM runs its RMSNorm in plain PyTorch ops
+             ("native", for Inductor to fuse), and so does the vision encoder, which is not
+             compiled: about 9 float32 kernels per norm, 2 norms per block (its own compile)
+  mm256irph  mm256ir with the phase probe
+  mm64ir     mm64s64 with the same kernels (its own compile)
 Every mmrun step runs with -v (vLLM's log, for the moment the engine is ready).
 
 usage: tput.py run --res DIR --bench /tmp/bench --model DIR [--steps "..."] [--budget S]
@@ -112,11 +118,19 @@ EXPECTED = {
     "mm64s64": 110,
     "rawph": 70,
     "mm256ph": 65,
+    "mm256ir": 150,
+    "mm256irph": 150,
+    "mm64ir": 140,
 }
 
 
 ENC_CG = 'compilation_config={"cudagraph_mm_encoder": true}'
 ENC_COMPILE = 'compilation_config={"compile_mm_encoder": true}'
+# vLLM's CUDA kernels for RMSNorm in every part of the model, the eager vision encoder included
+IR_C = (
+    'ir_op_priority={"rms_norm": ["vllm_c", "native"], '
+    '"fused_add_rms_norm": ["vllm_c", "native"]}'
+)
 
 # The one-call 256 x 4 run and its variants: (extra mmrun flags, extra environment).
 MM256_VARIANTS: dict[str, tuple[list[str], dict[str, str]]] = {
@@ -146,6 +160,7 @@ PROBED = {
     # the GPU phase probe (phases/): CUDA events around each engine step's parts
     "rawph": ("raw", "phases", "MMPHASES_DIR"),
     "mm256ph": ("mm256own", "phases", "MMPHASES_DIR"),
+    "mm256irph": ("mm256ir", "phases", "MMPHASES_DIR"),
 }
 
 
@@ -192,8 +207,10 @@ def step_command(
             r"^RESULT_DONE",
             None,
         )
-    if step == "mm256own":
+    if step in ("mm256own", "mm256ir"):
         own_tail = ["--json", "-v", *MM_COMMON]  # named_tail without MM_BATCH_ARGS
+        if step == "mm256ir":
+            own_tail += ["--engine-arg", IR_C]
         return mmrun_cmd(*named, *image_flags(bench / "s256"), *own_tail), gpu0, r"^\{", None
     if step in MM256_VARIANTS:
         more, env = MM256_VARIANTS[step]
@@ -209,8 +226,10 @@ def step_command(
         more = ["--engine-arg", ENC_CG] if step == "mm64cg" else []
         cmd = mmrun_cmd(*named, *image_flags(bench / "s64"), *named_tail, *more)
         return cmd, gpu0, r"^\{", None
-    if step == "mm64s64":
+    if step in ("mm64s64", "mm64ir"):
         tail = ["--json", "-v", *MM_COMMON, "--engine-arg", "max_num_seqs=64"]
+        if step == "mm64ir":
+            tail += ["--engine-arg", IR_C]
         return mmrun_cmd(*named, *image_flags(bench / "s64"), *tail), gpu0, r"^\{", None
     if step in ("dp1", "dp1enc"):
         enc = ["--engine-arg", ENC_COMPILE] if step == "dp1enc" else []
@@ -603,6 +622,9 @@ def summary(res: Path) -> int:
     ratio("mm256own", "mm256", "mmrun's own batch size / the bench's max_num_seqs=256, 256 x 4")
     ratio("mm64s64", "mm64", "max_num_seqs=64 / 256 (CUDA graphs up to 128 / 512), 64 x 4")
     ratio("mm256ph", "rawph", "mmrun's own / raw default, 256 x 4, both with the phase probe")
+    ratio("mm256ir", "mm256own", "vLLM's CUDA RMSNorm / mmrun's own, 256 x 4")
+    ratio("mm256irph", "mm256ph", "vLLM's CUDA RMSNorm / mmrun's own, 256 x 4, phase probe")
+    ratio("mm64ir", "mm64s64", "vLLM's CUDA RMSNorm / mmrun's own, 64 x 4")
     ratio("mm256own", "mm256s5", "mmrun's own batch size / max_num_seqs=5 (the seed's), 256 x 4")
     ratio("dp1enc", "dp1", "streamed 1024 x 4, encoder compiled / not, from engine ready")
     ratio("mm256ps", "mm256", "mmrun with results asked for every 0.5 s / default, 256 x 4")
@@ -611,6 +633,7 @@ def summary(res: Path) -> int:
         if m["run"] in (
             *("mm256", "mm64", "st256", "mm256mbt", "mm256enc", "mm256ps", "st256ps"),
             *("mm256cg", "mm64cg", "mm256own", "mm256s5", "mm256ph", "mm64s64"),
+            *("mm256ir", "mm256irph", "mm64ir"),
         ):
             base = ref.get(m["set"])
             if base and m.get("prompts_per_s"):
