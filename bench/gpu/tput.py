@@ -128,8 +128,7 @@ ENC_CG = 'compilation_config={"cudagraph_mm_encoder": true}'
 ENC_COMPILE = 'compilation_config={"compile_mm_encoder": true}'
 # vLLM's CUDA kernels for RMSNorm in every part of the model, the eager vision encoder included
 IR_C = (
-    'ir_op_priority={"rms_norm": ["vllm_c", "native"], '
-    '"fused_add_rms_norm": ["vllm_c", "native"]}'
+    'ir_op_priority={"rms_norm": ["vllm_c", "native"], "fused_add_rms_norm": ["vllm_c", "native"]}'
 )
 
 # The one-call 256 x 4 run and its variants: (extra mmrun flags, extra environment).
