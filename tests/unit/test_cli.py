@@ -8,6 +8,7 @@ import os
 import subprocess
 import sys
 from pathlib import Path
+from typing import Any
 
 import pytest
 from typer.testing import CliRunner
@@ -360,6 +361,64 @@ def test_a_gpu_batch_runs_more_prompts_at_once_than_the_seeds_demo(
     )
     the_plan = plan(opts, get_registry(), replace(vllm_info(), device=device))
     assert the_plan.engine_args["max_num_seqs"] == expected
+
+
+NORM_KERNELS = {"rms_norm": ["vllm_c", "native"], "fused_add_rms_norm": ["vllm_c", "native"]}
+
+
+@pytest.mark.parametrize(
+    ("device", "version", "named", "expected"),
+    [
+        ("gpu", "0.26.0", {}, NORM_KERNELS),
+        ("gpu", "0.32.1+cu130", {}, NORM_KERNELS),
+        ("gpu", "0.25.1", {}, None),  # before the version it was measured on
+        ("gpu", "0.26.0+rocm700", {}, None),  # ROCm picks its own kernels
+        ("cpu", "0.32.0", {}, None),  # vLLM's CPU build has no CUDA kernels
+        ("gpu", "0.26.0", {"ir_op_priority": {"rms_norm": ["native"]}}, {"rms_norm": ["native"]}),
+        ("gpu", "0.26.0", {"kernel_config": {"enable_flashinfer_autotune": False}}, None),
+        ("gpu", "0.26.0", {"enforce_eager": True}, None),  # vLLM picks them itself
+        ("gpu", "0.26.0", {"compilation_config": {"compile_mm_encoder": True}}, None),
+    ],
+    ids=[
+        "gpu",
+        "gpu-local-version",
+        "old-vllm",
+        "rocm",
+        "cpu",
+        "named",
+        "kernel-config",
+        "eager",
+        "encoder-compiled",
+    ],
+)
+def test_a_gpu_run_puts_vllms_norm_kernels_first(
+    media_dir: Path,
+    device: str,
+    version: str,
+    named: dict[str, Any],
+    expected: dict[str, list[str]] | None,
+) -> None:
+    """With the language model compiled, vLLM runs its plain PyTorch RMSNorm, and so does the
+    vision encoder it does not compile; mmrun asks for vLLM's CUDA kernel, unless the user
+    chose kernels or compilation that makes it moot."""
+    from dataclasses import replace
+
+    from mmrun.plan import RunOptions, plan
+    from mmrun.plugins import get_registry
+    from mmrun.support import vllm_info
+
+    opts = RunOptions(
+        modality="image",
+        key="qwen2_5_vl",
+        model="x",
+        sources=(str(media_dir / "blue.png"),),
+        engine_args=named,
+    )
+    info = replace(vllm_info(), device=device, version=version)
+    args = plan(opts, get_registry(), info).engine_args
+    assert args.get("ir_op_priority") == expected
+    for key, value in named.items():
+        assert args[key] == value
 
 
 @pytest.mark.parametrize(
