@@ -47,6 +47,11 @@ Steps (--steps or TPUT_STEPS; a step may repeat; each is skipped if too little t
              compiled: about 9 float32 kernels per norm, 2 norms per block (its own compile)
   mm256irph  mm256ir with the phase probe
   mm64ir     mm64s64 with the same kernels (its own compile)
+             Since 6ea5634 mmrun puts these kernels first itself on a CUDA build: mm256own and
+             mm256ph are then mm256ir and mm256irph, and the steps below give the earlier default
+  mm256nat   mm256own with vLLM's own choice of RMSNorm (ir_op_priority={}: "native" when
+             compiled), what mmrun ran before 6ea5634 (its own compile)
+  mm256natph mm256nat with the phase probe
 Every mmrun step runs with -v (vLLM's log, for the moment the engine is ready).
 
 usage: tput.py run --res DIR --bench /tmp/bench --model DIR [--steps "..."] [--budget S]
@@ -121,6 +126,8 @@ EXPECTED = {
     "mm256ir": 150,
     "mm256irph": 150,
     "mm64ir": 140,
+    "mm256nat": 65,
+    "mm256natph": 65,
 }
 
 
@@ -160,6 +167,7 @@ PROBED = {
     "rawph": ("raw", "phases", "MMPHASES_DIR"),
     "mm256ph": ("mm256own", "phases", "MMPHASES_DIR"),
     "mm256irph": ("mm256ir", "phases", "MMPHASES_DIR"),
+    "mm256natph": ("mm256nat", "phases", "MMPHASES_DIR"),
 }
 
 
@@ -206,10 +214,12 @@ def step_command(
             r"^RESULT_DONE",
             None,
         )
-    if step in ("mm256own", "mm256ir"):
+    if step in ("mm256own", "mm256ir", "mm256nat"):
         own_tail = ["--json", "-v", *MM_COMMON]  # named_tail without MM_BATCH_ARGS
         if step == "mm256ir":
             own_tail += ["--engine-arg", IR_C]
+        if step == "mm256nat":
+            own_tail += ["--engine-arg", "ir_op_priority={}"]
         return mmrun_cmd(*named, *image_flags(bench / "s256"), *own_tail), gpu0, r"^\{", None
     if step in MM256_VARIANTS:
         more, env = MM256_VARIANTS[step]
@@ -624,6 +634,8 @@ def summary(res: Path) -> int:
     ratio("mm256ir", "mm256own", "vLLM's CUDA RMSNorm / mmrun's own, 256 x 4")
     ratio("mm256irph", "mm256ph", "vLLM's CUDA RMSNorm / mmrun's own, 256 x 4, phase probe")
     ratio("mm64ir", "mm64s64", "vLLM's CUDA RMSNorm / mmrun's own, 64 x 4")
+    ratio("mm256own", "mm256nat", "mmrun's own / with vLLM's own RMSNorm choice, 256 x 4")
+    ratio("mm256ph", "mm256natph", "the same, phase probe")
     ratio("mm256own", "mm256s5", "mmrun's own batch size / max_num_seqs=5 (the seed's), 256 x 4")
     ratio("dp1enc", "dp1", "streamed 1024 x 4, encoder compiled / not, from engine ready")
     ratio("mm256ps", "mm256", "mmrun with results asked for every 0.5 s / default, 256 x 4")
@@ -632,7 +644,7 @@ def summary(res: Path) -> int:
         if m["run"] in (
             *("mm256", "mm64", "st256", "mm256mbt", "mm256enc", "mm256ps", "st256ps"),
             *("mm256cg", "mm64cg", "mm256own", "mm256s5", "mm256ph", "mm64s64"),
-            *("mm256ir", "mm256irph", "mm64ir"),
+            *("mm256ir", "mm256irph", "mm64ir", "mm256nat", "mm256natph"),
         ):
             base = ref.get(m["set"])
             if base and m.get("prompts_per_s"):
