@@ -4,7 +4,8 @@
 model's spec, chooses each prompt's media, composes the engine arguments and the sampling,
 and, for batches, reads the manifest once to check it. It is the one place where the parts
 every model shares are added: the model id, ``trust_remote_code``, the per-prompt media
-limits, the seed, tensor parallelism and the user's own engine arguments.
+limits, the seed, tensor parallelism and the user's own engine arguments, and, on a GPU, the
+batch size and vLLM's RMSNorm kernels.
 """
 
 from __future__ import annotations
