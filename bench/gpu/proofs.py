@@ -16,6 +16,10 @@ The checks are the CPU proof's: one output per prompt, each with generated token
 prompt tokens than the text alone (the processor expanded the placeholders; for encoder-decoder
 models, exactly the text's).
 
+PROOFS_VERBOSE=1 adds --verbose to each run (vLLM's log); PROOFS_SAMPLE=1 runs each with the
+stack sampler (smp/: every process's stacks every 20 ms into RES/<run>/smp; smp.py reads them),
+to see where a run that never ends waits.
+
 usage: proofs.py run --index I --tiny DIR --media DIR --res DIR [--par N] [--budget S] [--gpus 0,1]
        proofs.py table --index I --tiny DIR --res DIR
 """
@@ -37,7 +41,7 @@ from pathlib import Path
 from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from common import stamp, table
+from common import probe_env, stamp, table
 
 NUM_PROMPTS = 3
 MAX_TOKENS = "6"
@@ -142,6 +146,8 @@ def run(args: argparse.Namespace) -> int:
             "MMRUN_CACHE_DIR": str(res / "cache" / name),
             "HF_HUB_OFFLINE": "1",
         }
+        if os.environ.get("PROOFS_SAMPLE"):  # every process's stacks, into res/<run>/smp (a hang)
+            env.update(probe_env(res / name, "smp", "MMSAMPLE_DIR"))
         (res / f"{name}.cmd").write_text(" ".join(cmd) + "\n")
         if args.dry:
             records.write(
