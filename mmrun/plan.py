@@ -361,9 +361,10 @@ def size_for_a_gpu_batch(
 # is: about nine float32 kernels per norm, two norms per block, where vLLM's kernel is one
 # ("vllm_c", what vLLM itself picks when nothing is compiled). Measured on an H200 with the
 # Qwen2.5-VL-3B shape, 256 prompts x 4 images: the vision encoder's GPU time 20% lower, the
-# language model's unchanged, 1.16x the prompts/s, greedy texts equal to raw vLLM's
-# (docs/performance.md, "GPU, eighth session"). ir_op_priority is an engine argument since
-# vLLM 0.26 at the latest (measured there); ROCm picks its own kernels.
+# language model's unchanged, 1.16x the prompts/s (docs/performance.md, "GPU, eighth
+# session"). Not bit-identical: the fused add-and-norm kernel rounds the sum to the model's
+# dtype before normalizing it. ir_op_priority is an engine argument since vLLM 0.26 at the
+# latest (measured there); ROCm picks its own kernels.
 VLLM_NORM_KERNELS: dict[str, list[str]] = {
     "rms_norm": ["vllm_c", "native"],
     "fused_add_rms_norm": ["vllm_c", "native"],
