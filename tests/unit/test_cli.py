@@ -327,6 +327,36 @@ def test_engine_args_override_and_tp(media_dir: Path) -> None:
     assert args["mm_processor_kwargs"] == {"a": 1} and args["seed"] == 7
 
 
+def planned_engine_args(
+    media_dir: Path,
+    named: dict[str, Any],
+    *,
+    device: str,
+    version: str | None = None,
+    num_prompts: int = 1,
+) -> dict[str, Any]:
+    """The engine arguments mmrun plans for qwen2_5_vl on one image, with the installed vLLM
+    seen as a build for ``device`` (and of ``version``, when given)."""
+    from dataclasses import replace
+
+    from mmrun.plan import RunOptions, plan
+    from mmrun.plugins import get_registry
+    from mmrun.support import vllm_info
+
+    opts = RunOptions(
+        modality="image",
+        key="qwen2_5_vl",
+        model="x",
+        sources=(str(media_dir / "blue.png"),),
+        num_prompts=num_prompts,
+        engine_args=named,
+    )
+    info = replace(vllm_info(), device=device)
+    if version is not None:
+        info = replace(info, version=version)
+    return plan(opts, get_registry(), info).engine_args
+
+
 @pytest.mark.parametrize(
     ("device", "prompts", "named", "expected"),
     [
@@ -345,22 +375,8 @@ def test_a_gpu_batch_runs_more_prompts_at_once_than_the_seeds_demo(
 ) -> None:
     """The seeds' max_num_seqs (2 to 5) size one prompt on a small GPU; a batch on a GPU held
     to them would leave the GPU mostly idle."""
-    from dataclasses import replace
-
-    from mmrun.plan import RunOptions, plan
-    from mmrun.plugins import get_registry
-    from mmrun.support import vllm_info
-
-    opts = RunOptions(
-        modality="image",
-        key="qwen2_5_vl",
-        model="x",
-        sources=(str(media_dir / "blue.png"),),
-        num_prompts=prompts,
-        engine_args=named,
-    )
-    the_plan = plan(opts, get_registry(), replace(vllm_info(), device=device))
-    assert the_plan.engine_args["max_num_seqs"] == expected
+    args = planned_engine_args(media_dir, named, device=device, num_prompts=prompts)
+    assert args["max_num_seqs"] == expected
 
 
 NORM_KERNELS = {"rms_norm": ["vllm_c", "native"], "fused_add_rms_norm": ["vllm_c", "native"]}
@@ -401,21 +417,7 @@ def test_a_gpu_run_puts_vllms_norm_kernels_first(
     """With the language model compiled, vLLM runs its plain PyTorch RMSNorm, and so does the
     vision encoder it does not compile; mmrun asks for vLLM's CUDA kernel, unless the user
     chose kernels or compilation that makes it moot."""
-    from dataclasses import replace
-
-    from mmrun.plan import RunOptions, plan
-    from mmrun.plugins import get_registry
-    from mmrun.support import vllm_info
-
-    opts = RunOptions(
-        modality="image",
-        key="qwen2_5_vl",
-        model="x",
-        sources=(str(media_dir / "blue.png"),),
-        engine_args=named,
-    )
-    info = replace(vllm_info(), device=device, version=version)
-    args = plan(opts, get_registry(), info).engine_args
+    args = planned_engine_args(media_dir, named, device=device, version=version)
     assert args.get("ir_op_priority") == expected
     for key, value in named.items():
         assert args[key] == value
