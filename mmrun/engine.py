@@ -264,7 +264,7 @@ def start(
         raise StartAborted
     _use_private_rpc_dir()
     _use_engine_log()
-    use_frontend_threads(engines_on_host)
+    threads = use_frontend_threads(engines_on_host) or _users_gpu_threads()
     vllm = import_vllm()  # seconds, and not interrupted by ``abort``: checked again after it
     if aborted():
         raise StartAborted
@@ -279,7 +279,7 @@ def start(
             if warm is not None:
                 warm.start()
             try:
-                with heap_frozen():
+                with heap_frozen(), one_thread_until_forked(threads):
                     llm = _construct(vllm, engine_args)
             except BaseException:
                 failed.set()  # nothing to warm up for
@@ -320,6 +320,64 @@ def heap_frozen() -> Iterator[None]:
         yield
     finally:
         gc.unfreeze()
+
+
+@contextlib.contextmanager
+def one_thread_until_forked(threads: int | None) -> Iterator[None]:
+    """vLLM's start with one torch thread in this process; a process forked meanwhile (vLLM's
+    engine core) gets ``threads`` back at once, and this process once vLLM has started.
+
+    torch's CPU threads are GNU OpenMP's, which does not survive a fork: once a process has
+    run a parallel region on more than one thread, a child forked from it hangs in its own
+    first one. vLLM builds the model's processor in this process with OMP_NUM_THREADS torch
+    threads, then forks its engine core, which runs that processor on dummy inputs before it
+    reports ready. With mmrun's frontend threads both ran in parallel for Granite Speech
+    (torchaudio's filter bank here, a 500-second dummy recording there), and its engine core
+    hung for good on the H200 (vLLM 0.26, docs/performance.md). Raw vLLM does not hang
+    because with OMP_NUM_THREADS unset it runs both on one thread. So while vLLM starts,
+    OMP_NUM_THREADS is 1 here (vLLM reads it) and torch's threads are 1, and the fork
+    handlers put ``threads`` back: in the child before it runs anything (no team existed to
+    inherit), in this process after the start, for the requests' processing. Nothing to do
+    for None or 1 (vLLM's CPU build)."""
+    if threads is None or threads <= 1:
+        yield
+        return
+    import torch
+
+    _register_fork_handler()
+    _threads_for_children[0] = threads
+    os.environ["OMP_NUM_THREADS"] = "1"
+    torch.set_num_threads(1)
+    try:
+        yield
+    finally:
+        _threads_for_children[0] = None
+        _use_threads(threads)
+
+
+# The torch threads a process forked from this one gets; None: what it inherits.
+_threads_for_children: list[int | None] = [None]
+_fork_handler_registered = [False]
+
+
+def _register_fork_handler() -> None:
+    if not _fork_handler_registered[0]:
+        os.register_at_fork(after_in_child=_threads_in_child)
+        _fork_handler_registered[0] = True
+
+
+def _threads_in_child() -> None:
+    threads = _threads_for_children[0]
+    if threads is not None:
+        _threads_for_children[0] = None  # its own children inherit
+        _use_threads(threads)
+
+
+def _use_threads(threads: int) -> None:
+    import torch
+
+    os.environ["OMP_NUM_THREADS"] = str(threads)
+    torch.set_num_threads(threads)
 
 
 # How long a started engine waits for the warm-up to end (it only does what the first request
@@ -384,6 +442,18 @@ def use_frontend_threads(engines_on_host: int = 1) -> int | None:
     # engine core's process, which inherits it.
     os.environ["OMP_NUM_THREADS"] = str(threads)
     return threads
+
+
+def _users_gpu_threads() -> int | None:
+    """The user's own OMP_NUM_THREADS on a GPU build, when it asks for more than one thread
+    (mmrun keeps it, and still keeps vLLM's start from hanging on it: one_thread_until_forked)."""
+    from mmrun.support import vllm_device
+
+    try:
+        threads = int(os.environ.get("OMP_NUM_THREADS", ""))
+    except ValueError:
+        return None
+    return threads if threads > 1 and vllm_device() == "gpu" else None
 
 
 def _construct(vllm: Any, engine_args: Mapping[str, Any]) -> Any:

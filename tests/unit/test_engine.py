@@ -225,34 +225,107 @@ def test_frontend_threads_leave_a_users_setting_and_the_cpu_build(
     assert engine.use_frontend_threads() is None and "OMP_NUM_THREADS" not in os.environ
 
 
-def test_the_engine_core_inherits_the_thread_count(monkeypatch: pytest.MonkeyPatch) -> None:
-    """The engine core's process inherits the environment vLLM starts it with: on the H200 an
-    engine core left with torch's default (every core) kept the host's CPUs busy, and two
-    engines ran no faster than one (docs/performance.md). So the variable is set before
-    ``vllm.LLM()`` is called, not after."""
+# Run in a fresh interpreter: a process that has already run torch on several threads (an
+# earlier test) makes every child it forks hang, with or without mmrun's care.
+_FORKED_ENGINE_CORE = r"""
+import json, multiprocessing, os, sys, types
+import torch
+from mmrun import engine, support
+
+support.vllm_device = lambda: "gpu"
+os.sched_getaffinity = lambda pid: set(range(4))
+engine._use_private_rpc_dir = lambda: None
+engine._use_engine_log = lambda: None
+
+
+def processor_work():
+    # As vLLM runs its multimodal processor: vllm.utils.torch_utils.
+    # set_default_torch_num_threads() gives torch OMP_NUM_THREADS threads, 1 when unset.
+    torch.set_num_threads(int(os.environ.get("OMP_NUM_THREADS", "1")))
+    audio = torch.rand(8_000_000)  # vLLM's Granite Speech dummy: 8,000,000 samples
+    torch.nn.utils.rnn.pad_sequence([audio], batch_first=True)
+
+
+def engine_core(conn):
+    seen = (os.environ.get("OMP_NUM_THREADS"), torch.get_num_threads())
+    processor_work()  # the engine core's dummy inputs, before it reports ready
+    conn.send(seen)
+
+
+class FakeLLM:
+    def __init__(self, **kwargs):
+        processor_work()  # the processor built in the frontend, before the fork
+        ours, theirs = multiprocessing.Pipe()
+        core = multiprocessing.get_context("fork").Process(target=engine_core, args=(theirs,))
+        core.start()
+        if not ours.poll(30):
+            core.kill()
+            print("the engine core hung")
+            sys.exit(3)
+        self.child = ours.recv()
+        core.join()
+
+
+engine.import_vllm = lambda: types.SimpleNamespace(LLM=FakeLLM)
+llm = engine.start({"model": "m"})
+parent = (os.environ["OMP_NUM_THREADS"], torch.get_num_threads())
+print(json.dumps({"child": llm.child, "parent": parent}))
+"""
+
+
+def test_a_forked_engine_core_gets_the_threads_and_does_not_hang(tmp_path: Path) -> None:
+    """The engine core's process gets mmrun's thread count (on the H200 an engine core left
+    with torch's default, every core, kept the host's CPUs busy, and two engines ran no faster
+    than one), and does not hang: GNU OpenMP does not survive a fork, and on the H200 Granite
+    Speech's engine core hung for good in its first parallel region, because vLLM had run one
+    on mmrun's threads in the frontend before forking it (docs/performance.md). Real torch, a
+    real fork, vLLM's two processor steps as torch work."""
+    import json
+    import subprocess
+    import sys
+
+    env = {k: v for k, v in os.environ.items() if k != "OMP_NUM_THREADS"}
+    done = subprocess.run(
+        [sys.executable, "-c", _FORKED_ENGINE_CORE],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        env=env,
+        cwd=tmp_path,
+    )
+    assert done.returncode == 0, done.stdout + done.stderr[-2000:]
+    seen = json.loads(done.stdout.strip().splitlines()[-1])
+    assert seen["child"] == ["4", 4]  # 4 cores, one engine: 4 threads, at most 8
+    assert seen["parent"] == ["4", 4]  # and back in this process for the requests
+
+
+def test_a_users_own_threads_are_kept_and_vllm_starts_on_one(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """A user's OMP_NUM_THREADS above 1 on a GPU build: mmrun keeps it, and vLLM's start in
+    this process still runs on one thread (what makes a forked engine core safe, above)."""
     import torch
 
     from mmrun import support
 
-    seen: dict[str, str | None] = {}
+    seen: dict[str, Any] = {}
 
     class FakeLLM:
         def __init__(self, **kwargs: Any) -> None:
-            seen["OMP_NUM_THREADS"] = os.environ.get("OMP_NUM_THREADS")
+            seen["during"] = (os.environ.get("OMP_NUM_THREADS"), torch.get_num_threads())
 
-    monkeypatch.delenv("OMP_NUM_THREADS", raising=False)
+    monkeypatch.setenv("OMP_NUM_THREADS", "3")
     monkeypatch.setattr(support, "vllm_device", lambda: "gpu")
-    monkeypatch.setattr(os, "sched_getaffinity", lambda pid: set(range(32)))
     monkeypatch.setattr(engine, "import_vllm", lambda: types.SimpleNamespace(LLM=FakeLLM))
     monkeypatch.setattr(engine, "_use_private_rpc_dir", lambda: None)
     monkeypatch.setattr(engine, "_use_engine_log", lambda: None)
     before = torch.get_num_threads()
     try:
-        engine.start({"model": "m"}, engines_on_host=2)
-        assert seen["OMP_NUM_THREADS"] == "8"  # 32 cores, 2 engines: 16 each, at most 8
+        engine.start({"model": "m"})
+        assert seen["during"] == ("1", 1)
+        assert os.environ["OMP_NUM_THREADS"] == "3" and torch.get_num_threads() == 3
     finally:
         torch.set_num_threads(before)
-        os.environ.pop("OMP_NUM_THREADS", None)
 
 
 def test_the_engine_starts_with_this_process_s_objects_frozen(
