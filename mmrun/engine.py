@@ -331,13 +331,13 @@ def one_thread_until_forked(threads: int | None) -> Iterator[None]:
     run a parallel region on more than one thread, a child forked from it hangs in its own
     first one. vLLM builds the model's processor in this process with OMP_NUM_THREADS torch
     threads, then forks its engine core, which runs that processor on dummy inputs before it
-    reports ready. With mmrun's frontend threads both ran in parallel for Granite Speech
-    (torchaudio's filter bank here, a 500-second dummy recording there), and its engine core
-    hung for good on the H200 (vLLM 0.26, docs/performance.md). Raw vLLM does not hang
-    because with OMP_NUM_THREADS unset it runs both on one thread. So while vLLM starts,
-    OMP_NUM_THREADS is 1 here (vLLM reads it) and torch's threads are 1, and the fork
-    handlers put ``threads`` back: in the child before it runs anything (no team existed to
-    inherit), in this process after the start, for the requests' processing. Nothing to do
+    reports ready. With mmrun's frontend threads, Granite Speech's engine core hung for good
+    on the H200 in that step (pad_sequence on a 500-second dummy recording; vLLM 0.26,
+    docs/performance.md). Raw vLLM does not hang: with OMP_NUM_THREADS unset it runs both
+    steps on one thread. mmrun runs no torch work before this. So while vLLM starts,
+    OMP_NUM_THREADS is 1 here (vLLM reads it) and torch's threads are 1. A fork handler puts
+    ``threads`` back in the child before it runs anything (no team existed to inherit), and
+    this process gets them back after the start, for the requests' processing. Nothing to do
     for None or 1 (vLLM's CPU build)."""
     if threads is None or threads <= 1:
         yield
