@@ -34,6 +34,9 @@ each GPU, the GPUs swapped every round):
             (MMSW=nowarm)
   GAP_PROBE=load (--probe load) runs every variant with the load probe (loadprobe/): what
   the engine core did while it loaded the compile cache (CPU time, collector, switches).
+  GAP_PROBE=smp (--probe smp) samples every Python process's stacks every 20 ms (smp/, into
+  RUN/smp/; the times are then not comparable): `python3 smp.py RUN/smp` per run shows where
+  each engine core spent its start, e.g. R's against M64's in the same round.
 
 usage: gap.py run --res DIR --images DIR --model DIR [--rounds N] [--budget S] [--variants ...]
        gap.py summary DIR      (also run at the end of `run`)
@@ -158,6 +161,8 @@ def run(args: argparse.Namespace) -> int:
                     env = {**env, "CUDA_VISIBLE_DEVICES": gpu}
                     if args.probe == "load":
                         env.update(probe_env(run_dir, "loadprobe", "MMLOAD_DIR"))
+                    elif args.probe == "smp":
+                        env.update(probe_env(run_dir, "smp", "MMSAMPLE_DIR"))
                     proc = ttr(
                         run_dir,
                         cmd,
@@ -358,7 +363,7 @@ def main() -> int:
     r.add_argument("--rounds", type=int, default=int(os.environ.get("GAP_ROUNDS", "3")))
     r.add_argument("--budget", type=float, default=float(os.environ.get("GAP_BUDGET", "470")))
     r.add_argument("--variants", default=os.environ.get("GAP_VARIANTS", DEFAULT_VARIANTS))
-    r.add_argument("--probe", default=os.environ.get("GAP_PROBE", ""), choices=["", "load"])
+    r.add_argument("--probe", default=os.environ.get("GAP_PROBE", ""), choices=["", "load", "smp"])
     r.add_argument("--gpus", default=os.environ.get("GAP_GPUS", "0,1"))
     r.add_argument("--slot", type=float, default=55.0, help="seconds a pair takes (first estimate)")
     r.add_argument("--cold", action="store_true", help="run the cold round even if warm")
