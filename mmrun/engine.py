@@ -338,8 +338,10 @@ def one_thread_until_forked(threads: int | None) -> Iterator[None]:
     OMP_NUM_THREADS is 1 here (vLLM reads it) and torch's threads are 1. A fork handler puts
     ``threads`` back in the child before it runs anything (no team existed to inherit), and
     this process gets them back after the start, for the requests' processing. Nothing to do
-    for None or 1 (vLLM's CPU build)."""
-    if threads is None or threads <= 1:
+    for None or 1 (vLLM's CPU build), nor when vLLM is told to spawn its processes
+    (VLLM_WORKER_MULTIPROC_METHOD=spawn): a spawned process inherits no OpenMP state, only
+    the environment, which then keeps ``threads`` for it."""
+    if threads is None or threads <= 1 or os.environ.get(_MULTIPROC_METHOD) == "spawn":
         yield
         return
     import torch
@@ -355,6 +357,7 @@ def one_thread_until_forked(threads: int | None) -> Iterator[None]:
         _use_threads(threads)
 
 
+_MULTIPROC_METHOD = "VLLM_WORKER_MULTIPROC_METHOD"  # how vLLM starts its processes
 # The torch threads a process forked from this one gets; None: what it inherits.
 _threads_for_children: list[int | None] = [None]
 _fork_handler_registered = [False]

@@ -324,6 +324,11 @@ def test_a_users_own_threads_are_kept_and_vllm_starts_on_one(
         engine.start({"model": "m"})
         assert seen["during"] == ("1", 1)
         assert os.environ["OMP_NUM_THREADS"] == "3" and torch.get_num_threads() == 3
+        # vLLM told to spawn its processes: they inherit the environment, not OpenMP's state,
+        # so the environment keeps the threads during the start
+        monkeypatch.setenv("VLLM_WORKER_MULTIPROC_METHOD", "spawn")
+        engine.start({"model": "m"})
+        assert seen["during"][0] == "3"
     finally:
         torch.set_num_threads(before)
 
