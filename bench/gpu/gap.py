@@ -297,6 +297,10 @@ LOAD_FIELDS = [
     ("unpickle s", lambda r: r.get("unpickle_s")),
     ("verify s", lambda r: r.get("verify_s")),
     ("to backend s", lambda r: r.get("backend_at_s")),
+    ("speed before s", lambda r: r.get("speed_before_s")),
+    ("speed after s", lambda r: r.get("speed_after_s")),
+    ("frontend cpu s", lambda r: r.get("parent_cpu_s")),
+    ("host busy cpus", lambda r: r.get("busy_cpus")),
     ("gc s", lambda r: sum(s for _, s in r.get("gc", {}).values())),
     ("full gcs", lambda r: r.get("gc", {}).get("2", [0])[0]),
     ("inv. switches", lambda r: r.get("rusage", {}).get("nivcsw")),
@@ -338,7 +342,7 @@ def load_probe_table(res: Path, names: list[str]) -> list[str]:
         cells = []
         for key, f in LOAD_FIELDS:
             value = median([f(r) for r in recs])
-            counted = not key.endswith(" s") and key != "loadavg"  # counts: whole numbers
+            counted = not key.endswith(" s") and key not in ("loadavg", "host busy cpus")
             cells.append(round(value) if counted and value is not None else value)
         rows.append([name, len(recs), *cells, "/".join(forked)])
     return [
@@ -349,6 +353,9 @@ def load_probe_table(res: Path, names: list[str]) -> list[str]:
         "",
         "load s: the whole _try_load_aot_compiled_fn; cpu s: its thread's CPU time; to backend s:"
         " from its start to vLLM's backend call (vLLM's 'Dynamo bytecode transform time');"
+        " speed before/after s: a fixed pure-Python workload in the engine core right before and"
+        " after the load (the core's speed then); frontend cpu s: the starting process's CPU"
+        " seconds during the load; host busy cpus: the whole host's;"
         " gc s / full gcs: the collector during the load; objects: the process's after it.",
     ]
 

@@ -15,6 +15,14 @@ to MMLOAD_DIR/<pid>.jsonl:
     gc           {generation: [collections, seconds]} during the load
     rusage       the thread's minor/major faults, voluntary/involuntary switches, during it
     objects, frozen, threads, cores, omp, torch_threads, loadavg, forked   the process then
+    speed_before_s, speed_after_s   a fixed pure-Python workload (allocation, calls, pickle),
+                 run right before and right after the load: slower in one variant's engine
+                 core than in another's means its CPU is slower then (contention on the core or
+                 its sibling, frequency, memory), not that its load does more work
+    parent_cpu_s the CPU seconds of the process that started this one (the frontend), all its
+                 threads, during the load; busy_cpus: the host's busy CPUs during it (/proc/stat)
+    cpu_at       [start, end] the CPU this thread ran on; anon_huge_kb: the process's
+                 transparent huge pages after it; thp: the host's setting
 
 No effect without MMLOAD_DIR; gap.py's summary reads the files (GAP_PROBE=load).
 """
@@ -50,6 +58,65 @@ def _usage() -> tuple[int, int, int, int]:
     who = getattr(resource, "RUSAGE_THREAD", resource.RUSAGE_SELF)
     u = resource.getrusage(who)
     return (u.ru_minflt, u.ru_majflt, u.ru_nvcsw, u.ru_nivcsw)
+
+
+_SPEED_BLOB: list = []
+
+
+def _speed() -> float:
+    """Seconds of one fixed pure-Python workload (~0.2-0.4 s on a fast core)."""
+    import pickle
+
+    if not _SPEED_BLOB:
+        _SPEED_BLOB.append(pickle.dumps([{"k": i, "v": (i, str(i), [i] * 3)} for i in range(60000)]))
+    t = time.perf_counter()
+    for _ in range(3):
+        rows = pickle.loads(_SPEED_BLOB[0])
+        total = 0
+        for row in rows:
+            total += len(row["v"][1]) + row["k"] % 7
+        del rows
+    return round(time.perf_counter() - t, 4)
+
+
+def _proc_cpu_s(pid: int) -> float | None:
+    try:
+        with open(f"/proc/{pid}/stat") as f:
+            fields = f.read().rsplit(")", 1)[1].split()
+        return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+    except (OSError, ValueError, IndexError):
+        return None
+
+
+def _host_jiffies() -> tuple[int, int] | None:
+    try:
+        with open("/proc/stat") as f:
+            v = [int(x) for x in f.readline().split()[1:]]
+        idle = v[3] + (v[4] if len(v) > 4 else 0)
+        return sum(v) - idle, sum(v)
+    except (OSError, ValueError):
+        return None
+
+
+def _cpu_now() -> int | None:
+    try:
+        with open("/proc/thread-self/stat") as f:
+            return int(f.read().rsplit(")", 1)[1].split()[36])
+    except (OSError, ValueError, IndexError):
+        return None
+
+
+def _read(path: str, key: str = "") -> str | None:
+    try:
+        with open(path) as f:
+            for line in f:
+                if not key:
+                    return line.strip()
+                if line.startswith(key):
+                    return line.split(":", 1)[1].strip()
+    except OSError:
+        pass
+    return None
 
 
 def _timed(fn, key: str, into: dict):  # type: ignore[no-untyped-def]
@@ -100,6 +167,9 @@ def _wrap_load(orig):  # type: ignore[no-untyped-def]
         verify = getattr(mod, "_verify_source_unchanged", None)
         if verify is not None:
             mod._verify_source_unchanged = _timed(verify, "verify_s", parts)
+        speed_before = _speed()
+        ppid = os.getppid()
+        parent0, host0, cpu0 = _proc_cpu_s(ppid), _host_jiffies(), _cpu_now()
         gc_before = dict(_GC["totals"])
         use0 = _usage()
         _STATE["backend_at"] = None
@@ -110,6 +180,7 @@ def _wrap_load(orig):  # type: ignore[no-untyped-def]
             wall = time.perf_counter() - t0
             cpu, proc = time.thread_time() - c0, time.process_time() - p0
             use1 = _usage()
+            parent1, host1, cpu1 = _proc_cpu_s(ppid), _host_jiffies(), _cpu_now()
             torch.compiler.load_compiled_function = load_fn
             if verify is not None:
                 mod._verify_source_unchanged = verify
@@ -132,10 +203,23 @@ def _wrap_load(orig):  # type: ignore[no-untyped-def]
                         ("minflt", "majflt", "nvcsw", "nivcsw"), use0, use1, strict=True
                     )
                 },
+                "speed_before_s": speed_before,
+                "parent_cpu_s": (
+                    None if parent0 is None or parent1 is None else round(parent1 - parent0, 2)
+                ),
+                "busy_cpus": (
+                    None
+                    if not host0 or not host1 or host1[1] == host0[1]
+                    else round((host1[0] - host0[0]) / (host1[1] - host0[1]) * (os.cpu_count() or 1), 2)
+                ),
+                "cpu_at": [cpu0, cpu1],
+                "anon_huge_kb": _read("/proc/self/smaps_rollup", "AnonHugePages"),
+                "thp": _read("/sys/kernel/mm/transparent_hugepage/enabled"),
                 "objects": len(gc.get_objects()),
                 "frozen": gc.get_freeze_count(),
                 **_process_facts(),
             }
+            rec["speed_after_s"] = _speed()
             try:
                 _write(rec)
             except Exception as exc:
