@@ -68,7 +68,9 @@ def _speed() -> float:
     import pickle
 
     if not _SPEED_BLOB:
-        _SPEED_BLOB.append(pickle.dumps([{"k": i, "v": (i, str(i), [i] * 3)} for i in range(60000)]))
+        _SPEED_BLOB.append(
+            pickle.dumps([{"k": i, "v": (i, str(i), [i] * 3)} for i in range(60000)])
+        )
     t = time.perf_counter()
     for _ in range(3):
         rows = pickle.loads(_SPEED_BLOB[0])
@@ -210,7 +212,9 @@ def _wrap_load(orig):  # type: ignore[no-untyped-def]
                 "busy_cpus": (
                     None
                     if not host0 or not host1 or host1[1] == host0[1]
-                    else round((host1[0] - host0[0]) / (host1[1] - host0[1]) * (os.cpu_count() or 1), 2)
+                    else round(
+                        (host1[0] - host0[0]) / (host1[1] - host0[1]) * (os.cpu_count() or 1), 2
+                    )
                 ),
                 "cpu_at": [cpu0, cpu1],
                 "anon_huge_kb": _read("/proc/self/smaps_rollup", "AnonHugePages"),
