@@ -32,6 +32,12 @@ each GPU, the GPUs swapped every round):
             later mmrun M64gc only freezes twice: M64 is the variant to run)
   M64nowarm M64 without the warm-up thread that loads the processor during the start
             (MMSW=nowarm)
+  With the load probe, whether its speed workload (MMLOAD_SPEED) runs before the load, and
+  without mmrun's frozen heap (the eleventh session: with the workload, M64's load was as fast
+  as R's; without any probe, or with the sampler, twice as slow):
+  R0        R, MMLOAD_SPEED=0
+  M64s0     M64, MMLOAD_SPEED=0
+  M64nf0    M64 without mmrun's heap_frozen (MMSW=nofreeze), MMLOAD_SPEED=0
   GAP_PROBE=load (--probe load) runs every variant with the load probe (loadprobe/): what
   the engine core did while it loaded the compile cache (CPU time, collector, switches).
   GAP_PROBE=smp (--probe smp) samples every Python process's stacks every 20 ms (smp/, into
@@ -120,6 +126,9 @@ def variants(
         "M64env": (m64, undone, doc),
         "M64gc": (m64sw, {"MMSW": "gcfreeze"}, doc),
         "M64nowarm": (m64sw, {"MMSW": "nowarm"}, doc),
+        "R0": (r_cmd, {"MMLOAD_SPEED": "0"}, r"^RESULT_BATCH"),
+        "M64s0": (m64, {"MMLOAD_SPEED": "0"}, doc),
+        "M64nf0": (m64sw, {"MMSW": "nofreeze", "MMLOAD_SPEED": "0"}, doc),
     }
 
 
@@ -303,6 +312,8 @@ LOAD_FIELDS = [
     ("host busy cpus", lambda r: r.get("busy_cpus")),
     ("gc s", lambda r: sum(s for _, s in r.get("gc", {}).values())),
     ("full gcs", lambda r: r.get("gc", {}).get("2", [0])[0]),
+    ("gen1 gcs", lambda r: r.get("gc", {}).get("1", [0])[0]),
+    ("frozen at start", lambda r: r.get("gc_at_start", {}).get("frozen")),
     ("inv. switches", lambda r: r.get("rusage", {}).get("nivcsw")),
     ("minor faults", lambda r: r.get("rusage", {}).get("minflt")),
     ("major faults", lambda r: r.get("rusage", {}).get("majflt")),

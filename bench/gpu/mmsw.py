@@ -25,6 +25,9 @@ same CLI runs, with parts of mmrun patched at run time. MMSW (comma-separated) p
   objects of mmrun's process move out of the collector's reach, so that the engine core vLLM
   forks from it does not walk them again in each full collection (a suspect for its slower
   load of the compile cache). mmrun does this itself since bf9ca07 (``heap_frozen``).
+- ``nofreeze``: vLLM starts without mmrun's ``heap_frozen`` (no collection, no
+  ``gc.freeze()`` around ``vllm.LLM()``): the engine core inherits the collector's state as
+  the raw script's does.
 - ``nowarm``: no warm-up thread (the first prompt's processor load) during the start.
 
 Prints ``MMSW <switches> <seconds>`` on stderr for what it did before mmrun started.
@@ -50,6 +53,7 @@ KNOWN = {
     "replicawin",
     "gcfreeze",
     "nowarm",
+    "nofreeze",
 }
 if SWITCHES - KNOWN:
     sys.exit(f"mmsw: unknown switch(es) {sorted(SWITCHES - KNOWN)}; known: {sorted(KNOWN)}")
@@ -121,6 +125,13 @@ if "gcfreeze" in SWITCHES:
         return _construct_plain(vllm, engine_args)
 
     mmrun.engine._construct = _construct_frozen
+
+if "nofreeze" in SWITCHES:
+    import contextlib
+
+    import mmrun.engine
+
+    mmrun.engine.heap_frozen = contextlib.nullcontext
 
 if "nowarm" in SWITCHES:
     import mmrun.engine

@@ -16,11 +16,13 @@ to MMLOAD_DIR/<pid>.jsonl:
     rusage       the thread's minor/major faults, voluntary/involuntary switches, during it
     objects, frozen, threads, cores, omp, torch_threads, loadavg, forked   the process then
     speed_before_s, speed_after_s   a fixed pure-Python workload (allocation, calls, pickle),
-                 run right before and right after the load: slower in one variant's engine
+                 run right before and right after the load (not with MMLOAD_SPEED=0: it also
+                 changes the collector's state that the load starts from): slower in one variant's engine
                  core than in another's means its CPU is slower then (contention on the core or
                  its sibling, frequency, memory), not that its load does more work
     parent_cpu_s the CPU seconds of the process that started this one (the frontend), all its
                  threads, during the load; busy_cpus: the host's busy CPUs during it (/proc/stat)
+    gc_at_start  the collector's counts, thresholds and frozen objects as the load starts
     cpu_at       [start, end] the CPU this thread ran on; anon_huge_kb: the process's
                  transparent huge pages after it; thp: the host's setting
 
@@ -169,7 +171,14 @@ def _wrap_load(orig):  # type: ignore[no-untyped-def]
         verify = getattr(mod, "_verify_source_unchanged", None)
         if verify is not None:
             mod._verify_source_unchanged = _timed(verify, "verify_s", parts)
-        speed_before = _speed()
+        speed = os.environ.get("MMLOAD_SPEED", "1") != "0"
+        speed_before = _speed() if speed else None
+        gc_at_start = {
+            "count": gc.get_count(),
+            "threshold": gc.get_threshold(),
+            "frozen": gc.get_freeze_count(),
+            "collections": [g["collections"] for g in gc.get_stats()],
+        }
         ppid = os.getppid()
         parent0, host0, cpu0 = _proc_cpu_s(ppid), _host_jiffies(), _cpu_now()
         gc_before = dict(_GC["totals"])
@@ -206,6 +215,7 @@ def _wrap_load(orig):  # type: ignore[no-untyped-def]
                     )
                 },
                 "speed_before_s": speed_before,
+                "gc_at_start": gc_at_start,
                 "parent_cpu_s": (
                     None if parent0 is None or parent1 is None else round(parent1 - parent0, 2)
                 ),
@@ -223,7 +233,7 @@ def _wrap_load(orig):  # type: ignore[no-untyped-def]
                 "frozen": gc.get_freeze_count(),
                 **_process_facts(),
             }
-            rec["speed_after_s"] = _speed()
+            rec["speed_after_s"] = _speed() if speed else None
             try:
                 _write(rec)
             except Exception as exc:
