@@ -38,6 +38,12 @@ each GPU, the GPUs swapped every round):
   R0        R, MMLOAD_SPEED=0
   M64s0     M64, MMLOAD_SPEED=0
   M64nf0    M64 without mmrun's heap_frozen (MMSW=nofreeze), MMLOAD_SPEED=0
+  The probe's parts alone (MMLOAD_PARTS; with GAP_PROBE=load, MMLOAD_SPEED=0), to find which
+  of them makes M64's load fast (read vLLM's "Dynamo" column): M64pg the collector's callback
+  only (no probe records), M64pw the watcher threads and the wrapped load only (records
+  without the collector's figures), M64pn neither (the probe's sitecustomize only imported).
+  TTR_MONITOR=0.25 in the environment: ttr.py reads every thread's CPU of each run from
+  outside (monitor.jsonl), and the summary shows what each thread did during the load.
   GAP_PROBE=load (--probe load) runs every variant with the load probe (loadprobe/): what
   the engine core did while it loaded the compile cache (CPU time, collector, switches).
   GAP_PROBE=smp (--probe smp) samples every Python process's stacks every 20 ms (smp/, into
@@ -53,6 +59,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import re
 import sys
 import time
 from pathlib import Path
@@ -75,6 +82,7 @@ from common import (
     table,
     ttr,
 )
+from ttr import cpu_in_window
 
 HERE = Path(__file__).resolve().parent
 DEFAULT_VARIANTS = "R M MR Msw"
@@ -129,6 +137,9 @@ def variants(
         "R0": (r_cmd, {"MMLOAD_SPEED": "0"}, r"^RESULT_BATCH"),
         "M64s0": (m64, {"MMLOAD_SPEED": "0"}, doc),
         "M64nf0": (m64sw, {"MMSW": "nofreeze", "MMLOAD_SPEED": "0"}, doc),
+        "M64pg": (m64, {"MMLOAD_PARTS": "gc", "MMLOAD_SPEED": "0"}, doc),
+        "M64pw": (m64, {"MMLOAD_PARTS": "wrap", "MMLOAD_SPEED": "0"}, doc),
+        "M64pn": (m64, {"MMLOAD_PARTS": "none", "MMLOAD_SPEED": "0"}, doc),
     }
 
 
@@ -282,6 +293,7 @@ def summary(res: Path) -> int:
             )
         )
     lines += load_probe_table(res, list(runs))
+    lines += monitor_table(res, list(runs))
     lines.append("")
     lines.append("### vLLM's 'non-default args' line of each variant (first round)")
     for name, recs in runs.items():
@@ -322,6 +334,92 @@ LOAD_FIELDS = [
     ("torch threads", lambda r: r.get("torch_threads")),
     ("loadavg", lambda r: r.get("loadavg")),
 ]
+
+
+_LOAD_START = re.compile(r"Model loading took")
+_LOAD_END = re.compile(r"Dynamo bytecode transform time")
+_CORE_PID = re.compile(r"EngineCore pid=(\d+)")
+
+
+def load_window(run_dir: Path) -> tuple[float, float, str | None] | None:
+    """(from, to) seconds since spawn of the engine core's compile-cache load, read from the
+    run's log: vLLM's "Model loading took" line to its "Dynamo bytecode transform time" line;
+    and the engine core's pid."""
+    start = end = None
+    pid = None
+    try:
+        text = (run_dir / "log.txt").read_text(errors="replace")
+    except OSError:
+        return None
+    for line in text.splitlines():
+        t, _, rest = line.strip().partition(" ")
+        if start is None and _LOAD_START.search(rest):
+            start = float(t)
+            m = _CORE_PID.search(rest)
+            pid = m.group(1) if m else None
+        elif start is not None and _LOAD_END.search(rest):
+            end = float(t)
+            break
+    return None if start is None or end is None else (start, end, pid)
+
+
+def monitor_row(run_dir: Path) -> list[Any] | None:
+    """What every thread of the run did during the engine core's load (ttr.py --monitor)."""
+    window = load_window(run_dir)
+    path = run_dir / "monitor.jsonl"
+    if window is None or not path.exists():
+        return None
+    start, end, core = window
+    got = cpu_in_window(path, start, end)
+    if not got:
+        return None
+    threads = got["threads"]
+    in_core = {k: v for k, v in threads.items() if core and k.startswith(f"{core}/")}
+    main_core = in_core.get(f"{core}/{core}", [None, None, 0.0])[2]
+    other_core = sum(v[2] for v in in_core.values()) - main_core
+    rest = {k: v for k, v in threads.items() if k not in in_core}
+    top = sorted(rest.values(), key=lambda v: -v[2])[:3]
+    return [
+        round(end - start, 2),
+        main_core,
+        round(other_core, 2),
+        round(sum(v[2] for v in rest.values()), 2),
+        ", ".join(f"{v[0]}/{v[1]} {v[2]}" for v in top) or "-",
+        got["host_busy_cpus"],
+    ]
+
+
+def monitor_table(res: Path, names: list[str]) -> list[str]:
+    rows = []
+    for name in names:
+        for run_dir in sorted(res.glob(f"r*/{name}")):
+            row = monitor_row(run_dir)
+            if row is not None:
+                rows.append([name, run_dir.parent.name, *row])
+    if not rows:
+        return []
+    return [
+        "",
+        "### Every thread's CPU during the engine core's load (ttr.py --monitor, from outside)",
+        "",
+        table(
+            [
+                "variant",
+                "round",
+                "window s",
+                "core main thread cpu s",
+                "core other threads cpu s",
+                "other processes cpu s",
+                "busiest other threads",
+                "host busy cpus",
+            ],
+            rows,
+        ),
+        "",
+        "window: vLLM's 'Model loading took' line to its 'Dynamo bytecode transform time' line"
+        " (the engine core's compile-cache load and what precedes it); other processes: the"
+        " frontend and anything else of the run's session.",
+    ]
 
 
 def load_records(run_dir: Path) -> list[dict[str, Any]]:

@@ -655,6 +655,71 @@ def check_load_probe(tmp: Path) -> None:
         )
 
 
+MONITOR_DRIVER = r"""
+import os, sys, threading, time
+
+def burn(seconds):
+    end = time.thread_time() + seconds
+    while time.thread_time() < end:
+        pass
+
+def spin_thread():
+    burn(0.6)
+
+print("starting", flush=True)
+pid = os.fork()
+if pid == 0:
+    print(f"(EngineCore pid={os.getpid()}) INFO Model loading took 1 GiB", flush=True)
+    burn(1.0)  # the engine core's main thread, in the window
+    print(f"(EngineCore pid={os.getpid()}) INFO Dynamo bytecode transform time: 1.00 s", flush=True)
+    os._exit(0)
+t = threading.Thread(target=spin_thread, name="frontspin")
+t.start()  # the frontend's thread, busy during the window
+t.join()
+os.waitpid(pid, 0)
+print("{}", flush=True)
+"""
+
+
+def check_monitor(tmp: Path) -> None:
+    """ttr.py --monitor reads every thread's CPU from outside, and gap.py's table splits it
+    between the engine core's main thread and the frontend during the load's window."""
+    import gap
+
+    (tmp / "mon.py").write_text(MONITOR_DRIVER)
+    run = tmp / "monitor" / "r1" / "M64"
+    proc = subprocess.run(
+        [
+            PY,
+            str(HERE / "ttr.py"),
+            "--dir",
+            str(run),
+            "--monitor",
+            "0.05",
+            "--",
+            PY,
+            str(tmp / "mon.py"),
+        ],
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    row = gap.monitor_row(run)
+    good = (
+        proc.returncode == 0
+        and row is not None
+        and 0.8 <= row[1] <= 1.2  # the core's main thread: its 1.0 s
+        and 0.4 <= row[3] <= 0.8  # the frontend: its thread's 0.6 s
+        and 0.4 <= float(row[4].split(", ")[0].rsplit(" ", 1)[1]) <= 0.8
+    )  # the busiest other thread: the frontend's (Python < 3.14 names OS threads after the process)
+    ok(
+        good,
+        f"ttr.py --monitor: each thread's CPU in the load's window ({row}) {proc.stderr[-300:]}",
+    )
+    lines = gap.monitor_table(tmp / "monitor", ["M64"])
+    ok("\n| M64 | r1 |" in "\n".join(lines), f"gap.py: the monitor's table has the run ({lines})")
+
+
 def check_proofs(tmp: Path) -> None:
     res = tmp / "proofs"
     res.mkdir()
@@ -933,6 +998,7 @@ def main() -> int:
         check_phases(tmp)
         check_probe(tmp)
         check_load_probe(tmp)
+        check_monitor(tmp)
         check_proofs(tmp)
         if "--mmrun-dry" in sys.argv:
             check_mmrun_dry(tmp)
