@@ -33,8 +33,8 @@ each GPU, the GPUs swapped every round):
   M64nowarm M64 without the warm-up thread that loads the processor during the start
             (MMSW=nowarm)
   With the load probe, whether its speed workload (MMLOAD_SPEED) runs before the load, and
-  without mmrun's frozen heap (the eleventh session: with the workload, M64's load was as fast
-  as R's; without any probe, or with the sampler, twice as slow):
+  without mmrun's frozen heap (the tenth GPU session: with the probe, with or without either,
+  M64's load was as fast as R's; without any probe, or with the sampler, twice as slow):
   R0        R, MMLOAD_SPEED=0
   M64s0     M64, MMLOAD_SPEED=0
   M64nf0    M64 without mmrun's heap_frozen (MMSW=nofreeze), MMLOAD_SPEED=0

@@ -17,9 +17,9 @@ to MMLOAD_DIR/<pid>.jsonl:
     objects, frozen, threads, cores, omp, torch_threads, loadavg, forked   the process then
     speed_before_s, speed_after_s   a fixed pure-Python workload (allocation, calls, pickle),
                  run right before and right after the load (not with MMLOAD_SPEED=0: it also
-                 changes the collector's state that the load starts from): slower in one variant's engine
-                 core than in another's means its CPU is slower then (contention on the core or
-                 its sibling, frequency, memory), not that its load does more work
+                 changes the collector's state that the load starts from); slower in one
+                 variant's engine core than in another's means its CPU is slower then
+                 (contention, frequency, memory), not that its load does more work
     parent_cpu_s the CPU seconds of the process that started this one (the frontend), all its
                  threads, during the load; busy_cpus: the host's busy CPUs during it (/proc/stat)
     gc_at_start  the collector's counts, thresholds and frozen objects as the load starts
@@ -282,7 +282,7 @@ def _after_fork() -> None:
     _start()  # the parent's watcher thread is not in the child
 
 
-# Which parts run (for telling apart what the probe's presence changes: the eleventh session
+# Which parts run (for telling apart what the probe's presence changes: the tenth GPU session
 # found mmrun's load as fast as raw's with this probe, twice as slow without it): "gc" the
 # collector's callback, "wrap" the watcher threads and the wrapped load; "none" neither (this
 # file is then only imported, in place of any other sitecustomize).
