@@ -435,15 +435,12 @@ def use_frontend_threads(engines_on_host: int = 1) -> int | None:
 
     if os.environ.get("OMP_NUM_THREADS") or vllm_device() != "gpu":
         return None
-    import torch
-
     threads = frontend_threads(len(os.sched_getaffinity(0)), engines_on_host)
-    torch.set_num_threads(threads)
     # vLLM (0.26 to 0.32 at least) runs each request's multimodal processor inside
     # set_default_torch_num_threads(), which sets torch's threads to OMP_NUM_THREADS, or 1 when
     # it is unset, whatever torch was set to: the variable is what counts, here and in the
     # engine core's process, which inherits it.
-    os.environ["OMP_NUM_THREADS"] = str(threads)
+    _use_threads(threads)
     return threads
 
 
