@@ -55,6 +55,7 @@ MARKS = [
     ("engine_init", r"Initializing a V1 LLM engine"),
     ("load_start", r"Starting to load model"),
     ("model_loaded", r"Model loading took"),
+    ("dynamo", r"Dynamo bytecode transform time"),  # the compile cache loaded (or traced)
     ("compiled", r"torch\.compile takes|Directly load the compiled graph|compilation: "),
     ("kv_cache", r"Available KV cache memory|GPU KV cache size"),
     ("graphs", r"Graph capturing finished"),
@@ -208,6 +209,10 @@ def read_run(run_dir: Path) -> dict[str, Any]:
             found = re.search(pattern, text)
             if found:
                 rec.setdefault(key, float(found.group(1)))
+        if "core_pid" not in rec:
+            pid = re.search(r"EngineCore pid=(\d+)", text)
+            if pid:
+                rec["core_pid"] = pid.group(1)
         if "non-default args" in text:
             args_lines.append(text[text.find("non-default args") :][:1500])
         if re.search(SPAWN_WARNING, text):

@@ -59,7 +59,6 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import re
 import sys
 import time
 from pathlib import Path
@@ -336,31 +335,14 @@ LOAD_FIELDS = [
 ]
 
 
-_LOAD_START = re.compile(r"Model loading took")
-_LOAD_END = re.compile(r"Dynamo bytecode transform time")
-_CORE_PID = re.compile(r"EngineCore pid=(\d+)")
-
-
 def load_window(run_dir: Path) -> tuple[float, float, str | None] | None:
-    """(from, to) seconds since spawn of the engine core's compile-cache load, read from the
-    run's log: vLLM's "Model loading took" line to its "Dynamo bytecode transform time" line;
-    and the engine core's pid."""
-    start = end = None
-    pid = None
-    try:
-        text = (run_dir / "log.txt").read_text(errors="replace")
-    except OSError:
-        return None
-    for line in text.splitlines():
-        t, _, rest = line.strip().partition(" ")
-        if start is None and _LOAD_START.search(rest):
-            start = float(t)
-            m = _CORE_PID.search(rest)
-            pid = m.group(1) if m else None
-        elif start is not None and _LOAD_END.search(rest):
-            end = float(t)
-            break
-    return None if start is None or end is None else (start, end, pid)
+    """(from, to) seconds since spawn of the engine core's compile-cache load: vLLM's "Model
+    loading took" line to its "Dynamo bytecode transform time" line (read_run's marks); and
+    the engine core's pid."""
+    rec = read_run(run_dir)
+    marks = rec.get("marks", {})
+    start, end = marks.get("model_loaded"), marks.get("dynamo")
+    return None if start is None or end is None else (start, end, rec.get("core_pid"))
 
 
 def monitor_row(run_dir: Path) -> list[Any] | None:
