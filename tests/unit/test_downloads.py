@@ -540,8 +540,15 @@ def test_the_media_pool_cancels_queued_jobs_and_lets_idle_threads_end(
 ) -> None:
     monkeypatch.setattr(media._DaemonPool, "IDLE_S", 0.2)
     pool = media._DaemonPool(1, "test-idle")
-    gate = threading.Event()
-    first = pool.submit(gate.wait, 30)
+    started, gate = threading.Event(), threading.Event()
+
+    def hold() -> bool:
+        started.set()
+        return gate.wait(30)
+
+    first = pool.submit(hold)
+    # the worker must have taken the first job before the shutdown, or it is cancelled too
+    assert started.wait(30)
     queued = [pool.submit(lambda: "ran") for _ in range(5)]
     pool.shutdown()
     gate.set()
