@@ -716,6 +716,17 @@ def check_monitor(tmp: Path) -> None:
         good,
         f"ttr.py --monitor: each thread's CPU in the load's window ({row}) {proc.stderr[-300:]}",
     )
+    # the host's busy CPUs come from the CPU count the monitor recorded, not the reader's:
+    # an archive summarised on another machine (say the 2-core CPU one) reads the same
+    monitor = run / "monitor.jsonl"
+    recs = [json.loads(line) for line in monitor.read_text().splitlines()]
+    here = gap.cpu_in_window(monitor, 0.0, 1e9)["host_busy_cpus"]
+    monitor.write_text("".join(json.dumps({**r, "cpus": r["cpus"] * 2}) + "\n" for r in recs))
+    there = gap.cpu_in_window(monitor, 0.0, 1e9)["host_busy_cpus"]
+    ok(
+        bool(here) and abs(there - here * 2) <= 0.02,
+        f"ttr.py --monitor: the host's busy CPUs from its recorded CPU count ({here}, {there})",
+    )
     lines = gap.monitor_table(tmp / "monitor", ["M64"])
     ok("\n| M64 | r1 |" in "\n".join(lines), f"gap.py: the monitor's table has the run ({lines})")
 

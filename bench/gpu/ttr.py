@@ -11,7 +11,7 @@ With ``--monitor S`` (or TTR_MONITOR=S), every S seconds the CPU time of each th
 process of the command's session (the command, vLLM's engine core, ...) and the host's busy
 CPUs are read from /proc, from this process: nothing runs in the measured processes. They go
 to DIR/monitor.jsonl, one line per sample: ``{"t": seconds since spawn, "host": [busy, total
-jiffies], "threads": {"pid/tid": [process name, thread name, CPU jiffies]}}``, a thread listed
+jiffies], "cpus": the host's CPU count, "threads": {"pid/tid": [process name, thread name, CPU jiffies]}}``, a thread listed
 when its CPU time changed since the previous sample (all of them in the first).
 ``cpu_in_window`` reads it back: each thread's CPU seconds between two times.
 
@@ -209,6 +209,7 @@ def _host() -> list[int]:
 
 def monitor(session: int, path: Path, every: float, now, stop: threading.Event) -> None:  # type: ignore[no-untyped-def]
     last: dict[str, int] = {}
+    cpus = os.cpu_count() or 1  # the host's, for reading the file back on another machine
     with open(path, "w") as f:
         while True:
             ended = stop.is_set()
@@ -216,7 +217,8 @@ def monitor(session: int, path: Path, every: float, now, stop: threading.Event) 
             threads = _session_threads(session)
             changed = {k: v for k, v in threads.items() if last.get(k) != v[2]}
             last = {k: v[2] for k, v in threads.items()}
-            f.write(json.dumps({"t": round(t, 3), "host": _host(), "threads": changed}) + "\n")
+            rec = {"t": round(t, 3), "host": _host(), "cpus": cpus, "threads": changed}
+            f.write(json.dumps(rec) + "\n")
             if ended:
                 return
             stop.wait(every)
@@ -232,6 +234,7 @@ def cpu_in_window(path: Path, start: float, end: float) -> dict:
     at_start: dict[str, list] | None = None
     host0 = host1 = None
     t0 = t1 = None
+    cpus = os.cpu_count() or 1  # files written before the monitor recorded the host's count
     for line in path.read_text().splitlines():
         try:
             rec = json.loads(line)
@@ -239,6 +242,7 @@ def cpu_in_window(path: Path, start: float, end: float) -> dict:
             continue
         if rec["t"] > end and at_start is not None:
             break
+        cpus = rec.get("cpus", cpus)
         for k, v in rec["threads"].items():
             state[k] = v
         if rec["t"] <= start or at_start is None:
@@ -253,7 +257,6 @@ def cpu_in_window(path: Path, start: float, end: float) -> dict:
         if v[2] > before:
             threads[k] = [v[0], v[1], round((v[2] - before) / tick, 2)]
     total = host1[1] - host0[1]
-    cpus = os.cpu_count() or 1
     busy = (host1[0] - host0[0]) / total * cpus if total else None
     return {
         "threads": threads,
