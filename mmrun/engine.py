@@ -505,7 +505,12 @@ def sampling_params(
     if seed is not None:
         kwargs["seed"] = seed
     kwargs.update(extra or {})
+    constraint = kwargs.get("structured_outputs")
     try:
+        if isinstance(constraint, Mapping):  # plain data up to here (mmrun.structured)
+            from vllm.sampling_params import StructuredOutputsParams
+
+            kwargs["structured_outputs"] = StructuredOutputsParams(**constraint)
         return vllm.SamplingParams(**kwargs)
     except (TypeError, ValueError) as exc:
         raise UsageError(f"invalid sampling parameters: {exc}") from exc

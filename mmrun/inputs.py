@@ -2,8 +2,10 @@
 a JSONL manifest, as a stream of :class:`Item` (one prompt each).
 
 A manifest line is ``{"id": "...", "<modality>": "src" | ["src", ...], "question": "...",
-"meta": {...}}`` (only the media field is required; the id defaults to the line number) or a
-bare path or URL, a prompt of one item whose id is that source. Relative paths are relative to
+"meta": {...}, "sampling": {...}, "json_schema" | "choice" | "regex": ...}`` (only the media
+field is required; the id defaults to the line number; ``sampling`` and the constraint replace
+the command line's for that prompt) or a bare path or URL, a prompt of one item whose id is
+that source. Relative paths are relative to
 the manifest's folder (standard input's: the current folder). A manifest is read twice: once when the run is planned (every line checked, ids
 unique, before any engine starts) and once, streamed, while it runs, so memory does not grow
 with its length.
@@ -24,18 +26,25 @@ from typing import Any
 
 from mmrun.errors import UsageError
 from mmrun.registry import Modality
+from mmrun.sampling import check_sampling
+
+# A manifest line's own constraint (see mmrun.structured.from_line).
+LINE_FIELDS = ("json_schema", "choice", "regex")
 
 
 @dataclass(frozen=True)
 class Item:
     """One prompt of a run: its id, its place in the input, its media sources, and the
-    manifest's per-line question and meta (None: the run's question; no meta)."""
+    manifest's per-line question, meta and sampling (None: the run's question; no meta; the
+    run's sampling). ``sampling`` holds the line's own sampling settings, checked, and its
+    constraint under ``structured_outputs`` (mmrun.structured); they replace the run's."""
 
     id: str
     index: int
     sources: tuple[str, ...]
     question: str | None = None
     meta: Mapping[str, Any] | None = None
+    sampling: Mapping[str, Any] | None = None
 
 
 def _exists(path: Path, test: str = "exists") -> bool:
@@ -166,11 +175,12 @@ class Manifest:
             ) from exc
         if not isinstance(row, dict):
             raise UsageError(f"{where} is not a JSON object", hint="one object per line")
-        unknown = sorted(set(row) - {"id", name, "question", "meta"})
+        unknown = sorted(set(row) - {"id", name, "question", "meta", "sampling", *LINE_FIELDS})
         if unknown:
             raise UsageError(
                 f"{where} has unknown field {unknown[0]!r}",
-                hint=f"use id, {name}, question and meta (this is `mmrun {name}`)",
+                hint=f"use id, {name}, question, meta, sampling, json_schema, choice or regex "
+                f"(this is `mmrun {name}`)",
             )
         media = row.get(name, [])
         if isinstance(media, str):
@@ -189,7 +199,33 @@ class Manifest:
         if meta is not None and not isinstance(meta, dict):
             raise UsageError(f"{where}: 'meta' must be a JSON object")
         sources = tuple(self._source(s) for s in media)
-        return Item(str(ident), index, sources, question, meta)
+        return Item(str(ident), index, sources, question, meta, self._sampling(row, where))
+
+    def _sampling(self, row: Mapping[str, Any], where: str) -> dict[str, Any] | None:
+        """The line's own sampling settings and constraint, checked; None where it has none."""
+        from mmrun.structured import from_line, from_sampling_arg
+
+        own = row.get("sampling")
+        if own is not None and not isinstance(own, dict):
+            raise UsageError(
+                f"{where}: 'sampling' must be a JSON object", hint='e.g. {"max_tokens": 20}'
+            )
+        settings = dict(own or {})
+        check_sampling(settings, f"{where}: sampling")
+        if "structured_outputs" in settings:
+            settings["structured_outputs"] = from_sampling_arg(
+                settings["structured_outputs"], f"{where}: sampling structured_outputs"
+            )
+        constraint = from_line(row, where, self.base)
+        if constraint is not None:
+            if "structured_outputs" in settings:
+                raise UsageError(
+                    f"{where}: sampling structured_outputs and the line's constraint both "
+                    "constrain the answer",
+                    hint="give one of them",
+                )
+            settings["structured_outputs"] = constraint
+        return settings or None
 
     def _source(self, text: str) -> str:
         """A relative path is relative to the manifest's folder; URLs, data URIs and asset

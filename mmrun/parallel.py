@@ -123,7 +123,13 @@ def _outcome_message(outcome: Outcome) -> dict[str, Any]:
         "id": outcome.item.id,
         "completion": None
         if done is None
-        else [done.text, done.prompt_tokens, done.completion_tokens, done.finish_reason],
+        else [
+            done.text,
+            done.prompt_tokens,
+            done.completion_tokens,
+            done.finish_reason,
+            done.parsed,
+        ],
         "error": None if outcome.error is None else [outcome.error.stage, outcome.error.message],
         "question": outcome.question,
     }

@@ -29,6 +29,7 @@ from mmrun.errors import (
 )
 from mmrun.inputs import Item, Manifest, expand_sources
 from mmrun.registry import LoaderSpec, Method, Modality, Registry
+from mmrun.sampling import check_sampling
 from mmrun.support import VllmInfo
 
 TRUST_REMOTE_CODE_ENV = "MMRUN_TRUST_REMOTE_CODE"
@@ -76,6 +77,12 @@ class RunOptions:
     data_parallel_size: int = 1
     backend: str = "local"
     replicas: int | None = None
+    # Structured outputs (at most one): mmrun.structured.from_options reads them.
+    json_schema: str | None = None
+    choice: tuple[str, ...] = ()
+    regex: str | None = None
+    grammar: str | None = None
+    json_object: bool = False
 
 
 class Items:
@@ -155,9 +162,22 @@ class Plan:
         run or ``-dp N`` would not give the same texts.
         """
         seed = self.engine_args.get("seed")
-        if seed is None or "seed" in self.sampling or not self.sampling.get("temperature"):
+        sampling = self.sampling_for(item)
+        if seed is None or "seed" in sampling or not sampling.get("temperature"):
             return None
         return prompt_seed(int(seed), item.id)
+
+    def sampling_for(self, item: Item) -> dict[str, Any]:
+        """The prompt's sampling: the run's, with a manifest line's own settings over it (its
+        constraint replaces the run's)."""
+        if not item.sampling:
+            return self.sampling
+        return {**self.sampling, **item.sampling}
+
+    def constraint_for(self, item: Item) -> Mapping[str, Any] | None:
+        """The prompt's structured-output constraint (mmrun.structured), if it has one."""
+        constraint: Mapping[str, Any] | None = self.sampling_for(item).get("structured_outputs")
+        return constraint
 
     def question_for(self, item: Item) -> str:
         if item.question is not None:
@@ -209,6 +229,7 @@ def plan(opts: RunOptions, registry: Registry, vllm: VllmInfo, gpus: Sequence[st
     spec = registry.get(opts.modality, opts.key or modality.default_model)
     check_allowed(opts, spec)
     check_numbers(opts, modality)
+    sampling = compose_sampling(spec, modality, opts)
     vllm_version = vllm.version if opts.dry_run else check_supported(spec, vllm)
     model = opts.model or spec.repo_id
     sources, expanded = expand_sources(opts.sources, modality)
@@ -276,7 +297,7 @@ def plan(opts: RunOptions, registry: Registry, vllm: VllmInfo, gpus: Sequence[st
         count=count,
         items=items,
         engine_args=engine_args,
-        sampling=compose_sampling(spec, modality, opts),
+        sampling=sampling,
         batch=batch,
         vllm_version=vllm_version,
         backend=opts.backend,
@@ -402,7 +423,17 @@ def _release(version: str) -> tuple[int, ...]:
 
 
 def compose_sampling(spec: LoaderSpec, modality: Modality, opts: RunOptions) -> dict[str, Any]:
-    """Sampling: the modality's defaults, then the model's own, then the user's flags."""
+    """Sampling: the modality's defaults, then the model's own, then the user's flags; the
+    constraint of structured outputs, checked, under ``structured_outputs``."""
+    from mmrun import structured
+
+    constraint = structured.from_options(
+        json_schema=opts.json_schema,
+        choice=opts.choice,
+        regex=opts.regex,
+        grammar=opts.grammar,
+        json_object=opts.json_object,
+    )
     sampling: dict[str, Any] = {
         "temperature": modality.temperature,
         "max_tokens": modality.max_tokens,
@@ -413,6 +444,16 @@ def compose_sampling(spec: LoaderSpec, modality: Modality, opts: RunOptions) -> 
     if opts.max_tokens is not None:
         sampling["max_tokens"] = opts.max_tokens
     sampling.update(opts.sampling_args)
+    if "structured_outputs" in opts.sampling_args:
+        if constraint is not None:
+            raise UsageError(
+                "--sampling-arg structured_outputs and "
+                f"{structured.FLAGS[next(iter(constraint))]} both constrain the answer",
+                hint="give one of them",
+            )
+        constraint = structured.from_sampling_arg(opts.sampling_args["structured_outputs"])
+    if constraint is not None:
+        sampling["structured_outputs"] = constraint
     return sampling
 
 
@@ -465,13 +506,8 @@ def check_numbers(opts: RunOptions, modality: Modality) -> None:
         raise UsageError("--replicas is for --backend ray", hint="on one host, use -dp N")
     if opts.retry_errors and opts.output is None:
         raise UsageError("--retry-errors needs the output file of the earlier run", hint="add -o")
-    seed = opts.sampling_args.get("seed")
-    if "seed" in opts.sampling_args and (isinstance(seed, bool) or not isinstance(seed, int)):
-        # vLLM takes any value here and fails only in the engine, at the first request.
-        raise UsageError(
-            f"--sampling-arg seed must be an integer, got {seed!r}",
-            hint="e.g. --sampling-arg seed=7, or --seed 7 for a seed per prompt",
-        )
+    # vLLM takes any value here and fails only in the engine, at the first request.
+    check_sampling(opts.sampling_args, "--sampling-arg")
 
 
 def _count_bounds(

@@ -26,6 +26,7 @@ from mmrun.inputs import Item
 from mmrun.plan import Plan, Recipe
 from mmrun.results import Completion, ItemError, Outcome
 from mmrun.runner import Hooks, Stats
+from mmrun.structured import checked
 
 # Rows of the Dataset the engine stage receives at a time, at least; it grows with the engine's
 # max_num_seqs (engine_batch_size) so that an actor keeps as many prompts in its engine as a
@@ -68,7 +69,13 @@ def preprocess(recipe: Recipe, row: dict[str, Any]) -> dict[str, Any]:
     from mmrun.runner import _count_problem, _duration_problem
 
     plan, prompts, resolver = _worker_state(recipe)
-    item = Item(row["id"], row["index"], tuple(json.loads(row["sources"])), row["question"])
+    item = Item(
+        row["id"],
+        row["index"],
+        tuple(json.loads(row["sources"])),
+        row["question"],
+        sampling=json.loads(row["sampling"]),
+    )
     question = plan.question_for(item)
     error: tuple[str, str] | None = None
     problem = _count_problem(plan, item)
@@ -100,7 +107,7 @@ def preprocess(recipe: Recipe, row: dict[str, Any]) -> dict[str, Any]:
             "prompt": "x",
             "sampling_params": {"max_tokens": 1, "temperature": 0.0},
         }
-    sampling = dict(plan.sampling)
+    sampling = dict(plan.sampling_for(item))  # Ray Data builds StructuredOutputsParams itself
     seed = plan.seed_for(item)
     if seed is not None:
         sampling["seed"] = seed
@@ -205,6 +212,8 @@ def run_ray(
             "index": item.index,
             "sources": json.dumps(list(item.sources)),
             "question": item.question,
+            # JSON text: Ray Data's blocks want one type per column, a line's own settings vary
+            "sampling": json.dumps(item.sampling),
         }
         for item in todo.values()
     ]
@@ -299,11 +308,13 @@ def _outcome(plan: Plan, item: Item, row: dict[str, Any]) -> Outcome:
     else:
         generated = row["num_generated_tokens"]
         # Ray's rows carry no finish reason: a completion as long as max_tokens stopped there.
-        reason = "length" if generated >= plan.sampling.get("max_tokens", -1) else "stop"
-        outcome.completion = Completion(
+        limit = plan.sampling_for(item).get("max_tokens", -1)
+        reason = "length" if generated >= limit else "stop"
+        completion = Completion(
             text=row["generated_text"],
             prompt_tokens=row["num_input_tokens"],
             completion_tokens=generated,
             finish_reason=reason,
         )
+        outcome.completion, outcome.error = checked(completion, plan.constraint_for(item))
     return outcome

@@ -1,23 +1,26 @@
 """What a run produces, in the two documented shapes, and the file batch results go to.
 
 - ``mmrun.result/1``: one JSON document for a run named on the command line (``--json``).
-- ``mmrun.batch/1``: one JSON line per prompt, written as soon as that prompt is finished
+- ``mmrun.batch/2``: one JSON line per prompt, written as soon as that prompt is finished
   (``-o FILE.jsonl``, or standard output with ``--json``).
 
 A batch output file is appended to one complete line at a time (one ``write`` each), so a
 reader never sees half a line and a process killed at any moment leaves at most one torn
 last line, which the next run cuts off. Beside it, ``FILE.jsonl.mmrun.json`` records what
 produced the file; a later run with the same ``-o`` resumes it (skipping the ids it already
-holds) only if it would produce the same results.
+holds) only if it would produce the same results. A line's own settings (a manifest line's
+``sampling`` and constraint) are part of the prompt: a line whose settings changed since its
+result was written runs again.
 """
 
 from __future__ import annotations
 
 import contextlib
+import hashlib
 import json
 import os
 import time
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
@@ -32,24 +35,27 @@ if TYPE_CHECKING:
     from mmrun.request import Prompt
 
 SCHEMA = "mmrun.result/1"
-BATCH_SCHEMA = "mmrun.batch/1"
-Stage = Literal["media", "request", "engine"]
+BATCH_SCHEMA = "mmrun.batch/2"
+Stage = Literal["media", "request", "engine", "output"]
 
 
 @dataclass(frozen=True)
 class Completion:
-    """One prompt's result, from vLLM's own counts."""
+    """One prompt's result, from vLLM's own counts; ``parsed``: the decoded answer of a prompt
+    constrained to JSON (mmrun.structured), None otherwise."""
 
     text: str
     prompt_tokens: int
     completion_tokens: int
     finish_reason: str | None
+    parsed: Any = None
 
 
 @dataclass(frozen=True)
 class ItemError:
     """Why one prompt failed: media (fetch or decode), request (the loader or vLLM refused
-    it) or engine (vLLM failed while generating it). ``cause``: mmrun's own error, where
+    it), engine (vLLM failed while generating it) or output (its answer is not what its
+    constraint allows: most often cut short by max_tokens; the text is kept). ``cause``: mmrun's own error, where
     there is one (a run of named prompts raises it as it is)."""
 
     stage: Stage
@@ -81,6 +87,7 @@ class RunResult:
     media: list[MediaItem] = field(default_factory=list)
     media_per_prompt: list[list[int]] = field(default_factory=list)
     outputs: list[Completion] = field(default_factory=list)
+    errors: dict[int, ItemError] = field(default_factory=dict)  # by output index: stage output
     timings: dict[str, float] = field(default_factory=dict)
 
     @property
@@ -146,6 +153,8 @@ def document(result: RunResult) -> dict[str, Any]:
                 "prompt_tokens": o.prompt_tokens,
                 "completion_tokens": o.completion_tokens,
                 "finish_reason": o.finish_reason,
+                "parsed": o.parsed,
+                "error": _error_json(result.errors.get(i)),
             }
             for i, o in enumerate(result.outputs)
         ],
@@ -154,8 +163,21 @@ def document(result: RunResult) -> dict[str, Any]:
     }
 
 
+def _error_json(error: ItemError | None) -> dict[str, Any] | None:
+    return None if error is None else {"stage": error.stage, "message": error.message}
+
+
+def settings_digest(item: Item) -> str | None:
+    """A short digest of a prompt's own settings (a manifest line's sampling and constraint),
+    recorded on its result line: a resumed run redoes a line whose settings changed."""
+    if not item.sampling:
+        return None
+    text = json.dumps(item.sampling, sort_keys=True, ensure_ascii=False, default=str)
+    return hashlib.sha256(text.encode()).hexdigest()[:16]
+
+
 def line(outcome: Outcome, dry_run: bool = False) -> dict[str, Any]:
-    """One ``mmrun.batch/1`` line (documented in docs/usage.md)."""
+    """One ``mmrun.batch/2`` line (documented in docs/usage.md)."""
     completion, error = outcome.completion, outcome.error
     row: dict[str, Any] = {
         "id": outcome.item.id,
@@ -166,8 +188,10 @@ def line(outcome: Outcome, dry_run: bool = False) -> dict[str, Any]:
         "prompt_tokens": completion.prompt_tokens if completion else None,
         "completion_tokens": completion.completion_tokens if completion else None,
         "finish_reason": completion.finish_reason if completion else None,
+        "parsed": completion.parsed if completion else None,
         "meta": outcome.item.meta,
-        "error": None if error is None else {"stage": error.stage, "message": error.message},
+        "settings": settings_digest(outcome.item),
+        "error": _error_json(error),
     }
     if dry_run and outcome.prompt is not None:
         row["prompt"] = outcome.prompt.text
@@ -201,10 +225,22 @@ def identity(plan: Plan) -> dict[str, Any]:
 
 @dataclass
 class Existing:
-    """What an output file already holds: the ids done, and the ids that failed."""
+    """What an output file already holds: the ids done, and the ids that failed, each with
+    the digest of the settings its line ran with (see settings_digest)."""
 
-    done: set[str] = field(default_factory=set)
-    failed: set[str] = field(default_factory=set)
+    done: dict[str, str | None] = field(default_factory=dict)
+    failed: dict[str, str | None] = field(default_factory=dict)
+
+    def holds(self, item: Item) -> bool:
+        """Whether the file holds a line of this prompt, run with its present settings."""
+        for ids in (self.done, self.failed):
+            if item.id in ids:
+                return ids[item.id] == settings_digest(item)
+        return False
+
+    def changed(self, item: Item) -> bool:
+        """Whether the file holds a line of this prompt run with other settings."""
+        return (item.id in self.done or item.id in self.failed) and not self.holds(item)
 
 
 class OutputFile:
@@ -306,19 +342,34 @@ class OutputFile:
         for _, raw in self._lines():
             row = json.loads(raw)
             ident = str(row.get("id"))
+            settings = row.get("settings")
             if row.get("error") is None:
-                existing.done.add(ident)
-                existing.failed.discard(ident)
+                existing.done[ident] = settings
+                existing.failed.pop(ident, None)
             elif ident not in existing.done:
-                existing.failed.add(ident)
+                existing.failed[ident] = settings
         return existing
 
     def _drop_failed(self) -> None:
         """Rewrite the file without its error lines, so that the ids retried appear once."""
+        self._rewrite(lambda row: row.get("error") is None)
+        self.existing.failed.clear()
+
+    def drop(self, ids: set[str]) -> None:
+        """Rewrite the file without the lines of these ids (to be run again: their settings
+        changed), so that each id appears once."""
+        if not ids:
+            return
+        self._rewrite(lambda row: str(row.get("id")) not in ids)
+        for ident in ids:
+            self.existing.done.pop(ident, None)
+            self.existing.failed.pop(ident, None)
+
+    def _rewrite(self, keep: Callable[[dict[str, Any]], bool]) -> None:
         partial = self.path.with_name(f".{self.path.name}.{os.getpid()}.part")
         with open(partial, "wb") as out:
             for _, raw in self._lines():
-                if json.loads(raw).get("error") is None:
+                if keep(json.loads(raw)):
                     out.write(raw)
             out.flush()
             os.fsync(out.fileno())
@@ -327,7 +378,6 @@ class OutputFile:
         os.close(self._fd)
         self._fd = fd
         self._lock()
-        self.existing.failed.clear()
 
     def write(self, row: Mapping[str, Any]) -> None:
         data = encode(row)

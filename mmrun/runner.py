@@ -32,6 +32,7 @@ from mmrun.media import MediaItem, MediaResolver, ProgressFn, decoded_bytes, pre
 from mmrun.plan import Plan
 from mmrun.request import LoaderContext, LoraAdapter, Prompt, TemplateRenderer
 from mmrun.results import Completion, ItemError, Outcome, RunResult
+from mmrun.structured import checked
 
 Sink = Callable[[Outcome], None]
 RendererFactory = Callable[[str, bool], TemplateRenderer]
@@ -416,15 +417,20 @@ class Runner:
             first = Item(id="", index=0, sources=("",) * max(1, self.plan.items.max_count))
         self.prompts.build(self.plan.question_for(first), first.sources)
 
-    def sampling(self, stop_token_ids: Sequence[int], seed: int | None = None) -> Any:
+    def sampling(
+        self,
+        stop_token_ids: Sequence[int],
+        seed: int | None = None,
+        sampling: Mapping[str, Any] | None = None,
+    ) -> Any:
+        """vLLM's sampling parameters: the run's sampling, or ``sampling`` (a prompt's own)."""
         from mmrun import engine
 
-        extra = {
-            k: v for k, v in self.plan.sampling.items() if k not in ("temperature", "max_tokens")
-        }
+        sampling = self.plan.sampling if sampling is None else sampling
+        extra = {k: v for k, v in sampling.items() if k not in ("temperature", "max_tokens")}
         return engine.sampling_params(
-            temperature=self.plan.sampling["temperature"],
-            max_tokens=self.plan.sampling["max_tokens"],
+            temperature=sampling["temperature"],
+            max_tokens=sampling["max_tokens"],
             stop_token_ids=stop_token_ids,
             seed=seed,
             extra=extra,
@@ -481,8 +487,8 @@ class Runner:
                     continue
                 stops = outcome.prompt.stop_token_ids
                 seed = self.plan.seed_for(outcome.item)
-                if seed is not None:
-                    params = self.sampling(stops, seed)
+                if seed is not None or outcome.item.sampling:
+                    params = self.sampling(stops, seed, self.plan.sampling_for(outcome.item))
                 else:
                     if stops not in params_cache:
                         params_cache[stops] = self.sampling(stops)
@@ -518,7 +524,9 @@ class Runner:
             for request_id, result in llm.poll():
                 outcome = in_flight.pop(request_id)
                 if isinstance(result, Completion):
-                    outcome.completion = result
+                    outcome.completion, outcome.error = checked(
+                        result, self.plan.constraint_for(outcome.item)
+                    )
                 else:
                     outcome.error = ItemError("engine", result)
                 sink(outcome)
@@ -567,7 +575,9 @@ def run_named(
             media_per_prompt=[[sources.index(s) for s in item.sources] for item in items],
         )
         if handle is not None:
-            result.outputs = _generate_all(runner, handle, items, pipeline, resolver, lora[1])
+            result.outputs, result.errors = _generate_all(
+                runner, handle, items, pipeline, resolver, lora[1]
+            )
         result.timings = dict(runner.timings)
         result.timings["total_s"] = time.perf_counter() - runner._t0
         returned, handle = handle, None
@@ -585,19 +595,23 @@ def _generate_all(
     pipeline: MediaPipeline,
     resolver: MediaResolver,
     lora: Any,
-) -> list[Completion]:
+) -> tuple[list[Completion], dict[int, ItemError]]:
     """Every prompt through the engine (after ``--warmup`` prompts, untimed); the first
-    failure ends the run."""
+    failure ends the run, but for an answer its constraint does not allow (stage output),
+    kept with its error."""
     from mmrun import engine
 
     plan = runner.plan
     outcomes: dict[int, Completion] = {}
+    errors: dict[int, ItemError] = {}
 
     def keep(outcome: Outcome) -> None:
-        if outcome.error is not None:
+        if outcome.error is not None and outcome.error.stage != "output":
             raise _as_error(outcome.error)
         assert outcome.completion is not None
         outcomes[outcome.item.index] = outcome.completion
+        if outcome.error is not None:
+            errors[outcome.item.index] = outcome.error
 
     with engine.interruptible():
         if plan.options.warmup:
@@ -610,7 +624,7 @@ def _generate_all(
         start = time.perf_counter()
         runner.drive(handle, pipeline, keep, lora=lora)
         runner.timings["generate_s"] = time.perf_counter() - start
-    return [outcomes[i] for i in range(len(items))]
+    return [outcomes[i] for i in range(len(items))], errors
 
 
 def run_batch(

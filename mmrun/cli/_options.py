@@ -159,3 +159,38 @@ ReplicasOpt = Annotated[
         "--replicas", help="--backend ray: engine actors (default 1).", min=1, show_default=False
     ),
 ]
+JsonSchemaOpt = Annotated[
+    str | None,
+    typer.Option(
+        "--json-schema",
+        help="Answer JSON that matches this JSON Schema (a file, or the schema inline); each "
+        "result then carries it decoded as `parsed`.",
+        show_default=False,
+    ),
+]
+ChoiceOpt = Annotated[
+    list[str] | None,
+    typer.Option(
+        "--choice",
+        help="Answer exactly one of these strings. Repeatable, or a comma list (--choice cat,dog).",
+        show_default=False,
+    ),
+]
+RegexOpt = Annotated[
+    str | None,
+    typer.Option(
+        "--regex", help="Answer text that matches this regular expression.", show_default=False
+    ),
+]
+GrammarOpt = Annotated[
+    str | None,
+    typer.Option(
+        "--grammar",
+        help="Answer text of this grammar (a file: EBNF/GBNF, or Lark with the guidance backend).",
+        show_default=False,
+    ),
+]
+JsonObjectOpt = Annotated[
+    bool,
+    typer.Option("--json-object", help="Answer any JSON value; results carry it as `parsed`."),
+]

@@ -149,9 +149,14 @@ def print_result(result: RunResult, console: Console) -> None:
             f"prompt {i + 1}/{len(result.outputs)} · {output.prompt_tokens} prompt tokens · "
             f"{output.completion_tokens} generated · {output.finish_reason}"
         )
+        error = result.errors.get(i)
+        if error is not None:
+            title += f" · [red]failed ({error.stage})[/]"
         console.print(
             Panel(escape(output.text.strip()) or "[dim](empty)[/]", title=title, title_align="left")
         )
+        if error is not None:
+            console.print(f"[red]{escape(error.message)}[/]")
     timings = " · ".join(f"{k.removesuffix('_s')} {v:.2f}s" for k, v in result.timings.items())
     console.print(f"[dim]{timings}[/]")
 
@@ -216,6 +221,8 @@ def print_outcome(
     if outcome.error is not None:
         title = f"{escape(outcome.item.id)} · [red]failed ({outcome.error.stage})[/]"
         body = escape(outcome.error.message)
+        if outcome.completion is not None:  # an answer its constraint does not allow
+            body += "\n" + escape(outcome.completion.text.strip())
     elif outcome.completion is None:  # a dry run: the prompt it would send
         title = f"{escape(outcome.item.id)} · dry run"
         body = escape(outcome.prompt.text or "") if outcome.prompt is not None else ""

@@ -37,16 +37,17 @@ def run_batch(plan: Plan, *, json_out: bool, quiet: bool) -> int:
         else None
     )
     existing = out.existing if out is not None else Existing()
+    if out is not None and (existing.done or existing.failed):
+        # A line whose own settings changed since its result was written runs again: its
+        # old line goes, so that each id appears once.
+        out.drop({item.id for item in plan.items if existing.changed(item)})
     skipped = {"done": 0, "failed": 0}
 
     def skip(item: Item) -> bool:
-        if item.id in existing.done:
-            skipped["done"] += 1
-            return True
-        if item.id in existing.failed:
-            skipped["failed"] += 1
-            return True
-        return False
+        if not existing.holds(item):
+            return False
+        skipped["done" if item.id in existing.done else "failed"] += 1
+        return True
 
     progress = None if quiet else BatchProgress(err, plan.items.total)
     results: list[TextIO] = []  # standard output, as it was before the engine's redirection

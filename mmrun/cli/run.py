@@ -10,7 +10,7 @@ import typer
 
 from mmrun.cli import _options as o
 from mmrun.cli._errors import error_boundary
-from mmrun.errors import UsageError
+from mmrun.errors import EXIT_PARTIAL, UsageError
 from mmrun.registry import Modality
 
 
@@ -63,6 +63,11 @@ def _execute(modality: str, **kw: Any) -> None:
         data_parallel_size=kw["data_parallel_size"],
         backend=kw["backend"].value,
         replicas=kw["replicas"],
+        json_schema=kw["json_schema"],
+        choice=tuple(kw["choice"] or ()),
+        regex=kw["regex"],
+        grammar=kw["grammar"],
+        json_object=kw["json_object"],
     )
     configure_environment(verbose)
     show_library_output(verbose)
@@ -118,6 +123,15 @@ def _run_named(the_plan: Any, *, json_out: bool, quiet: bool) -> None:
         if engine is not None:
             with engine_output(quiet):
                 engine.close()
+    if result.errors:  # answers their constraint does not allow: shown, and exit 3
+        first = result.errors[min(result.errors)]
+        err.print(
+            f"mmrun: {len(result.errors)} of {len(result.outputs)} answer(s) failed their "
+            f"check: {first.message}",
+            markup=False,
+            highlight=False,
+        )
+        raise typer.Exit(EXIT_PARTIAL)
 
 
 def _model_key_completion(modality: str) -> Callable[[str], list[tuple[str, str]]]:
@@ -224,6 +238,11 @@ def make_command(modality: Modality) -> Callable[..., None]:
         replicas: o.ReplicasOpt = None,
         engine_arg: o.EngineArgOpt = None,
         sampling_arg: o.SamplingArgOpt = None,
+        json_schema: o.JsonSchemaOpt = None,
+        choice: o.ChoiceOpt = None,
+        regex: o.RegexOpt = None,
+        grammar: o.GrammarOpt = None,
+        json_object: o.JsonObjectOpt = False,
         warmup: o.WarmupOpt = 0,
         fail_fast: o.FailFastOpt = False,
         retry_errors: o.RetryErrorsOpt = False,

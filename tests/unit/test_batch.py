@@ -60,17 +60,20 @@ def test_a_folder_streams_one_line_per_prompt_with_the_documented_fields(
             "prompt_tokens",
             "completion_tokens",
             "finish_reason",
+            "parsed",
             "meta",
+            "settings",
             "error",
         }
         assert row["error"] is None and row["text"].startswith("  answer")
+        assert row["parsed"] is None and row["settings"] is None
         assert row["media"] == [row["id"]] and row["prompt_tokens"] == 11
     assert result.stdout == ""  # the results went to the file
     assert result.stderr.strip().endswith("5 done, 0 failed, 0 skipped in 0.0s") or (
         "5 done, 0 failed, 0 skipped" in result.stderr
     )
     sidecar = json.loads((tmp_path / "out.jsonl.mmrun.json").read_text())
-    assert sidecar["schema"] == "mmrun.batch/1" and sidecar["run"]["key"] == "mistral3"
+    assert sidecar["schema"] == "mmrun.batch/2" and sidecar["run"]["key"] == "mistral3"
 
 
 def test_bad_items_get_error_lines_and_the_others_succeed(

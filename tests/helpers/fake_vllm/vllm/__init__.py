@@ -22,6 +22,7 @@ Behaviour is set with class attributes in-process, or these variables in a subpr
 
 from __future__ import annotations
 
+import json
 import os
 import time
 import types
@@ -62,6 +63,21 @@ def _describe(request: Any) -> tuple[str, int]:
     data = request.get("multi_modal_data") or {}
     count = sum(len(v) for v in data.values())
     return str(request.get("prompt", request.get("prompt_token_ids"))), count
+
+
+def _constrained(params: Any) -> str | None:
+    """An answer within a request's structured-output constraint, as vLLM's would be: the
+    first choice; for a JSON Schema, an object of its required fields, each the string "x"."""
+    constraint = getattr(params, "kwargs", {}).get("structured_outputs")
+    if constraint is None:
+        return None
+    if constraint.choice:
+        return str(constraint.choice[0])
+    if constraint.json is not None:
+        return json.dumps({name: "x" for name in constraint.json.get("required", [])})
+    if constraint.json_object:
+        return "{}"
+    return None
 
 
 class EngineDeadError(Exception):
@@ -132,7 +148,8 @@ class LLM:
         LLM.submitted.append(request)
         LLM.sampled.append(params)
         request_id = str(self._ids)
-        self.queue.append(_Output(request_id, 10 + count, f"  answer to {text[-24:]!r}\n"))
+        answer = _constrained(params) or f"  answer to {text[-24:]!r}\n"
+        self.queue.append(_Output(request_id, 10 + count, answer))
         # As vLLM 0.32: enqueue answers with the internal id, the outputs carry the counter's.
         return f"{request_id}-1f3a9c0e"
 
