@@ -118,6 +118,7 @@ class Manifest:
             self.base = self.path.parent
         self.total = 0
         self.max_count = 0
+        self.asks_for_json = False  # a line's own constraint is JSON
 
     def check(self) -> None:
         """Read every line once: each must parse, ids must be unique. Sets total, max_count."""
@@ -131,6 +132,10 @@ class Manifest:
                     hint="give each line a unique id",
                 )
             seen[item.id] = line_no
+            if item.sampling and not self.asks_for_json:
+                from mmrun.structured import asks_for_json
+
+                self.asks_for_json = asks_for_json(item.sampling.get("structured_outputs"))
             total += 1
             max_count = max(max_count, len(item.sources))
         if not total:

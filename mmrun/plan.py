@@ -20,6 +20,7 @@ from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from mmrun import structured
 from mmrun.devices import Replica, layout
 from mmrun.errors import (
     MissingDependencyError,
@@ -236,6 +237,7 @@ def plan(opts: RunOptions, registry: Registry, vllm: VllmInfo, gpus: Sequence[st
     # Several engines run a batch; a dry run of a command line's prompts stays one document.
     parallel = (opts.data_parallel_size > 1 or opts.backend != "local") and not opts.dry_run
     batch = opts.input is not None or expanded or opts.output is not None or parallel
+    json_lines = False
     if opts.input is not None:
         if opts.sources:
             raise UsageError(
@@ -244,6 +246,7 @@ def plan(opts: RunOptions, registry: Registry, vllm: VllmInfo, gpus: Sequence[st
             )
         manifest = Manifest(opts.input, modality)
         manifest.check()
+        json_lines = manifest.asks_for_json
         items = Items(manifest, manifest.total, manifest.max_count)
         count = None
     else:
@@ -270,6 +273,8 @@ def plan(opts: RunOptions, registry: Registry, vllm: VllmInfo, gpus: Sequence[st
         overrides=opts.engine_args,
         engine_key=modality.engine_key,
     )
+    if json_lines or structured.asks_for_json(sampling.get("structured_outputs")):
+        structured.compact_json(engine_args, opts.engine_args)
     if vllm.device == "gpu":
         size_for_a_gpu_batch(engine_args, items.total, opts.engine_args)
         prefer_vllm_norm_kernels(engine_args, opts.engine_args, vllm.version)
@@ -425,8 +430,6 @@ def _release(version: str) -> tuple[int, ...]:
 def compose_sampling(spec: LoaderSpec, modality: Modality, opts: RunOptions) -> dict[str, Any]:
     """Sampling: the modality's defaults, then the model's own, then the user's flags; the
     constraint of structured outputs, checked, under ``structured_outputs``."""
-    from mmrun import structured
-
     constraint = structured.from_options(
         json_schema=opts.json_schema,
         choice=opts.choice,

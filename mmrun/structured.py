@@ -8,6 +8,14 @@ travels as plain data in the run's sampling under ``structured_outputs`` (so it 
 dry run, is part of what a resumed run must share, and crosses to replica processes and Ray
 workers as it is); the engine module turns it into ``StructuredOutputsParams``.
 
+A run that asks for JSON starts its engine with xgrammar and without free whitespace in
+JSON (vLLM's engine setting ``structured_outputs_config``: vLLM 0.32's backends read
+``disable_any_whitespace`` from the engine, not from the request, and take it only from a
+backend named, not "auto"), unless the user sets ``structured_outputs_config`` itself: the
+grammar otherwise allows blanks and newlines between any two tokens, and a model may spend its
+tokens on them (seen: a small model's answers all blanks until max_tokens); compact JSON is
+also fewer tokens to generate.
+
 vLLM's constrained decoding keeps every token inside the constraint, but a text cut by
 ``max_tokens`` is still incomplete: :func:`checked` parses and validates each answer, and an
 answer that fails becomes the prompt's error (stage ``output``), its text kept.
@@ -28,6 +36,7 @@ from mmrun.inputs import LINE_FIELDS
 from mmrun.results import Completion, ItemError
 
 KINDS = ("json", "choice", "regex", "grammar", "json_object")
+COMPACT_JSON = {"backend": "xgrammar", "disable_any_whitespace": True}
 # vLLM's settings of a constraint, allowed beside it in --sampling-arg structured_outputs=...
 SETTINGS = ("disable_any_whitespace", "disable_additional_properties", "whitespace_pattern")
 FLAGS = {
@@ -74,6 +83,19 @@ def from_options(
     if json_object:
         return {"json_object": True}
     return None
+
+
+def asks_for_json(constraint: Mapping[str, Any] | None) -> bool:
+    if not constraint:
+        return False
+    return constraint.get("json") is not None or bool(constraint.get("json_object"))
+
+
+def compact_json(engine_args: dict[str, Any], overrides: Mapping[str, Any]) -> None:
+    """Engine arguments for a run that asks for JSON: no free whitespace (see above), unless
+    the user set ``structured_outputs_config``."""
+    if "structured_outputs_config" not in overrides:
+        engine_args["structured_outputs_config"] = dict(COMPACT_JSON)
 
 
 def from_sampling_arg(

@@ -117,6 +117,10 @@ def test_a_malformed_line_setting_is_one_line_naming_the_line(
         (["--regex", "[0-9]+"], {"regex": "[0-9]+"}),
         (["--json-object"], {"json_object": True}),
         (["--sampling-arg", 'structured_outputs={"choice": ["x"]}'], {"choice": ["x"]}),
+        (
+            ["--sampling-arg", 'structured_outputs={"json": {}, "disable_any_whitespace": false}'],
+            {"json": {}, "disable_any_whitespace": False},
+        ),
     ],
 )
 def test_the_dry_run_shows_the_constraint(
@@ -124,21 +128,49 @@ def test_the_dry_run_shows_the_constraint(
 ) -> None:
     outcome = cli(*IMAGE, "-i", str(photo), *args, *DRY)
     assert outcome.code == EXIT_OK, outcome.stderr
-    assert json.loads(outcome.stdout)["request"]["sampling"]["structured_outputs"] == expected
+    request = json.loads(outcome.stdout)["request"]
+    assert request["sampling"]["structured_outputs"] == expected
+    # JSON without free whitespace: an engine setting in vLLM 0.32
+    compact = request["engine_args"].get("structured_outputs_config")
+    wants_json = "json" in expected or "json_object" in expected
+    assert compact == (
+        {"backend": "xgrammar", "disable_any_whitespace": True} if wants_json else None
+    )
+
+
+def test_a_line_s_own_schema_starts_the_engine_for_compact_json(
+    fake_vllm: Any, photo: Path, tmp_path: Path
+) -> None:
+    from mmrun.plan import RunOptions, plan
+    from mmrun.plugins import get_registry
+    from mmrun.support import vllm_info
+
+    def engine_args(rows: list[dict[str, Any]], **options: Any) -> dict[str, Any]:
+        path = manifest(tmp_path, photo, *rows)
+        opts = RunOptions(modality="image", key="mistral3", input=path, **options)
+        return plan(opts, get_registry(), vllm_info()).engine_args
+
+    own_schema = [{"id": "a"}, {"id": "b", "json_schema": SCHEMA}]
+    compact = {"backend": "xgrammar", "disable_any_whitespace": True}
+    assert engine_args(own_schema)["structured_outputs_config"] == compact
+    mine = {"structured_outputs_config": {"disable_any_whitespace": False}}
+    assert engine_args(own_schema, engine_args=mine)["structured_outputs_config"] == {
+        "disable_any_whitespace": False
+    }
+    assert "structured_outputs_config" not in engine_args([{"id": "a", "choice": ["x"]}])
 
 
 def test_a_schema_file_and_a_grammar_file_are_read(photo: Path, tmp_path: Path) -> None:
     (tmp_path / "s.json").write_text(json.dumps(SCHEMA))
     (tmp_path / "g.ebnf").write_text('root ::= "yes" | "no"\n')
-    for flag, name, key, value in [
-        ("--json-schema", "s.json", "json", SCHEMA),
-        ("--grammar", "g.ebnf", "grammar", 'root ::= "yes" | "no"\n'),
+    for flag, name, constraint in [
+        ("--json-schema", "s.json", {"json": SCHEMA}),
+        ("--grammar", "g.ebnf", {"grammar": 'root ::= "yes" | "no"\n'}),
     ]:
         outcome = cli(*IMAGE, "-i", str(photo), flag, str(tmp_path / name), *DRY)
         assert outcome.code == EXIT_OK, outcome.stderr
-        assert json.loads(outcome.stdout)["request"]["sampling"]["structured_outputs"] == {
-            key: value
-        }
+        sampling = json.loads(outcome.stdout)["request"]["sampling"]
+        assert sampling["structured_outputs"] == constraint
 
 
 def test_answers_are_parsed_and_checked_and_a_failed_check_is_an_output_line(
