@@ -266,3 +266,47 @@ def test_an_answer_is_checked_against_its_constraint(
         assert error is not None and error.stage == "output" and problem in error.message
         assert completion.text == text and completion.parsed is None
         assert ("raise --max-tokens" in error.message) == (finish == "length")
+
+
+def test_ray_rows_carry_each_line_s_constraint_and_answers_are_checked(
+    fake_vllm: Any, photo: Path, tmp_path: Path
+) -> None:
+    """--backend ray: a line's constraint reaches the row's sampling_params (Ray Data builds
+    StructuredOutputsParams from it), and the driver checks the answer that comes back."""
+    from mmrun import ray_backend
+    from mmrun.plan import RunOptions, plan
+    from mmrun.plugins import get_registry
+    from mmrun.support import vllm_info
+
+    path = manifest(tmp_path, photo, {"id": "a", "choice": ["yes", "no"]}, {"id": "b"})
+    opts = RunOptions(modality="image", key="mistral3", input=path, regex="[0-9]+")
+    the_plan = plan(opts, get_registry(), vllm_info())
+    items = {item.id: item for item in the_plan.items}
+    try:
+        for ident, constraint in [("a", {"choice": ["yes", "no"]}), ("b", {"regex": "[0-9]+"})]:
+            item = items[ident]
+            row = {
+                "id": item.id,
+                "index": item.index,
+                "sources": json.dumps(list(item.sources)),
+                "question": None,
+                "sampling": json.dumps(item.sampling),
+            }
+            request = ray_backend.preprocess(the_plan.recipe(), row)
+            assert request["mmrun_error"] == ""
+            assert request["sampling_params"]["structured_outputs"] == constraint
+    finally:
+        ray_backend._STATE.clear()
+    answer = {
+        "mmrun_question": "q",
+        "mmrun_error": "",
+        "inference_error": "",
+        "generated_text": "maybe",
+        "num_input_tokens": 9,
+        "num_generated_tokens": 2,
+    }
+    outcome = ray_backend._outcome(the_plan, items["a"], answer)
+    assert outcome.error is not None and outcome.error.stage == "output"
+    assert outcome.completion is not None and outcome.completion.text == "maybe"
+    fine = ray_backend._outcome(the_plan, items["b"], {**answer, "generated_text": "42"})
+    assert fine.error is None
