@@ -114,7 +114,8 @@ InputOpt = Annotated[
     typer.Option(
         "--input",
         help="A JSONL manifest of prompts (- for standard input): one object per line "
-        '({"id": ..., "<modality>": [...], "question": ..., "meta": {...}}) or a bare path.',
+        '({"id": ..., "<modality>": [...], "question": ..., "meta": {...}, "sampling": {...}, '
+        '"json_schema" | "choice" | "regex": ...}) or a bare path.',
         show_default=False,
     ),
 ]
