@@ -296,9 +296,9 @@ def _outcome(item: Item, payload: Mapping[str, Any], replica: int) -> Outcome:
 
 def _kill_tree(pid: int | None) -> None:
     """SIGKILL a replica and every process under it (its engine core, the engine's workers)."""
-    from mmrun.engine import _descendants
+    from mmrun.engine import descendants
 
-    for process in _descendants(pid):
+    for process in descendants(pid):
         with contextlib.suppress(Exception):
             process.kill()
     if pid is not None:

@@ -6,7 +6,7 @@ from collections.abc import Mapping
 from importlib import import_module
 from typing import Any
 
-from mmrun.media import decode_audio
+from mmrun.modalities.audio.decode import decode_audio
 from mmrun.registry import Asset, LoaderSpec, Modality, Register
 
 

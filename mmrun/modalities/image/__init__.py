@@ -6,7 +6,7 @@ from collections.abc import Mapping
 from importlib import import_module
 from typing import Any
 
-from mmrun.media import decode_image
+from mmrun.modalities.image.decode import decode_image
 from mmrun.registry import Asset, LoaderSpec, Modality, Register
 
 # vLLM's public asset bucket, where vLLM's examples fetch the default photos since Wikimedia
