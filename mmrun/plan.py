@@ -18,7 +18,7 @@ import math
 import os
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from mmrun.devices import Replica, layout
 from mmrun.engine.gpu import apply_gpu_defaults
@@ -32,13 +32,13 @@ from mmrun.inputs import Item, Manifest, expand_sources
 from mmrun.registry import LoaderSpec, Method, Modality, Registry
 from mmrun.support import VllmInfo
 
+if TYPE_CHECKING:
+    from mmrun.media import MediaItem
+
 TRUST_REMOTE_CODE_ENV = "MMRUN_TRUST_REMOTE_CODE"
 # More prompts than this in one batched call is a typo (an extra zero or three), not a plan:
 # refused before mmrun builds per-prompt lists that would exhaust memory.
 MAX_NUM_PROMPTS = 100_000
-# The kinds of media vLLM knows. Those a model is not asked to take get a limit of 0, so vLLM
-# reserves no memory for them.
-VLLM_MODALITIES = ("image", "video", "audio")
 
 
 def prompt_seed(seed: int, item_id: str) -> int:
@@ -160,6 +160,32 @@ class Plan:
             return None
         return prompt_seed(int(seed), item.id)
 
+    def count_problem(self, item: Item) -> str | None:
+        """What is wrong with the number of media items a prompt carries, or None."""
+        spec, count = self.spec, len(item.sources)
+        low = max(spec.min_items, self.modality.min_count)
+        noun = self.modality.name
+        if spec.max_items is not None and count > spec.max_items:
+            return f"{spec.key} takes at most {spec.max_items} {noun}(s) per prompt, got {count}"
+        if count < low:
+            return f"{spec.key} needs at least {low} {noun}(s) per prompt, got {count}"
+        return None
+
+    def checks_items(self) -> bool:
+        """Whether the modality checks each decoded item against this model."""
+        return self.modality.item_check(self.spec) is not None
+
+    def media_problem(self, media: Sequence[MediaItem]) -> str | None:
+        """The first decoded item that the modality's check refuses for this model, or None."""
+        check = self.modality.item_check(self.spec)
+        if check is None:
+            return None
+        for item in media:
+            problem = check(item.source, item.info)
+            if problem is not None:
+                return problem
+        return None
+
     def question_for(self, item: Item) -> str:
         if item.question is not None:
             return item.question
@@ -249,6 +275,7 @@ def plan(opts: RunOptions, registry: Registry, vllm: VllmInfo, gpus: Sequence[st
         tensor_parallel_size=opts.tensor_parallel_size,
         overrides=opts.engine_args,
         engine_key=modality.engine_key,
+        engine_keys=registry.engine_keys(),
     )
     if vllm.device == "gpu":
         apply_gpu_defaults(engine_args, items.total, opts.engine_args, vllm.version)
@@ -311,14 +338,17 @@ def compose_engine_args(
     tensor_parallel_size: int | None = None,
     overrides: Mapping[str, Any] | None = None,
     engine_key: str | None = None,
+    engine_keys: Sequence[str] = (),
 ) -> dict[str, Any]:
     """The keyword arguments for ``vllm.LLM``, in a stable order. ``engine_key``: vLLM's name
-    for the model's kind of media, where the modality's differs from it."""
+    for the model's kind of media, where the modality's differs from it. ``engine_keys``: every
+    kind of media the registered modalities give vLLM; those the model is not asked to take
+    get a limit of 0, so vLLM reserves no memory for them."""
     args: dict[str, Any] = {"model": model}
     if spec.trust_remote_code:
         args["trust_remote_code"] = True
     args.update(copy.deepcopy(dict(spec.engine_args)))  # nested values: this run's own
-    limits = {name: 0 for name in VLLM_MODALITIES}
+    limits = {name: 0 for name in engine_keys}
     limits[engine_key or spec.modality] = num_items
     args["limit_mm_per_prompt"] = limits
     if seed is not None:

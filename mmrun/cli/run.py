@@ -81,13 +81,13 @@ def _execute(modality: str, **kw: Any) -> None:
 def _run_named(the_plan: Any, *, json_out: bool, quiet: bool) -> None:
     from mmrun.cli._output import (
         DownloadProgress,
-        engine_output,
         print_json,
         print_result,
         print_texts,
         stderr_console,
         stdout_console,
     )
+    from mmrun.engine.environment import engine_output
     from mmrun.results import document
     from mmrun.runner import Hooks, run_named
     from mmrun.templates import HFTemplateRenderer

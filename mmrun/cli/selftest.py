@@ -49,8 +49,9 @@ def selftest(
     ] = None,
 ) -> None:
     """Check the installed vLLM offline: tiny image and audio models, end to end."""
-    from mmrun.cli._output import print_json, stderr_console, stdout_console, stdout_to_stderr
+    from mmrun.cli._output import print_json, stderr_console, stdout_console
     from mmrun.engine import configure_environment, device_name
+    from mmrun.engine.environment import stdout_to_stderr
     from mmrun.plan import RunOptions, check_supported, plan
     from mmrun.plugins import get_registry
     from mmrun.runner import run_named

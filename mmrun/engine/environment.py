@@ -1,6 +1,7 @@
 """What the engine's processes inherit from this one: the environment for vLLM's logs and
 warnings, a private folder for its sockets, the log file they all write (see
-mmrun.engine_log), a frozen heap, and torch's threads carried safely across vLLM's fork."""
+mmrun.engine_log), standard output and error pointed away from the results, a frozen heap,
+and torch's threads carried safely across vLLM's fork."""
 
 from __future__ import annotations
 
@@ -10,9 +11,12 @@ import gc
 import logging
 import os
 import shutil
+import sys
 import tempfile
 import warnings
 from collections.abc import Iterator
+from contextlib import contextmanager
+from typing import TextIO
 
 from mmrun import engine_log
 
@@ -86,8 +90,8 @@ def heap_frozen() -> Iterator[None]:
 
     vLLM forks its engine core from this process on a GPU. A forked child walks every object
     it inherited in each full collection, and its start (loading the compile cache, building
-    the model) is one allocation-heavy Python thread. On the H200 (3 pairs, seventh session
-    in docs/performance.md): the collector took 0.45 s of the engine core's compile-cache
+    the model) is one allocation-heavy Python thread. On an H200 (3 pairs, see
+    docs/performance.md): the collector took 0.45 s of the engine core's compile-cache
     load with about 365,000 objects frozen, against 0.64 s without; from vLLM's arguments to
     the result, 3.1, 1.0 and -0.1 s sooner. The child keeps its copy frozen; this process
     gets its objects back once the engine has started, so nothing stays uncollectable. It
@@ -200,3 +204,63 @@ _quiet = False  # set by configure_environment: no progress bars from the engine
 def is_quiet() -> bool:
     """Whether configure_environment was told to keep the engine's output back."""
     return _quiet
+
+
+@contextmanager
+def _redirect(fd: int, target: int) -> Iterator[None]:
+    """Point file descriptor ``fd`` at ``target`` (another descriptor) until the block ends."""
+    for stream in (sys.stdout, sys.stderr):
+        stream.flush()
+    saved = os.dup(fd)
+    try:
+        os.dup2(target, fd)
+        yield
+    finally:
+        for stream in (sys.stdout, sys.stderr):
+            stream.flush()
+        os.dup2(saved, fd)
+        os.close(saved)
+
+
+@contextmanager
+def stdout_to_stderr() -> Iterator[None]:
+    """Point file descriptor 1 at stderr while vLLM runs, so that nothing it or its worker
+    processes print can mix into the results that mmrun prints on stdout afterwards."""
+    with _redirect(1, 2):
+        yield
+
+
+@contextmanager
+def engine_output(quiet: bool) -> Iterator[TextIO]:
+    """Where what vLLM, torch and transformers print goes while a run is planned and executed:
+    to stderr, or with ``--quiet`` nowhere. Yields the stream that results go to meanwhile
+    (standard output as it was before: a batch prints each result as it is done). A failure
+    still ends as mmrun's one-line error, printed by the error boundary once the descriptors
+    are restored."""
+    results = _results_stream()
+    try:
+        if not quiet:
+            with stdout_to_stderr():
+                yield results
+            return
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        try:
+            with _redirect(1, devnull), _redirect(2, devnull):
+                yield results
+        finally:
+            os.close(devnull)
+    finally:
+        results.flush()
+        if results is not sys.stdout:
+            results.close()
+
+
+def _results_stream() -> TextIO:
+    """A stream on the standard output of now, untouched by the redirections that follow; the
+    standard output object itself where it is no file descriptor (a test's capture)."""
+    try:
+        fd = sys.stdout.fileno()
+    except (AttributeError, OSError, ValueError):
+        return sys.stdout
+    sys.stdout.flush()
+    return os.fdopen(os.dup(fd), "w", buffering=1, encoding="utf-8", errors="replace")

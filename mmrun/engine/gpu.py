@@ -61,8 +61,7 @@ def users_gpu_threads() -> int | None:
 # 512), and those sizes are part of its compile cache's key: two sizes, so at most two
 # compile caches per model. 256 is vLLM's own offline default on most GPUs and gives the same
 # graphs, so the same cache, as its default of 1,024 on an H100 or H200; 64 captures 19 graphs
-# instead of 51 and starts sooner (measured on an H200: docs/performance.md, "GPU, sixth
-# session").
+# instead of 51 and starts sooner (measured on an H200; see docs/performance.md).
 GPU_BATCH_SIZES = (64, 256)
 
 
@@ -86,9 +85,9 @@ def size_for_a_gpu_batch(
 # is: about nine float32 kernels per norm, two norms per block, where vLLM's kernel is one
 # ("vllm_c", what vLLM itself picks when nothing is compiled). Measured on an H200 with the
 # Qwen2.5-VL-3B shape, 256 prompts x 4 images: the vision encoder's GPU time 20% lower, the
-# language model's unchanged, 1.16x the prompts/s (docs/performance.md, "GPU, eighth
-# session"). Not bit-identical: the fused add-and-norm kernel rounds the sum to the model's
-# dtype before normalizing it. ir_op_priority is an engine argument since vLLM 0.26 at the
+# language model's unchanged, 1.16x the prompts/s (see docs/performance.md). Not
+# bit-identical: the fused add-and-norm kernel rounds the sum to the model's dtype before
+# normalizing it. ir_op_priority is an engine argument since vLLM 0.26 at the
 # latest (measured there); ROCm picks its own kernels.
 VLLM_NORM_KERNELS: dict[str, list[str]] = {
     "rms_norm": ["vllm_c", "native"],

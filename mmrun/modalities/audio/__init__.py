@@ -6,8 +6,10 @@ from collections.abc import Mapping
 from importlib import import_module
 from typing import Any
 
+from mmrun.modalities.audio.checks import clip_length_check
 from mmrun.modalities.audio.decode import decode_audio
-from mmrun.registry import Asset, LoaderSpec, Modality, Register
+from mmrun.plugins import Register
+from mmrun.registry import Asset, LoaderSpec, Modality
 
 
 def _chat_part(clip: Any, spec: LoaderSpec) -> dict[str, Any]:
@@ -52,6 +54,7 @@ AUDIO = Modality(
     short_option="-a",
     extensions=(".wav", ".flac", ".ogg", ".oga", ".opus", ".mp3", ".aif", ".aiff"),
     describe=_describe,
+    item_check=clip_length_check,
     summary="Run an audio-language model on audio clips through vLLM.",
     examples=(
         "mmrun audio -m whisper",
@@ -80,4 +83,6 @@ FAMILIES = (
 
 def register(register: Register) -> None:
     """The built-in plugin's hook, called as any third-party plugin's is."""
-    register(AUDIO, *(import_module(f"{__name__}.{family}") for family in FAMILIES))
+    register.modality(AUDIO)
+    for family in FAMILIES:
+        register.models(import_module(f"{__name__}.{family}"))

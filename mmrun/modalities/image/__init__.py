@@ -7,7 +7,9 @@ from importlib import import_module
 from typing import Any
 
 from mmrun.modalities.image.decode import decode_image
-from mmrun.registry import Asset, LoaderSpec, Modality, Register
+from mmrun.plugins import Register
+from mmrun.registry import Asset, LoaderSpec, Modality
+from mmrun.request import ImageResize
 
 # vLLM's public asset bucket, where vLLM's examples fetch the default photos since Wikimedia
 # rate-limited them; the Wikimedia originals (the seed's URLs) remain the fallback.
@@ -24,8 +26,8 @@ def _chat_part(image: Any, spec: LoaderSpec) -> dict[str, Any]:
 
 
 def _resized(image: Any, spec: LoaderSpec) -> Any:
-    rule = spec.image_resize
-    if rule is None:
+    rule = spec.media_options
+    if not isinstance(rule, ImageResize):
         return image
     size = smart_resize_size(
         image.width, image.height, rule.factor, rule.min_pixels, rule.max_pixels
@@ -180,4 +182,6 @@ FAMILIES = (
 
 def register(register: Register) -> None:
     """The built-in plugin's hook, called as any third-party plugin's is."""
-    register(IMAGE, *(import_module(f"{__name__}.{family}") for family in FAMILIES))
+    register.modality(IMAGE)
+    for family in FAMILIES:
+        register.models(import_module(f"{__name__}.{family}"))

@@ -14,7 +14,8 @@ from importlib import import_module
 from typing import Any
 
 from mmrun.modalities.video.decode import Clip, decode_video, load_video
-from mmrun.registry import LoaderSpec, Modality, Register
+from mmrun.plugins import Register
+from mmrun.registry import LoaderSpec, Modality
 
 # Where the rows' requests come from (docs/models.md's "source" column).
 DEFAULT_SOURCE = "vLLM's video example"
@@ -65,4 +66,6 @@ FAMILIES = ("qwen",)
 
 def register(register: Register) -> None:
     """The built-in plugin's hook, called as any third-party plugin's is."""
-    register(VIDEO, *(import_module(f"{__name__}.{family}") for family in FAMILIES))
+    register.modality(VIDEO)
+    for family in FAMILIES:
+        register.models(import_module(f"{__name__}.{family}"))
