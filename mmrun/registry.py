@@ -11,6 +11,7 @@ from __future__ import annotations
 import difflib
 from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, field
+from pathlib import Path
 from types import MappingProxyType, ModuleType
 from typing import Any, Literal, TypeVar
 
@@ -79,6 +80,8 @@ class Modality:
     item_check: the check of each decoded item against a model (audio: a clip no longer than
         the model takes), or None where the model needs none; a failed item is refused with
         the check's message before it reaches the engine.
+    write_samples: writes a few small files of this kind into a folder and returns their
+        paths (what ``mmrun selftest`` runs its tiny model on); None where there is none.
     summary: the command's one-line help; examples: command lines for its help epilog.
     vllm_modality: the kind of media vLLM receives, where it is not ``name`` (a "document"
         modality whose pages reach the model as images says "image").
@@ -100,6 +103,7 @@ class Modality:
     to_engine: Callable[[Any, LoaderSpec], Any] = _as_is
     describe: Callable[[Mapping[str, Any]], str] = _describe
     item_check: Callable[[LoaderSpec], ItemCheck | None] = _no_check
+    write_samples: Callable[[Path], list[str]] | None = None
     summary: str = ""
     examples: tuple[str, ...] = ()
     vllm_modality: str = ""

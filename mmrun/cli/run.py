@@ -206,9 +206,28 @@ def make_command(modality: Modality) -> Callable[..., None]:
             ),
         ] = MethodChoice.generate,
         num_prompts: o.NumPromptsOpt = 1,
-        seed: o.SeedOpt = None,
-        max_tokens: o.MaxTokensOpt = None,
-        temperature: o.TemperatureOpt = None,
+        seed: Annotated[
+            int | None,
+            typer.Option("--seed", help=o.seed_help(modality.seed), show_default=False),
+        ] = None,
+        max_tokens: Annotated[
+            int | None,
+            typer.Option(
+                "--max-tokens",
+                help=o.max_tokens_help(modality.max_tokens),
+                min=1,
+                show_default=False,
+            ),
+        ] = None,
+        temperature: Annotated[
+            float | None,
+            typer.Option(
+                "--temperature",
+                help=o.temperature_help(modality.temperature),
+                min=0.0,
+                show_default=False,
+            ),
+        ] = None,
         model: o.ModelOpt = None,
         tensor_parallel_size: o.TensorParallelOpt = None,
         data_parallel_size: o.DataParallelOpt = 1,

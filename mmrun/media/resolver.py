@@ -27,8 +27,8 @@ DEFAULT_PREFETCH_MB = 1024
 class MediaItem:
     """A resolved and decoded media item.
 
-    data: a PIL image (RGB), or ``(waveform float32 mono, sample_rate)`` for audio.
-    info: {"width", "height"} for images, {"duration_s", "sample_rate"} for audio.
+    data, info: what the modality's decoder returned (``Modality.decode``): the decoded item
+        (a PIL image, an audio clip's samples, ...) and facts about it for the output.
     """
 
     source: str

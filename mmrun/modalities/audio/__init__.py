@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from importlib import import_module
+from pathlib import Path
 from typing import Any
 
 from mmrun.modalities.audio.checks import clip_length_check
@@ -28,6 +29,17 @@ def _chat_part(clip: Any, spec: LoaderSpec) -> dict[str, Any]:
 
 def _describe(info: Mapping[str, Any]) -> str:
     return f"{info['duration_s']:.2f}s @ {info['sample_rate']} Hz"
+
+
+def _write_samples(folder: Path) -> list[str]:
+    """A two-second 440 Hz tone at 16 kHz."""
+    import numpy as np
+    import soundfile
+
+    t = np.linspace(0, 2.0, 32000, dtype=np.float32)
+    path = folder / "tone.wav"
+    soundfile.write(path, 0.3 * np.sin(2 * np.pi * 440 * t), 16000)
+    return [str(path)]
 
 
 _VLLM_ASSETS = "https://vllm-public-assets.s3.us-west-2.amazonaws.com/multimodal_asset"
@@ -55,6 +67,7 @@ AUDIO = Modality(
     extensions=(".wav", ".flac", ".ogg", ".oga", ".opus", ".mp3", ".aif", ".aiff"),
     describe=_describe,
     item_check=clip_length_check,
+    write_samples=_write_samples,
     summary="Run an audio-language model on audio clips through vLLM.",
     examples=(
         "mmrun audio -m whisper",

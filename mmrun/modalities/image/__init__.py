@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from importlib import import_module
+from pathlib import Path
 from typing import Any
 
 from mmrun.modalities.image.decode import decode_image
@@ -37,6 +38,18 @@ def _resized(image: Any, spec: LoaderSpec) -> Any:
 
 def _describe(info: Mapping[str, Any]) -> str:
     return f"{info['width']}x{info['height']}"
+
+
+def _write_samples(folder: Path) -> list[str]:
+    """Two small plain PNGs, red and green."""
+    from PIL import Image
+
+    paths = []
+    for i, color in enumerate(((200, 30, 30), (30, 200, 30))):
+        path = folder / f"image{i}.png"
+        Image.new("RGB", (96, 64), color).save(path)
+        paths.append(str(path))
+    return paths
 
 
 def smart_resize_size(
@@ -117,6 +130,7 @@ IMAGE = Modality(
     extensions=(".jpg", ".jpeg", ".png", ".webp", ".gif", ".bmp", ".tif", ".tiff"),
     to_engine=_resized,
     describe=_describe,
+    write_samples=_write_samples,
     summary="Run an image-language model on images through vLLM.",
     examples=(
         "mmrun image -m qwen2_5_vl -n 4",
