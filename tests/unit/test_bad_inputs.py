@@ -283,7 +283,7 @@ def test_invalid_key_value_argument(option: str, value: str, isolated_cache: Pat
     [
         ("missing.png", ["no such file", "check the path"]),
         ("blue.png/inside", ["no such file"]),  # a path through a file
-        # A folder is a batch of the image files in it (issue 11): an empty one is refused.
+        # A folder is a batch of the image files in it: an empty one is refused.
         ("a-folder.png", ["holds no image files", "mmrun looks for .jpg"]),
         ("fifo.png", ["is not a regular file"]),  # would block a plain read forever
         ("empty.png", ["is empty (0 bytes)"]),
