@@ -9,8 +9,10 @@ written with ``mmrun score --in-place`` (``FILE.scores.jsonl`` beside the file) 
 
 from __future__ import annotations
 
+import calendar
 import contextlib
 import json
+import time
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -49,6 +51,8 @@ class Results:
     run: dict[str, Any] = field(default_factory=dict)
     timings: dict[str, float] = field(default_factory=dict)
     torn_last_line: bool = False
+    # A batch's last run: when it opened the file (its FILE.mmrun.json) and wrote its last line.
+    last_run_s: float | None = None
 
     @property
     def failed(self) -> list[dict[str, Any]]:
@@ -78,9 +82,12 @@ def load(path: str | Path) -> Results:
         raise UsageError(f"{path} holds no results", hint="give the -o file of an mmrun run")
     rows = _one_per_id(_normal(r, source, i) for i, r in enumerate(raw))
     _merge_scores(rows, scores_path(source))
-    run = _run_record(source, document)
+    run, started = _run_record(source, document)
     timings = dict(document.get("timings") or {}) if document else {}
-    return Results(source, rows, run, timings, torn)
+    last_run_s = None
+    if started is not None and source.stat().st_mtime >= started:
+        last_run_s = source.stat().st_mtime - started
+    return Results(source, rows, run, timings, torn, last_run_s)
 
 
 def _json_lines(path: Path) -> tuple[list[dict[str, Any]], bool, dict[str, Any] | None]:
@@ -206,8 +213,11 @@ def _merge_scores(rows: list[dict[str, Any]], path: Path) -> None:
                 row["reference"] = record["reference"]
 
 
-def _run_record(path: Path, document: Mapping[str, Any] | None) -> dict[str, Any]:
-    """What produced the file: the batch's ``FILE.mmrun.json``, or the document's own."""
+def _run_record(
+    path: Path, document: Mapping[str, Any] | None
+) -> tuple[dict[str, Any], float | None]:
+    """What produced the file (the batch's ``FILE.mmrun.json``, or the document's own), and
+    when the batch's last run started."""
     if document is not None:
         model = document.get("model") or {}
         return {
@@ -215,10 +225,11 @@ def _run_record(path: Path, document: Mapping[str, Any] | None) -> dict[str, Any
             "model": model.get("model"),
             "modality": document.get("modality"),
             "method": document.get("method"),
-        }
+        }, None
     try:
         record = json.loads(path.with_name(path.name + ".mmrun.json").read_text())
-        run = record.get("run")
-    except (OSError, ValueError, AttributeError):
-        return {}
-    return dict(run) if isinstance(run, dict) else {}
+        run = record["run"]
+        started = calendar.timegm(time.strptime(record["updated"], "%Y-%m-%dT%H:%M:%SZ"))
+    except (OSError, ValueError, KeyError, TypeError):
+        return {}, None
+    return (dict(run) if isinstance(run, dict) else {}), float(started)

@@ -315,19 +315,21 @@ def facts(results: Results, metrics: Sequence[str]) -> list[tuple[str, str]]:
                 f"{len(done) / generate:.2f} prompts/s, {output_tokens / generate:.1f} output tokens/s (generation)",
             )
         )
-    else:
-        table.append(("duration", "not recorded in batch lines"))
-    for metric in metrics:
-        values = [
-            r["score"][metric] for r in rows if r["score"] and r["score"].get(metric) is not None
-        ]
-        if values:
-            table.append(
-                (
-                    f"score: {metric}",
-                    f"mean {sum(values) / len(values):.4g} over {len(values)} items",
-                )
+    elif results.last_run_s is not None:
+        # Batch lines carry no times: what is known is the last run's start and last line.
+        table.append(
+            (
+                "last run",
+                f"{results.last_run_s:.0f} s from its start to its last line (engine start included)",
             )
+        )
+    means = []
+    for metric in metrics:
+        values = [r["score"][metric] for r in rows if (r["score"] or {}).get(metric) is not None]
+        if values:
+            means.append(f"{metric} {sum(values) / len(values):.4g} ({len(values)} items)")
+    if means:
+        table.append(("mean scores", " · ".join(means)))
     if results.torn_last_line:
         table.append(
             ("note", "the last line was cut off (a run killed while writing it) and is left out")

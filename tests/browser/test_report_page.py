@@ -92,7 +92,11 @@ def test_a_1000_item_report_opens_offline_without_errors(
     assert tab.page.inner_text("#count") == "1000 items"
     assert len(shown_ids(tab)) == PAGE_SIZE and nodes < 3000
     assert tab.page.locator("svg").count() >= 2  # output lengths, scores
-    tab.page.screenshot(path=str(artifacts / "report.png"))
+    tab.page.screenshot(
+        path=str(artifacts / "report.png"),
+        full_page=True,
+        clip={"x": 0, "y": 0, "width": 1280, "height": 1300},
+    )
 
 
 def test_the_failed_filter_shows_exactly_the_failed_ids(
