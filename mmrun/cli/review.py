@@ -51,9 +51,9 @@ NormalizeOpt = Annotated[
     str,
     typer.Option(
         "--normalize",
-        help="Text normalization before wer, cer, exact and contains (and the agreement of "
-        "compare): whisper (Whisper's English normalizer), basic (lowercase, no punctuation, "
-        "single spaces: jiwer's transforms) or none.",
+        help="Text normalization before wer, cer, exact and contains: whisper (Whisper's "
+        "English normalizer), basic (lowercase, no punctuation, single spaces: jiwer's "
+        "transforms) or none.",
     ),
 ]
 JsonOpt = Annotated[bool, typer.Option("--json", help="Print one JSON document on stdout.")]
@@ -67,9 +67,9 @@ def _write_page(text: str, target: Path, open_it: bool) -> None:
         raise UsageError(
             f"cannot write {target}: {exc.strerror or exc}", hint="choose a writable -o path"
         ) from None
-    stderr_console().print(
-        f"wrote {target} ({len(text.encode()) / 2**20:.1f} MiB)", highlight=False
-    )
+    size = len(text.encode())
+    shown = f"{size / 2**20:.1f} MiB" if size >= 2**20 else f"{size / 2**10:.0f} KiB"
+    stderr_console().print(f"wrote {target} ({shown})", highlight=False)
     if open_it:
         import webbrowser
 

@@ -229,7 +229,7 @@ def references(
     if not found:
         raise UsageError(
             f"no result line of {results.path.name} has the field {source!r}",
-            hint="name a field such as meta.answer, or a JSONL/CSV file of references",
+            hint="check the field's name, or give a JSONL or CSV file of references keyed by id",
         )
     return found
 
