@@ -95,13 +95,14 @@ def _json_lines(path: Path) -> tuple[list[dict[str, Any]], bool, dict[str, Any] 
         text = path.read_text(encoding="utf-8")
     except (OSError, UnicodeDecodeError) as exc:
         raise UsageError(f"cannot read {path}: {exc}", hint="give a UTF-8 JSONL file") from None
-    stripped = text.lstrip()
-    if stripped.startswith("{") and '"schema": "mmrun.result/1"' in text[:200]:
+    if text.lstrip().startswith("{"):  # a --json document (a JSONL file fails at its 2nd line)
         try:
             document = json.loads(text)
         except ValueError:
             document = None
-        if isinstance(document, dict):
+        if isinstance(document, dict) and str(document.get("schema", "")).startswith(
+            "mmrun.result/"
+        ):
             return [], False, document
     lines = text.split("\n")
     torn = False

@@ -250,10 +250,10 @@ def _reference_records(path: Path) -> list[dict[str, Any]]:
         raise UsageError(f"cannot read {path}: {exc}", hint="give a UTF-8 file") from None
     if path.suffix in (".csv", ".tsv"):
         import csv
+        import io
 
-        return list(
-            csv.DictReader(text.splitlines(), delimiter="\t" if path.suffix == ".tsv" else ",")
-        )
+        delimiter = "\t" if path.suffix == ".tsv" else ","
+        return list(csv.DictReader(io.StringIO(text, newline=""), delimiter=delimiter))
     if path.suffix == ".json":
         try:
             data = json.loads(text)

@@ -425,3 +425,23 @@ def test_bootstrap_needs_two_values() -> None:
     assert bootstrap([0.5], seed=0) is None
     low, high = bootstrap([0.0, 1.0] * 50, seed=0) or (math.nan, math.nan)
     assert 0.35 < low < 0.5 < high < 0.65
+
+
+def test_a_video_becomes_keyframes(tmp_path: Path) -> None:
+    import cv2
+    import numpy as np
+
+    writer = cv2.VideoWriter(
+        str(tmp_path / "clip.mp4"), cv2.VideoWriter_fourcc(*"mp4v"), 10, (64, 48)
+    )
+    for i in range(30):
+        writer.write(np.full((48, 64, 3), i * 8, np.uint8))
+    writer.release()
+    path = write_jsonl(tmp_path / "video.jsonl", [{**line("v", "a clip"), "media": ["clip.mp4"]}])
+    code, _, err = invoke("report", str(path))
+    assert code == 0, err
+    page = (tmp_path / "video.html").read_text()
+    data = json.loads(page.split('id="mmrun-data">')[1].split("</script>")[0])
+    (entry,) = data["media"].values()
+    assert entry["kind"] == "video" and len(entry["frames"]) == 4
+    assert len(set(entry["frames"])) == 4  # four different moments of the fading clip
