@@ -59,6 +59,24 @@ NormalizeOpt = Annotated[
 JsonOpt = Annotated[bool, typer.Option("--json", help="Print one JSON document on stdout.")]
 
 
+def _examples(*lines: str) -> str:
+    return "Examples:\n\n" + "\n\n".join(f"  {line}" for line in lines)
+
+
+REPORT_EXAMPLES = _examples(
+    "mmrun report out.jsonl --open",
+    "mmrun report out.jsonl -o big.html --link-media",
+)
+SCORE_EXAMPLES = _examples(
+    "mmrun score out.jsonl -r meta.answer -m exact -m anls --in-place",
+    "mmrun score transcripts.jsonl -r refs.csv --reference-field text -m wer --fail-above 0.2",
+)
+COMPARE_EXAMPLES = _examples(
+    "mmrun compare base.jsonl tuned.jsonl -o compare.html",
+    "mmrun compare base.jsonl tuned.jsonl --json | jq .metrics",
+)
+
+
 def _write_page(text: str, target: Path, open_it: bool) -> None:
     try:
         target.parent.mkdir(parents=True, exist_ok=True)
