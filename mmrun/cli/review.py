@@ -233,14 +233,14 @@ def score(
         written = output
     elif in_place:
         written = scoring.write_sidecar(loaded)
+    gated = fail_below is not None or fail_above is not None
+    # A gate with nothing scored (every prompt failed) fails too: there is no mean to pass.
     below = [
         s.metric
         for s in summaries
-        if s.mean is not None
-        and (
-            (fail_below is not None and s.mean < fail_below)
-            or (fail_above is not None and s.mean > fail_above)
-        )
+        if (gated and s.mean is None)
+        or (fail_below is not None and s.mean is not None and s.mean < fail_below)
+        or (fail_above is not None and s.mean is not None and s.mean > fail_above)
     ]
     if json_out:
         print_json(

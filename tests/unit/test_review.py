@@ -244,6 +244,13 @@ def test_fail_below_exits_4(pairs: Path) -> None:
         "score", str(pairs), "-r", "meta.answer", "-m", "wer", "--fail-above", "0.01"
     )
     assert code == 4
+    all_failed = write_jsonl(
+        pairs.with_name("failed.jsonl"), [line("x", None, meta={"answer": "a"})]
+    )
+    code, _, err = invoke(
+        "score", str(all_failed), "-r", "meta.answer", "-m", "exact", "--fail-below", "0"
+    )
+    assert code == 4, err  # nothing scored: no mean passes a gate
 
 
 def test_every_kind_of_result_file_loads(tmp_path: Path) -> None:
