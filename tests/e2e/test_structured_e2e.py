@@ -189,6 +189,9 @@ def test_whisper_answers_one_of_the_choices(
         else {"id": f"choice-{i}", "audio": str(p)}
         for i, p in enumerate(clips)
     ]
+    # vLLM's own field, as --sampling-arg structured_outputs=... gives it: converted too
+    own = {"structured_outputs": {"choice": CHOICES[:2]}}
+    lines.append({"id": "choice-own", "audio": str(clips[0]), "sampling": own})
     manifest = tmp_path / "calls.jsonl"
     manifest.write_text("".join(json.dumps(line) + "\n" for line in lines))
     run = in_worker(
@@ -213,7 +216,8 @@ def test_whisper_answers_one_of_the_choices(
     )
     assert run.returncode == EXIT_OK, run.stderr[-3000:]
     got = {r["id"]: r for r in map(json.loads, run.stdout.splitlines())}
-    assert sorted(got) == ["choice-0", "choice-2", "regex-1", "regex-3"]
+    assert sorted(got) == ["choice-0", "choice-2", "choice-own", "regex-1", "regex-3"]
+    assert got["choice-own"]["text"] in CHOICES[:2]
     for row in got.values():
         check_line(row)
 
