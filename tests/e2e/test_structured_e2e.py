@@ -1,6 +1,7 @@
-"""Structured outputs and per-line settings on the real vLLM CPU engine (xgrammar), with the
-tiny random-weight checkpoints: whatever the weights, constrained decoding keeps each answer
-inside its constraint, and mmrun checks what comes back.
+"""Structured outputs and per-line settings on the real vLLM CPU engine (guidance for the runs
+that ask for JSON, vLLM's choice for the others), with the tiny random-weight checkpoints:
+whatever the weights, constrained decoding keeps each answer inside its constraint, and mmrun
+checks what comes back.
 
 Few engine starts: one manifest mixes every kind of constraint and per-line setting; the
 chat run after it reuses the engine the CLI worker holds; whisper runs once; ``-dp 2`` once.
@@ -162,7 +163,7 @@ def test_a_manifest_mixing_constraints_then_chat_on_the_same_engine(
     request = document["request"]
     assert request["sampling"]["structured_outputs"] == {"json": SHAPE}
     assert request["engine_args"]["structured_outputs_config"] == {
-        "backend": "xgrammar",
+        "backend": "guidance",
         "disable_any_whitespace": True,
     }
     for output in document["outputs"]:

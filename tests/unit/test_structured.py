@@ -134,7 +134,7 @@ def test_the_dry_run_shows_the_constraint(
     compact = request["engine_args"].get("structured_outputs_config")
     wants_json = "json" in expected or "json_object" in expected
     assert compact == (
-        {"backend": "xgrammar", "disable_any_whitespace": True} if wants_json else None
+        {"backend": "guidance", "disable_any_whitespace": True} if wants_json else None
     )
 
 
@@ -151,7 +151,7 @@ def test_a_line_s_own_schema_starts_the_engine_for_compact_json(
         return plan(opts, get_registry(), vllm_info()).engine_args
 
     own_schema = [{"id": "a"}, {"id": "b", "json_schema": SCHEMA}]
-    compact = {"backend": "xgrammar", "disable_any_whitespace": True}
+    compact = {"backend": "guidance", "disable_any_whitespace": True}
     assert engine_args(own_schema)["structured_outputs_config"] == compact
     mine = {"structured_outputs_config": {"disable_any_whitespace": False}}
     assert engine_args(own_schema, engine_args=mine)["structured_outputs_config"] == {
