@@ -14,10 +14,9 @@ read ``disable_any_whitespace`` from the engine, not from the request, and take 
 a backend named, not "auto"), unless the user sets ``structured_outputs_config`` itself. The
 grammar otherwise allows blanks and newlines between any two tokens, and a model may spend its
 tokens on them (seen: the tiny test model's answers all blanks until max_tokens); compact
-JSON is also fewer tokens to generate. Guidance rather than xgrammar: on the CPU engine with
-a tiny model, a 4-field schema cost xgrammar about 30% of the tokens per second and guidance
-none that the measurement could tell (same process, same prompts and token counts), and
-guidance takes more of JSON Schema.
+JSON is also fewer tokens to generate. Guidance rather than xgrammar: it takes more of JSON
+Schema (vLLM's "auto" sends the schemas xgrammar cannot compile to guidance; a backend named
+has no such fallback).
 
 vLLM's constrained decoding keeps every token inside the constraint, but a text cut by
 ``max_tokens`` is still incomplete: :func:`checked` parses and validates each answer, and an
