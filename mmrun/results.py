@@ -160,7 +160,7 @@ def line(outcome: Outcome, dry_run: bool = False) -> dict[str, Any]:
     row: dict[str, Any] = {
         "id": outcome.item.id,
         "index": outcome.item.index,
-        "media": list(outcome.item.sources),
+        "media": list(outcome.item.media_names),
         "question": outcome.question,
         "text": completion.text if completion else None,
         "prompt_tokens": completion.prompt_tokens if completion else None,
@@ -305,7 +305,8 @@ class OutputFile:
         existing = Existing()
         for _, raw in self._lines():
             row = json.loads(raw)
-            ident = str(row.get("id"))
+            # An OpenAI batch output line (--output-format openai) is known by its custom_id.
+            ident = str(row["custom_id"] if "custom_id" in row else row.get("id"))
             if row.get("error") is None:
                 existing.done.add(ident)
                 existing.failed.discard(ident)

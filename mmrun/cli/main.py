@@ -11,6 +11,7 @@ import typer
 from mmrun import __version__
 from mmrun.cli._errors import OneLineErrorsGroup
 from mmrun.cli._output import color_disabled
+from mmrun.cli.export import export
 from mmrun.cli.models import models
 from mmrun.cli.plugins import plugins
 from mmrun.cli.run import epilog, make_command
@@ -52,6 +53,7 @@ for _modality in get_registry().modalities.values():
 app.command("models")(models)
 app.command("plugins")(plugins)
 app.command("selftest")(selftest)
+app.command("export", epilog="Example:\n\n  mmrun export results.jsonl results.parquet")(export)
 
 
 def main() -> None:

@@ -1,103 +1,35 @@
-"""What a batch runs over: media named on the command line (files, folders, glob patterns) or
-a JSONL manifest, as a stream of :class:`Item` (one prompt each).
+"""mmrun's own JSONL manifest, as a stream of :class:`Item` (one prompt each).
 
 A manifest line is ``{"id": "...", "<modality>": "src" | ["src", ...], "question": "...",
 "meta": {...}}`` (only the media field is required; the id defaults to the line number) or a
 bare path or URL, a prompt of one item whose id is that source. Relative paths are relative to
-the manifest's folder (standard input's: the current folder). A manifest is read twice: once when the run is planned (every line checked, ids
-unique, before any engine starts) and once, streamed, while it runs, so memory does not grow
-with its length.
+the manifest's folder (standard input's: the current folder). A manifest is read twice: once
+when the run is planned (every line checked, ids unique, before any engine starts) and once,
+streamed, while it runs, so memory does not grow with its length.
 """
 
 from __future__ import annotations
 
-import glob
 import json
 import os
 import shutil
 import sys
 import tempfile
-from collections.abc import Iterator, Mapping
-from dataclasses import dataclass
+from collections.abc import Iterator
 from pathlib import Path
-from typing import Any
 
 from mmrun.errors import UsageError
+from mmrun.inputs.items import Item
+from mmrun.inputs.selection import Selection
 from mmrun.registry import Modality
-
-
-@dataclass(frozen=True)
-class Item:
-    """One prompt of a run: its id, its place in the input, its media sources, and the
-    manifest's per-line question and meta (None: the run's question; no meta)."""
-
-    id: str
-    index: int
-    sources: tuple[str, ...]
-    question: str | None = None
-    meta: Mapping[str, Any] | None = None
-
-
-def _exists(path: Path, test: str = "exists") -> bool:
-    """Path.exists / is_dir, False where the answer is not ours to know (no permission, a NUL
-    byte): resolving the source later reports that in its own words."""
-    try:
-        return bool(getattr(path, test)())
-    except (OSError, ValueError):
-        return False
-
-
-def is_pattern(text: str) -> bool:
-    """A glob pattern, not a file: ``*`` or ``?``, or a ``[...]`` set, in a path that does not
-    exist as it is written."""
-    if "://" in text or text.startswith("data:") or _exists(Path(text)):
-        return False
-    return "*" in text or "?" in text or ("[" in text and "]" in text[text.index("[") :])
-
-
-def expand_sources(texts: tuple[str, ...], modality: Modality) -> tuple[list[str], bool]:
-    """Folders become every file in them with one of the modality's extensions (recursively,
-    sorted) and glob patterns their matching files (sorted); other sources stay as they are.
-    Also says whether anything was expanded (which makes the run a batch)."""
-    found: list[str] = []
-    expanded = False
-    suffixes = tuple(e.lower() for e in modality.extensions)
-    for text in texts:
-        path = Path(text).expanduser()
-        if text.strip() and _exists(path, "is_dir"):
-            expanded = True
-            files = sorted(
-                str(p) for p in path.rglob("*") if p.is_file() and p.suffix.lower() in suffixes
-            )
-            if not files:
-                raise UsageError(
-                    f"the folder {text} holds no {modality.name} files",
-                    hint=f"mmrun looks for {', '.join(modality.extensions)}",
-                )
-            found += files
-        elif is_pattern(text):
-            files = sorted(
-                p for p in glob.glob(os.path.expanduser(text), recursive=True) if os.path.isfile(p)
-            )
-            if not files and "*" not in text and "?" not in text:
-                found.append(text)  # brackets in a file name that does not exist: "no such file"
-                continue
-            if not files:
-                raise UsageError(
-                    f"no file matches {text!r}", hint="check the pattern, and quote it in the shell"
-                )
-            expanded = True
-            found += files
-        else:
-            found.append(text)
-    return found, expanded
 
 
 class Manifest:
     """A JSONL manifest (a file, or standard input spooled to a temporary file)."""
 
-    def __init__(self, source: str, modality: Modality) -> None:
+    def __init__(self, source: str, modality: Modality, selection: Selection | None = None) -> None:
         self.modality = modality
+        self.selection = selection or Selection()
         self.label = "standard input" if source == "-" else source
         if source == "-":
             self.path = _spool_stdin()
@@ -133,6 +65,7 @@ class Manifest:
             yield item
 
     def _read(self) -> Iterator[tuple[Item, int]]:
+        selection, taken = self.selection, 0
         try:
             with open(self.path, encoding="utf-8") as lines:
                 index = 0
@@ -140,7 +73,11 @@ class Manifest:
                     text = raw.strip()
                     if not text:
                         continue
-                    yield self._item(text, line_no, index), line_no
+                    if selection.keeps(index):
+                        if taken == selection.limit:
+                            return
+                        taken += 1
+                        yield self._item(text, line_no, index), line_no
                     index += 1
         except UnicodeDecodeError as exc:
             raise UsageError(
