@@ -5,6 +5,7 @@ and pyarrow reads them as any local table (by row group, bounded memory)."""
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 from typing import Any
 
@@ -31,13 +32,13 @@ def repo_of(text: str) -> str:
 def resolve(
     text: str, split: str | None, config: str | None, revision: str | None
 ) -> tuple[list[Path], str, Path, dict[str, str]]:
-    """The split's files, their format, the snapshot's folder, and the features the data set
-    card declares (column -> "Image", "Audio", ...)."""
+    """The split's files, their format, the folder relative paths in cells are relative to,
+    and the features the data set card declares (column -> "Image", "Audio", ...)."""
     from mmrun.hub import check_reachable
 
     repo = repo_of(text)
     split = split or "train"
-    check_reachable(repo, f"the {split} split of the data set")
+    check_reachable(f"data set {repo}", f"the {split} split")
     folder = _snapshot(repo, revision)
     try:
         import datasets
@@ -60,7 +61,9 @@ def resolve(
     for name, feature in (builder.info.features or {}).items():
         feature = feature[0] if isinstance(feature, list) and feature else feature
         features[name] = type(getattr(feature, "feature", feature)).__name__
-    return [Path(f) for f in files], kind, folder, features
+    paths = [Path(f) for f in files]
+    # Relative paths in cells are relative to the file that holds them, as for local tables.
+    return paths, kind, paths[0].parent, features
 
 
 def _kind_of(files: list[Any]) -> str:
@@ -82,8 +85,17 @@ def _snapshot(repo: str, revision: str | None) -> Path:
         RevisionNotFoundError,
     )
 
+    from mmrun.hub import offline
+
     try:
-        return Path(snapshot_download(repo_id=repo, repo_type="dataset", revision=revision))
+        path = snapshot_download(
+            repo_id=repo,
+            repo_type="dataset",
+            revision=revision,
+            cache_dir=_cache_dir(),
+            local_files_only=offline(),
+        )
+        return Path(path)
     except (RepositoryNotFoundError, RevisionNotFoundError) as exc:
         raise UsageError(
             f"no data set {repo}"
@@ -99,3 +111,15 @@ def _snapshot(repo: str, revision: str | None) -> Path:
         ) from exc
     except OSError as exc:
         raise DownloadError(f"cannot fetch the data set {repo}: {exc}") from exc
+
+
+def _cache_dir() -> str:
+    """The Hugging Face cache as the environment names it now (huggingface_hub reads it once,
+    at import): HF_HUB_CACHE, else HF_HOME/hub, else its default."""
+    cache = os.environ.get("HF_HUB_CACHE")
+    if cache:
+        return cache
+    home = os.environ.get("HF_HOME") or os.path.join(
+        os.environ.get("XDG_CACHE_HOME") or os.path.expanduser("~/.cache"), "huggingface"
+    )
+    return os.path.join(home, "hub")

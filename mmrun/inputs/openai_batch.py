@@ -19,6 +19,7 @@ from pathlib import Path
 from typing import Any
 
 from mmrun.errors import UsageError
+from mmrun.inputs.columns import resolve_path
 from mmrun.inputs.items import Item
 from mmrun.inputs.selection import Selection
 from mmrun.registry import Modality
@@ -175,7 +176,7 @@ class OpenAIBatch:
                     return Item(
                         ident, index, (), problem=f"request {ident}: a {kind} part names no media"
                     )
-                sources.append(source)
+                sources.append(resolve_path(source, self.path.parent))
         question = "\n".join(t for t in texts if t) or None
         names = tuple(
             s if not s.startswith("data:") else f"{ident} {self.modality.name} {i}"
