@@ -385,3 +385,35 @@ def test_export_writes_a_table_from_the_ledger(tmp_path: Path, table: Path) -> N
         app, ["export", str(tmp_path / "nothing.jsonl"), str(tmp_path / "x.parquet")]
     )
     assert bad.exit_code == EXIT_USAGE and "no such results file" in bad.stderr
+
+
+READ_ALL = """
+import resource, sys
+from mmrun.inputs import InputOptions, open_input
+from mmrun.modalities.image import IMAGE
+reader = open_input(sys.argv[1], IMAGE, InputOptions())
+reader.check()
+count = sum(1 for _ in reader)
+print(count, resource.getrusage(resource.RUSAGE_SELF).ru_maxrss)
+"""
+
+
+def test_reading_a_table_takes_the_same_memory_for_ten_times_the_rows(tmp_path: Path) -> None:
+    """The reader alone (bench/cpu/tables.py measures whole dry runs up to 1,000,000 rows)."""
+    import subprocess
+    import sys
+
+    from bench.cpu.tables import write_table
+
+    peaks = []
+    for rows in (10_000, 100_000):
+        table = tmp_path / f"t{rows}.parquet"
+        write_table(table, rows)
+        done = subprocess.run(
+            [sys.executable, "-c", READ_ALL, str(table)], capture_output=True, text=True
+        )
+        assert done.returncode == 0, done.stderr
+        count, peak_kib = map(int, done.stdout.split())
+        assert count == rows
+        peaks.append(peak_kib / 1024)
+    assert peaks[1] < peaks[0] + 16, peaks  # MiB: flat, not ten times the rows' growth
