@@ -38,7 +38,9 @@ def write_table(path: Path, rows: int, group: int = 10_000) -> None:
     import pyarrow as pa
     import pyarrow.parquet as pq
 
-    images = [png(i) for i in range(256)]  # 256 distinct images, repeated
+    # 256 images, each row's made distinct by its number after the PNG's end (which decoders
+    # ignore), so that Parquet cannot store the column as a small dictionary.
+    images = [png(i) for i in range(256)]
     schema = pa.schema([("id", pa.string()), ("image", pa.binary()), ("question", pa.string())])
     with pq.ParquetWriter(path, schema) as writer:
         for start in range(0, rows, group):
@@ -47,7 +49,7 @@ def write_table(path: Path, rows: int, group: int = 10_000) -> None:
                 pa.table(
                     {
                         "id": [f"row{i}" for i in ids],
-                        "image": [images[i % 256] for i in ids],
+                        "image": [images[i % 256] + str(i).encode() for i in ids],
                         "question": [f"What is in image {i}?" for i in ids],
                     },
                     schema=schema,
