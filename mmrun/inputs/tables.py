@@ -109,6 +109,8 @@ class Table:
     def _item(self, row: Mapping[str, Any], index: int, columns: Columns) -> Item:
         ident = row.get(columns.id) if columns.id is not None else index
         question = row.get(columns.question) if columns.question is not None else None
+        if isinstance(question, str) and not question.strip():  # an empty cell (CSV)
+            question = None
         meta = {c: plain(row.get(c)) for c in columns.keep} or None
         where = f"row {index} {columns.media}"
         try:

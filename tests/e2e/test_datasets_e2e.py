@@ -99,6 +99,7 @@ def test_image_tables_a_shard_a_hub_data_set_and_an_openai_batch_match_a_manifes
         )
     )
     expected = texts(run(worker, "image", "qwen2_5_vl", checkpoint, "--input", str(manifest)))
+    assert len(set(expected.values())) > 1  # the prompts' answers tell them apart
 
     # Parquet: {bytes, path} structs; the same rows as CSV of relative paths.
     names = list(images)
@@ -137,7 +138,8 @@ def test_image_tables_a_shard_a_hub_data_set_and_an_openai_batch_match_a_manifes
     ds = datasets.Dataset.from_dict(
         {
             "id": names,
-            "image": [str(tmp_path / f"{n}.img") for n in names],
+            # The bytes in the table, as push_to_hub stores an Image column.
+            "image": [{"bytes": images[n], "path": f"{n}.img"} for n in names],
             "question": [questions[n] for n in names],
         }
     ).cast_column("image", datasets.Image())
