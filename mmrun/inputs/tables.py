@@ -183,27 +183,37 @@ class Table:
         return most
 
     def _check_ids(self, name: str) -> None:
-        """Every row has an id, and no two the same (from the id column alone)."""
-        import pyarrow as pa
-        import pyarrow.compute as pc
+        """Every row has an id, and no two the same: read from the id column alone, keeping
+        8 bytes per row (each id's hash), and the ids themselves only where hashes repeat."""
+        import numpy as np
 
-        chunks = [batch.column(0) for batch in self._batches([name])]
-        ids = pa.chunked_array(chunks) if chunks else pa.chunked_array([], pa.string())
-        nulls = ids.null_count
-        if nulls:
-            first = pc.index(pc.is_null(ids), True).as_py()
-            raise UsageError(
-                f"{self.label} row {first}: the id column {name!r} is empty",
-                hint="give every row an id, or choose another with --columns id=COLUMN",
-            )
-        counts = pc.value_counts(ids)
-        repeated = pc.filter(counts, pc.greater(counts.field("counts"), 1))
-        if len(repeated):
-            value = repeated[0]["values"].as_py()
-            raise UsageError(
-                f"{self.label}: id {value!r} (column {name!r}) is on more than one row",
-                hint="give each row a unique id, or choose another with --columns id=COLUMN",
-            )
+        hashes = []
+        index = 0
+        for batch in self._batches([name]):
+            values = batch.column(0).to_pylist()
+            if None in values:
+                raise UsageError(
+                    f"{self.label} row {index + values.index(None)}: the id column {name!r} "
+                    "is empty",
+                    hint="give every row an id, or choose another with --columns id=COLUMN",
+                )
+            hashes.append(np.fromiter(map(hash, values), dtype=np.int64, count=len(values)))
+            index += len(values)
+        ordered = np.sort(np.concatenate(hashes)) if hashes else np.empty(0, np.int64)
+        repeated = set(ordered[1:][ordered[1:] == ordered[:-1]].tolist())
+        if not repeated:
+            return
+        seen: set[Any] = set()
+        for batch in self._batches([name]):
+            for value in batch.column(0).to_pylist():
+                if hash(value) in repeated:
+                    if value in seen:
+                        raise UsageError(
+                            f"{self.label}: id {value!r} (column {name!r}) is on more than one row",
+                            hint="give each row a unique id, or choose another with "
+                            "--columns id=COLUMN",
+                        )
+                    seen.add(value)
 
     def _batches(self, names: list[str]) -> Iterator[Any]:
         for path in self.files:

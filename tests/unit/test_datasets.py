@@ -417,3 +417,16 @@ def test_reading_a_table_takes_the_same_memory_for_ten_times_the_rows(tmp_path: 
         assert count == rows
         peaks.append(peak_kib / 1024)
     assert peaks[1] < peaks[0] + 16, peaks  # MiB: flat, not ten times the rows' growth
+
+
+def test_ids_repeated_or_missing_in_a_table_are_one_line(tmp_path: Path) -> None:
+    csv = tmp_path / "t.csv"
+    csv.write_text(f"id,image\na,{RGB}\nb,{RGB}\na,{RGBA}\n")
+    with pytest.raises(UsageError, match=r"id 'a' \(column 'id'\) is on more than one row"):
+        items(csv)
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    pq.write_table(pa.table({"id": ["a", None], "image": [str(RGB), str(RGBA)]}), tmp_path / "n.pq")
+    with pytest.raises(UsageError, match=r"row 1: the id column 'id' is empty"):
+        items(tmp_path / "n.pq")
