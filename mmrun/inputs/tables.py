@@ -87,7 +87,7 @@ class Table:
         if listed or self.kind in ("csv", "tsv"):
             self.max_count = max(1, self._most_items())
         if columns.id is not None:
-            self._check_ids(columns.id)
+            self._check_ids(columns.id, rows)
 
     def __iter__(self) -> Iterator[Item]:
         if self.columns is None:
@@ -182,12 +182,12 @@ class Table:
                 most = max(most, 1)
         return most
 
-    def _check_ids(self, name: str) -> None:
+    def _check_ids(self, name: str, rows: int) -> None:
         """Every row has an id, and no two the same: read from the id column alone, keeping
         8 bytes per row (each id's hash), and the ids themselves only where hashes repeat."""
         import numpy as np
 
-        hashes = []
+        hashes = np.empty(rows, dtype=np.int64)
         index = 0
         for batch in self._batches([name]):
             values = batch.column(0).to_pylist()
@@ -197,10 +197,12 @@ class Table:
                     "is empty",
                     hint="give every row an id, or choose another with --columns id=COLUMN",
                 )
-            hashes.append(np.fromiter(map(hash, values), dtype=np.int64, count=len(values)))
+            hashes[index : index + len(values)] = np.fromiter(
+                map(hash, values), dtype=np.int64, count=len(values)
+            )
             index += len(values)
-        ordered = np.sort(np.concatenate(hashes)) if hashes else np.empty(0, np.int64)
-        repeated = set(ordered[1:][ordered[1:] == ordered[:-1]].tolist())
+        hashes.sort()
+        repeated = set(hashes[1:][hashes[1:] == hashes[:-1]].tolist())
         if not repeated:
             return
         seen: set[Any] = set()
