@@ -99,6 +99,18 @@ def test_a_parquet_with_named_columns_keeps_ids_questions_and_kept_columns(
     assert rows["s"]["label"] == 3 and rows["s"]["question"] == "What colour?"
     assert all(r["text"] and r["error"] is None for r in rows.values())
     assert len(lines(Path(f"{out}.jsonl"))) == 4  # the ledger a resumed run reads
+    again = cli(
+        "--input",
+        str(table),
+        "--columns",
+        "id=uid,image=img,question=prompt",
+        "--keep-columns",
+        "label",
+        "-o",
+        str(out),
+    )
+    assert again.exit_code == 0 and "0 done, 0 failed, 4 skipped" in again.stderr
+    assert pq.read_table(out).num_rows == 4
 
 
 def test_columns_are_found_by_feature_or_name_and_a_missing_one_lists_those_found(
@@ -133,6 +145,11 @@ def test_a_datasets_folder_and_an_image_feature_are_read_without_naming_columns(
     assert [i.media_names for i in got] == [(RGB.name,), (RGBA.name,)]  # as datasets stored
     assert [i.sources[0][:5] for i in got] == ["data:", "data:"]  # the bytes datasets stored
     assert [i.meta for i in got] == [{"caption": "x"}, {"caption": "y"}]
+    arrow = next((tmp_path / "saved").glob("*.arrow"))  # one of its files, alone
+    assert [i.meta for i in items(arrow, keep_columns="caption")] == [
+        {"caption": "x"},
+        {"caption": "y"},
+    ]
     datasets.DatasetDict({"train": ds, "test": ds.select([1])}).save_to_disk(str(tmp_path / "dd"))
     assert [i.id for i in items(tmp_path / "dd", split="test")] == ["0"]
 
