@@ -21,7 +21,7 @@ def is_hub(text: str) -> bool:
 
 
 def repo_of(text: str) -> str:
-    repo = text[len(PREFIX) :].strip("/")
+    repo = (text[len(PREFIX) :] if is_hub(text) else text).strip("/")  # or --input-format hf
     if repo.count("/") != 1 or not all(repo.split("/")):
         raise UsageError(
             f"invalid data set {text!r}", hint="write hf://datasets/ORG/NAME, e.g. --split test"

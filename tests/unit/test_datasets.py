@@ -354,6 +354,19 @@ def test_a_hub_data_set_comes_from_a_populated_cache_offline(tmp_path: Path, tab
     rows = [json.loads(line) for line in done.stdout.splitlines()]
     assert sorted(r["id"] for r in rows) == ["b", "l", "p", "s"]
     assert all(r["error"] is None for r in rows)
+    named = run(
+        "--input",
+        "acme/pictures",
+        "--input-format",
+        "hf",
+        "--split",
+        "test",
+        "--columns",
+        "id=uid,image=img",
+        "--limit",
+        "1",
+    )
+    assert [json.loads(line)["id"] for line in named.stdout.splitlines()] == ["s"]
     missing = run(
         "--input", "hf://datasets/acme/pictures", "--split", "dev", "--columns", "image=img"
     )
