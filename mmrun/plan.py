@@ -5,7 +5,7 @@ model's spec, chooses each prompt's media, composes the engine arguments and the
 and, for batches, reads the manifest once to check it. It is the one place where the parts
 every model shares are added: the model id, ``trust_remote_code``, the per-prompt media
 limits, the seed, tensor parallelism and the user's own engine arguments, and, on a GPU, the
-batch size and vLLM's RMSNorm kernels.
+batch size, vLLM's RMSNorm kernels and the compiled vision encoder (see choose_for_a_gpu).
 """
 
 from __future__ import annotations
@@ -27,6 +27,7 @@ from mmrun.errors import (
     UnsupportedModelError,
     UsageError,
 )
+from mmrun.gpu_sizing import Choice, changed, compile_encoder_choice, images_per_engine
 from mmrun.inputs import Item, Manifest, expand_sources
 from mmrun.registry import LoaderSpec, Method, Modality, Registry
 from mmrun.support import VllmInfo
@@ -119,6 +120,9 @@ class Plan:
     vllm_version: str | None
     backend: str = "local"
     replicas: tuple[Replica, ...] = ()
+    # The engine arguments mmrun chose for this run's size on a GPU, each with why ("KEY=VALUE
+    # (why)"): shown with --verbose and --dry-run.
+    choices: tuple[str, ...] = ()
 
     def engines(self) -> dict[str, Any]:
         """Where the engines run, for the dry run and the output file's record."""
@@ -249,9 +253,17 @@ def plan(opts: RunOptions, registry: Registry, vllm: VllmInfo, gpus: Sequence[st
         overrides=opts.engine_args,
         engine_key=modality.engine_key,
     )
+    choices: tuple[str, ...] = ()
     if vllm.device == "gpu":
-        size_for_a_gpu_batch(engine_args, items.total, opts.engine_args)
-        prefer_vllm_norm_kernels(engine_args, opts.engine_args, vllm.version)
+        choices = choose_for_a_gpu(
+            engine_args,
+            spec,
+            prompts=items.total,
+            per_prompt=max(limit, 0),
+            engines=max(1, opts.data_parallel_size),
+            overrides=opts.engine_args,
+            version=vllm.version,
+        )
     if opts.backend == "ray":
         if opts.method != "generate":
             raise UsageError(
@@ -281,6 +293,7 @@ def plan(opts: RunOptions, registry: Registry, vllm: VllmInfo, gpus: Sequence[st
         vllm_version=vllm_version,
         backend=opts.backend,
         replicas=replicas,
+        choices=choices,
     )
 
 
@@ -327,6 +340,38 @@ def compose_engine_args(
         args["tensor_parallel_size"] = tensor_parallel_size
     args.update(overrides or {})
     return args
+
+
+def choose_for_a_gpu(
+    engine_args: dict[str, Any],
+    spec: LoaderSpec,
+    *,
+    prompts: int,
+    per_prompt: int,
+    engines: int,
+    overrides: Mapping[str, Any],
+    version: str | None,
+) -> tuple[str, ...]:
+    """The engine settings that finish a run of this size soonest on a CUDA GPU (see
+    mmrun.gpu_sizing), set in ``engine_args`` unless the user named them; what was chosen and
+    why, one line each."""
+    before = copy.deepcopy(engine_args)
+    size_for_a_gpu_batch(engine_args, prompts, overrides)
+    why = {
+        "max_num_seqs": f"{prompts:,} prompts: up to that many run together "
+        f"(the model's own setting is {before.get('max_num_seqs')})",
+        "ir_op_priority": "vLLM's CUDA RMSNorm kernels for the uncompiled vision encoder",
+    }
+    images = images_per_engine(prompts, per_prompt, engines)
+    encoder = compile_encoder_choice(spec.architecture, images, engine_args, overrides)
+    if encoder is not None:
+        engine_args[encoder.key] = encoder.value
+        why[encoder.key] = encoder.why
+    prefer_vllm_norm_kernels(engine_args, overrides, version)
+    return tuple(
+        Choice(key, engine_args[key], why.get(key, "mmrun's GPU default")).describe()
+        for key in changed(before, engine_args)
+    )
 
 
 # How many prompts a GPU engine runs at once when a run has more prompts than the model's own
