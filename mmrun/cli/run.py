@@ -88,13 +88,13 @@ def _execute(modality: str, **kw: Any) -> None:
 def _run_named(the_plan: Any, *, json_out: bool, quiet: bool) -> None:
     from mmrun.cli._output import (
         DownloadProgress,
-        engine_output,
         print_json,
         print_result,
         print_texts,
         stderr_console,
         stdout_console,
     )
+    from mmrun.engine.environment import engine_output
     from mmrun.results import document
     from mmrun.runner import Hooks, run_named
     from mmrun.templates import HFTemplateRenderer
@@ -213,9 +213,28 @@ def make_command(modality: Modality) -> Callable[..., None]:
             ),
         ] = MethodChoice.generate,
         num_prompts: o.NumPromptsOpt = 1,
-        seed: o.SeedOpt = None,
-        max_tokens: o.MaxTokensOpt = None,
-        temperature: o.TemperatureOpt = None,
+        seed: Annotated[
+            int | None,
+            typer.Option("--seed", help=o.seed_help(modality.seed), show_default=False),
+        ] = None,
+        max_tokens: Annotated[
+            int | None,
+            typer.Option(
+                "--max-tokens",
+                help=o.max_tokens_help(modality.max_tokens),
+                min=1,
+                show_default=False,
+            ),
+        ] = None,
+        temperature: Annotated[
+            float | None,
+            typer.Option(
+                "--temperature",
+                help=o.temperature_help(modality.temperature),
+                min=0.0,
+                show_default=False,
+            ),
+        ] = None,
         model: o.ModelOpt = None,
         tensor_parallel_size: o.TensorParallelOpt = None,
         data_parallel_size: o.DataParallelOpt = 1,

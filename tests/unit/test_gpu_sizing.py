@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import copy
 import json
 from dataclasses import replace
 from pathlib import Path
@@ -11,10 +12,10 @@ import pytest
 from typer.testing import CliRunner
 
 from mmrun.cli.main import app
-from mmrun.gpu_sizing import (
+from mmrun.engine.gpu import (
     ENCODER_COMPILE_ARCHITECTURES,
     ENCODER_COMPILE_MIN_IMAGES,
-    compile_encoder_choice,
+    compile_the_encoder,
     images_per_engine,
 )
 
@@ -47,18 +48,22 @@ def test_the_measured_architecture_is_the_one_the_rule_names() -> None:
 def test_the_encoder_is_compiled_from_the_break_even_on(
     images: int, args: dict[str, Any], named: dict[str, Any], expected: dict[str, Any] | None
 ) -> None:
-    choice = compile_encoder_choice(QWEN, images, args, named)
+    given = copy.deepcopy(args.get("compilation_config"))
+    why = compile_the_encoder(args, QWEN, images, named)
     if expected is None:
-        assert choice is None
+        assert why is None
+        assert args.get("compilation_config") == given  # left as it was
         return
-    assert choice is not None
-    assert (choice.key, choice.value) == ("compilation_config", expected)
-    assert f"{images:,} images" in choice.why
-    assert args.get("compilation_config") != expected  # the caller's mapping is left alone
+    assert args["compilation_config"] == expected
+    assert why is not None and f"{images:,} images" in why
+    if given is not None:
+        assert given != expected  # the model's own mapping was copied, not changed
 
 
 def test_only_architectures_it_was_measured_with_get_the_compiled_encoder() -> None:
-    assert compile_encoder_choice("LlavaForConditionalGeneration", 10 * LIMIT, {}, {}) is None
+    args: dict[str, Any] = {}
+    assert compile_the_encoder(args, "LlavaForConditionalGeneration", 10 * LIMIT, {}) is None
+    assert args == {}
 
 
 @pytest.mark.parametrize(
@@ -146,14 +151,14 @@ def test_nothing_is_chosen_on_vllms_cpu_build(media_dir: Path, tmp_path: Path) -
 def test_verbose_and_dry_run_say_what_was_chosen(
     media_dir: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    import mmrun.gpu_sizing
+    import mmrun.engine.gpu
     import mmrun.support
 
     real = mmrun.support.vllm_info()
     monkeypatch.setattr(
         mmrun.support, "vllm_info", lambda: replace(real, device="gpu", version="0.26.0")
     )
-    monkeypatch.setattr(mmrun.gpu_sizing, "ENCODER_COMPILE_MIN_IMAGES", 80)  # a short manifest
+    monkeypatch.setattr(mmrun.engine.gpu, "ENCODER_COMPILE_MIN_IMAGES", 80)  # a short manifest
     manifest = write_manifest(tmp_path, media_dir / "blue.png", 80)
     model = tmp_path / "model"  # a folder without a processor: the dry run stops there
     model.mkdir()

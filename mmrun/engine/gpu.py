@@ -1,0 +1,213 @@
+"""GPU defaults: what mmrun changes on a GPU build of vLLM and why (each measured; see
+docs/performance.md and bench/gpu/README.md): torch's frontend threads, the batch size of a
+large run, vLLM's own RMSNorm kernels, and, for a run large enough to pay for it, the compiled
+vision encoder. The user's own engine arguments always win. Nothing here applies to vLLM's
+CPU build.
+
+Measured and left at vLLM's defaults, since they gained less than the run-to-run spread (H200,
+Qwen2.5-VL-3B shape, 256 prompts x 4 images): ``max_num_batched_tokens`` 32768 (1.02x),
+``mm_processor_cache_gb=0`` for distinct images (0.98x), prefix caching (on by default; the
+prompts share only their first ~20 tokens).
+"""
+
+from __future__ import annotations
+
+import copy
+import json
+import os
+from collections.abc import Mapping
+from typing import Any
+
+from mmrun.engine.environment import use_threads
+
+FRONTEND_THREADS_MAX = 8
+
+
+def frontend_threads(cores: int, sharers: int) -> int:
+    """One engine's share of ``cores`` split between ``sharers``: at least 1, at most
+    FRONTEND_THREADS_MAX (what vLLM's request processing gains from, measured on the H200)."""
+    return max(1, min(FRONTEND_THREADS_MAX, cores // max(1, sharers)))
+
+
+def use_frontend_threads(engines_on_host: int = 1) -> int | None:
+    """Size torch's threads for a GPU engine, before it starts: OMP_NUM_THREADS, which the
+    engine's processes inherit, up to FRONTEND_THREADS_MAX, sharing the cores this process may
+    use with the other engines on the host. Two measured effects on the H200 (see
+    docs/performance.md): vLLM's frontend processes each request's images and audio with
+    OMP_NUM_THREADS torch threads, 1 when unset, which bounded a batch's throughput; and an
+    engine core left with torch's default (every core) kept the host's CPUs busy, so that two
+    engines on one host ran no faster than one. Not on vLLM's CPU build (the engine uses the
+    cores), and not when the user set OMP_NUM_THREADS. The number of threads set, or None."""
+    from mmrun.support import vllm_device
+
+    if os.environ.get("OMP_NUM_THREADS") or vllm_device() != "gpu":
+        return None
+    threads = frontend_threads(len(os.sched_getaffinity(0)), engines_on_host)
+    # vLLM (0.26 to 0.32 at least) runs each request's multimodal processor inside
+    # set_default_torch_num_threads(), which sets torch's threads to OMP_NUM_THREADS, or 1 when
+    # it is unset, whatever torch was set to: the variable is what counts, here and in the
+    # engine core's process, which inherits it.
+    use_threads(threads)
+    return threads
+
+
+def users_gpu_threads() -> int | None:
+    """The user's own OMP_NUM_THREADS on a GPU build, when it asks for more than one thread
+    (mmrun keeps it, and still keeps vLLM's start from hanging on it: one_thread_until_forked)."""
+    from mmrun.support import vllm_device
+
+    try:
+        threads = int(os.environ.get("OMP_NUM_THREADS", ""))
+    except ValueError:
+        return None
+    return threads if threads > 1 and vllm_device() == "gpu" else None
+
+
+# How many prompts a GPU engine runs at once when a run has more prompts than the model's own
+# max_num_seqs: the smallest of these sizes that holds the whole run, at most the last. The
+# seed scripts' values (2 to 5) size one prompt's demo for a small GPU; a batch held to them
+# leaves a GPU mostly idle. vLLM captures CUDA graphs for batches up to min(2 x max_num_seqs,
+# 512), and those sizes are part of its compile cache's key: two sizes, so at most two
+# compile caches per model. 256 is vLLM's own offline default on most GPUs and gives the same
+# graphs, so the same cache, as its default of 1,024 on an H100 or H200; 64 captures 19 graphs
+# instead of 51 and starts sooner (measured on an H200; see docs/performance.md).
+GPU_BATCH_SIZES = (64, 256)
+
+
+def size_for_a_gpu_batch(
+    engine_args: dict[str, Any], prompts: int, overrides: Mapping[str, Any]
+) -> None:
+    """On a GPU, let a run of more prompts than the model's own ``max_num_seqs`` run them
+    all at once, in one of GPU_BATCH_SIZES (64 or 256), unless the user named
+    ``max_num_seqs``. A run of fewer prompts keeps the model's setting (and its compile
+    cache); a model without one keeps vLLM's default."""
+    own = engine_args.get("max_num_seqs")
+    if "max_num_seqs" in overrides or not isinstance(own, int) or prompts <= own:
+        return
+    size = next((s for s in GPU_BATCH_SIZES if prompts <= s), GPU_BATCH_SIZES[-1])
+    engine_args["max_num_seqs"] = max(own, size)
+
+
+# vLLM's own CUDA kernels for RMSNorm, first everywhere in the model. When vLLM compiles the
+# language model (its default on a GPU) it picks its plain PyTorch RMSNorm ("native") for
+# Inductor to fuse. A vision encoder that vLLM does not compile runs that plain version as it
+# is: about nine float32 kernels per norm, two norms per block, where vLLM's kernel is one
+# ("vllm_c", what vLLM itself picks when nothing is compiled). Measured on an H200 with the
+# Qwen2.5-VL-3B shape, 256 prompts x 4 images: the vision encoder's GPU time 20% lower, the
+# language model's unchanged, 1.16x the prompts/s (see docs/performance.md). Not
+# bit-identical: the fused add-and-norm kernel rounds the sum to the model's dtype before
+# normalizing it. ir_op_priority is an engine argument since vLLM 0.26 at the
+# latest (measured there); ROCm picks its own kernels.
+VLLM_NORM_KERNELS: dict[str, list[str]] = {
+    "rms_norm": ["vllm_c", "native"],
+    "fused_add_rms_norm": ["vllm_c", "native"],
+}
+NORM_KERNELS_SINCE = (0, 26)
+
+
+def prefer_vllm_norm_kernels(
+    engine_args: dict[str, Any], overrides: Mapping[str, Any], version: str | None
+) -> None:
+    """On a CUDA build of vLLM >= 0.26, let vLLM's CUDA RMSNorm kernels come first
+    (``ir_op_priority``), unless the user chose kernels (``ir_op_priority``,
+    ``kernel_config``), nothing is compiled (``enforce_eager``: vLLM picks them itself) or the
+    vision encoder is compiled too (Inductor fuses its norms then)."""
+    if version is None or "rocm" in version or _release(version) < NORM_KERNELS_SINCE:
+        return
+    if "ir_op_priority" in overrides or "kernel_config" in overrides:
+        return
+    compilation = engine_args.get("compilation_config")
+    if engine_args.get("enforce_eager") is True or (
+        isinstance(compilation, Mapping) and compilation.get("compile_mm_encoder")
+    ):
+        return
+    engine_args["ir_op_priority"] = copy.deepcopy(VLLM_NORM_KERNELS)
+
+
+def _release(version: str) -> tuple[int, ...]:
+    """The leading numbers of a version: "0.26.0+cu130" -> (0, 26, 0); "0.27.0rc1" -> (0, 27)."""
+    numbers = []
+    for part in version.split("+")[0].split("."):
+        if not part.isdigit():
+            break
+        numbers.append(int(part))
+    return tuple(numbers)
+
+
+# The compiled vision encoder (``compilation_config.compile_mm_encoder``) runs a batch faster
+# once running, but vLLM compiles it lazily, on the engine's first requests: about 11 s after
+# every start even from a warm compile cache, the GPU idle meanwhile. Measured on an H200
+# (vLLM 0.26.0, Qwen2.5-VL-3B shape, dummy weights, 448x448 images, 4 per prompt, 64 tokens,
+# streamed through mmrun, to the last result): 1,024 prompts 0.87x, 2,048 prompts 0.98x, with
+# 1.30x and 1.12x the prompts/s once running. With 1.12x once running and 11 s to pay back,
+# it breaks even at ~103 s of uncompiled work, ~2,700 prompts of 4 images (~10,800 images) at
+# the 26 prompts/s measured; mmrun compiles from 12,000 images per engine (a margin for the
+# +-6 s spread of a start). Larger images reach the break-even with fewer (the encoder's work
+# grows with their pixels). vLLM compiles the encoders of a few architectures only; mmrun asks
+# for the one it was measured with.
+ENCODER_COMPILE_ARCHITECTURES = frozenset({"Qwen2_5_VLForConditionalGeneration"})
+ENCODER_COMPILE_MIN_IMAGES = 12_000
+
+
+def images_per_engine(prompts: int, per_prompt: int, engines: int) -> int:
+    """The most images one engine runs: a run's prompts spread over its engines."""
+    return -(-max(prompts, 0) // max(engines, 1)) * max(per_prompt, 0)
+
+
+def compile_the_encoder(
+    engine_args: dict[str, Any], architecture: str, images: int, overrides: Mapping[str, Any]
+) -> str | None:
+    """Ask vLLM to compile the vision encoder of a run of at least ENCODER_COMPILE_MIN_IMAGES
+    ``images`` per engine on a model of ENCODER_COMPILE_ARCHITECTURES, unless the user set
+    ``compilation_config``, nothing is compiled (``enforce_eager``) or the model's own
+    settings decide it. Why it was chosen, or None."""
+    if architecture not in ENCODER_COMPILE_ARCHITECTURES or images < ENCODER_COMPILE_MIN_IMAGES:
+        return None
+    if "compilation_config" in overrides or engine_args.get("enforce_eager") is True:
+        return None
+    current = engine_args.get("compilation_config")
+    current = {} if current is None else current
+    if not isinstance(current, Mapping) or current.get("compile_mm_encoder") is not None:
+        return None
+    engine_args["compilation_config"] = {**copy.deepcopy(dict(current)), "compile_mm_encoder": True}
+    return (
+        f"{images:,} images on one engine: the compiled vision encoder pays back its start "
+        f"from {ENCODER_COMPILE_MIN_IMAGES:,}"
+    )
+
+
+def apply_gpu_defaults(
+    engine_args: dict[str, Any],
+    prompts: int,
+    overrides: Mapping[str, Any],
+    version: str | None,
+    *,
+    architecture: str = "",
+    per_prompt: int = 1,
+    engines: int = 1,
+) -> tuple[str, ...]:
+    """Everything this module changes in a GPU run's engine arguments (``prompts``: the run's
+    prompt count, each with at most ``per_prompt`` media items, spread over ``engines``;
+    ``overrides``: the user's own engine arguments, which always win). What was chosen and
+    why, one ``KEY=VALUE (why)`` line each, for --verbose and --dry-run."""
+    before = copy.deepcopy(engine_args)
+    size_for_a_gpu_batch(engine_args, prompts, overrides)
+    why = {
+        "max_num_seqs": f"{prompts:,} prompts: up to that many run together "
+        f"(the model's own setting is {before.get('max_num_seqs')})",
+        "ir_op_priority": "vLLM's CUDA RMSNorm kernels for the uncompiled vision encoder",
+    }
+    images = images_per_engine(prompts, per_prompt, engines)
+    encoder = compile_the_encoder(engine_args, architecture, images, overrides)
+    if encoder is not None:
+        why["compilation_config"] = encoder
+    prefer_vllm_norm_kernels(engine_args, overrides, version)
+    return tuple(
+        f"{key}={_show(value)} ({why.get(key, 'a GPU default')})"
+        for key, value in engine_args.items()
+        if key not in before or before[key] != value
+    )
+
+
+def _show(value: Any) -> str:
+    return value if isinstance(value, str) else json.dumps(value, separators=(",", ":"))
