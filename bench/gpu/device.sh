@@ -34,7 +34,7 @@ bench)
   # PYTHONSAFEPATH: `python3 -m mmrun` imports the mmrun of .gpu/s/py, not the checkout's
   export PYTHONPATH=$PWD/.gpu/s/py:$S RUNBATCH_SITE=/tmp/rbsite PYTHONSAFEPATH=1
   python3 .gpu/s/media.py /tmp/bench ${SIZES:-512}
-  # the whole command ends within BUDGET_S seconds (default 570: a call may run 600)
+  # the whole command ends within BUDGET_S seconds (default 570)
   python3 .gpu/s/throughput.py --bench /tmp/bench --model /tmp/qwen3b --res $RES \
     --budget $(( ${BUDGET_S:-570} - SECONDS - 10 )) "$@" | grep -v '^|'
   cp $RES/summary.json $RES/summary.md "$OUT/" 2>/dev/null
