@@ -122,6 +122,9 @@ class Plan:
     vllm_version: str | None
     backend: str = "local"
     replicas: tuple[Replica, ...] = ()
+    # The engine arguments mmrun chose for this run's size on a GPU, each with why ("KEY=VALUE
+    # (why)"): shown with --verbose and --dry-run.
+    choices: tuple[str, ...] = ()
 
     def engines(self) -> dict[str, Any]:
         """Where the engines run, for the dry run and the output file's record."""
@@ -297,8 +300,17 @@ def plan(opts: RunOptions, registry: Registry, vllm: VllmInfo, gpus: Sequence[st
         engine_key=modality.engine_key,
         engine_keys=registry.engine_keys(),
     )
+    choices: tuple[str, ...] = ()
     if vllm.device == "gpu":
-        apply_gpu_defaults(engine_args, items.total, opts.engine_args, vllm.version)
+        choices = apply_gpu_defaults(
+            engine_args,
+            items.total,
+            opts.engine_args,
+            vllm.version,
+            architecture=spec.architecture,
+            per_prompt=max(limit, 0),
+            engines=max(1, opts.data_parallel_size),
+        )
     if opts.output_format == "openai" and not chat_input:
         raise UsageError(
             "--output-format openai answers an OpenAI batch file",
@@ -333,6 +345,7 @@ def plan(opts: RunOptions, registry: Registry, vllm: VllmInfo, gpus: Sequence[st
         vllm_version=vllm_version,
         backend=opts.backend,
         replicas=replicas,
+        choices=choices,
     )
 
 
