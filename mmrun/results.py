@@ -16,6 +16,7 @@ from __future__ import annotations
 import contextlib
 import json
 import os
+import stat
 import time
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -222,8 +223,12 @@ class OutputFile:
             raise UsageError(
                 f"cannot write {path}: {exc.strerror or exc}", hint="choose a writable -o path"
             ) from exc
-        self._lock()
         self.existing = Existing()
+        if not stat.S_ISREG(os.fstat(self._fd).st_mode):
+            # A device or a pipe (`-o /dev/null`, `-o /dev/stdout`): lines stream through it,
+            # with nothing to resume, so no lock and no record beside it.
+            return
+        self._lock()
         wanted = identity(plan)
         try:
             if overwrite:
