@@ -29,7 +29,7 @@ from mmrun.errors import (
     UnsupportedModelError,
     UsageError,
 )
-from mmrun.inputs import Item, Manifest, expand_sources
+from mmrun.inputs import InputOptions, Item, expand_sources, open_input
 from mmrun.registry import LoaderSpec, Method, Modality, Registry
 from mmrun.sampling import check_sampling
 from mmrun.support import VllmInfo
@@ -85,6 +85,8 @@ class RunOptions:
     regex: str | None = None
     grammar: str | None = None
     json_object: bool = False
+    input_options: InputOptions = field(default_factory=InputOptions)
+    output_format: str | None = None
 
 
 class Items:
@@ -128,6 +130,9 @@ class Plan:
     vllm_version: str | None
     backend: str = "local"
     replicas: tuple[Replica, ...] = ()
+    # The engine arguments mmrun chose for this run's size on a GPU, each with why ("KEY=VALUE
+    # (why)"): shown with --verbose and --dry-run.
+    choices: tuple[str, ...] = ()
 
     def engines(self) -> dict[str, Any]:
         """Where the engines run, for the dry run and the output file's record."""
@@ -147,6 +152,7 @@ class Plan:
             modality=self.modality.name,
             key=self.spec.key,
             model=self.model,
+            method=self.method,
             question=self.question,
             count=self.count,
             max_count=self.items.max_count,
@@ -223,6 +229,7 @@ class Recipe:
     modality: str
     key: str
     model: str
+    method: Method
     question: str | None
     count: int | None
     max_count: int
@@ -240,7 +247,7 @@ def replica_plan(recipe: Recipe, registry: Registry, vllm: VllmInfo) -> Plan:
         modality=modality,
         spec=registry.get(recipe.modality, recipe.key),
         model=recipe.model,
-        method=recipe.options.method,
+        method=recipe.method,
         question=recipe.question,
         count=recipe.count,
         items=Items([], 0, recipe.max_count),
@@ -265,18 +272,34 @@ def plan(opts: RunOptions, registry: Registry, vllm: VllmInfo, gpus: Sequence[st
     parallel = (opts.data_parallel_size > 1 or opts.backend != "local") and not opts.dry_run
     batch = opts.input is not None or expanded or opts.output is not None or parallel
     json_lines = False
+    method = opts.method
+    chat_input = False  # an OpenAI batch file: each line's own messages
     if opts.input is not None:
         if opts.sources:
             raise UsageError(
                 f"--input and {modality.option} name the prompts twice",
                 hint="put the media in the manifest, or drop --input",
             )
-        manifest = Manifest(opts.input, modality)
-        manifest.check()
-        json_lines = manifest.asks_for_json
-        items = Items(manifest, manifest.total, manifest.max_count)
+        reader = open_input(opts.input, modality, opts.input_options)
+        reader.check()
+        json_lines = bool(getattr(reader, "asks_for_json", False))
+        items = Items(reader, reader.total, reader.max_count)
         count = None
+        chat_input = bool(getattr(reader, "chat", False))
+        if chat_input:  # the user's own messages run through LLM.chat
+            if "chat" not in spec.methods:
+                raise UsageError(
+                    f"{spec.key} cannot run chat messages (an OpenAI batch file)",
+                    hint="choose a model that runs --method chat (see `mmrun models`)",
+                )
+            method = "chat"
     else:
+        if opts.input_options != InputOptions():
+            raise UsageError(
+                "--input-format, --columns, --keep-columns, --split, --dataset-config, "
+                "--revision, --limit and --shard are for --input",
+                hint="add --input FILE, or drop them",
+            )
         per_prompt_opts = opts
         if expanded and opts.per_prompt is None:  # a folder or pattern: one file per prompt
             per_prompt_opts = _with(opts, per_prompt=1)
@@ -303,10 +326,24 @@ def plan(opts: RunOptions, registry: Registry, vllm: VllmInfo, gpus: Sequence[st
     )
     if json_lines or structured.asks_for_json(sampling.get("structured_outputs")):
         structured.compact_json(engine_args, opts.engine_args)
+    choices: tuple[str, ...] = ()
     if vllm.device == "gpu":
-        apply_gpu_defaults(engine_args, items.total, opts.engine_args, vllm.version)
+        choices = apply_gpu_defaults(
+            engine_args,
+            items.total,
+            opts.engine_args,
+            vllm.version,
+            architecture=spec.architecture,
+            per_prompt=max(limit, 0),
+            engines=max(1, opts.data_parallel_size),
+        )
+    if opts.output_format == "openai" and not chat_input:
+        raise UsageError(
+            "--output-format openai answers an OpenAI batch file",
+            hint="pass one with --input, or drop --output-format",
+        )
     if opts.backend == "ray":
-        if opts.method != "generate":
+        if method != "generate":
             raise UsageError(
                 "--backend ray runs --method generate", hint="drop --method chat, or use -dp N"
             )
@@ -324,7 +361,7 @@ def plan(opts: RunOptions, registry: Registry, vllm: VllmInfo, gpus: Sequence[st
         modality=modality,
         spec=spec,
         model=model,
-        method=opts.method,
+        method=method,
         question=question,
         count=count,
         items=items,
@@ -334,6 +371,7 @@ def plan(opts: RunOptions, registry: Registry, vllm: VllmInfo, gpus: Sequence[st
         vllm_version=vllm_version,
         backend=opts.backend,
         replicas=replicas,
+        choices=choices,
     )
 
 

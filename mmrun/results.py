@@ -19,6 +19,7 @@ import contextlib
 import hashlib
 import json
 import os
+import stat
 import time
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -182,7 +183,7 @@ def line(outcome: Outcome, dry_run: bool = False) -> dict[str, Any]:
     row: dict[str, Any] = {
         "id": outcome.item.id,
         "index": outcome.item.index,
-        "media": list(outcome.item.sources),
+        "media": list(outcome.item.media_names),
         "question": outcome.question,
         "text": completion.text if completion else None,
         "prompt_tokens": completion.prompt_tokens if completion else None,
@@ -243,6 +244,12 @@ class Existing:
         return (item.id in self.done or item.id in self.failed) and not self.holds(item)
 
 
+def _line_id(row: Mapping[str, Any]) -> str:
+    """A result line's prompt id; an OpenAI batch output line (--output-format openai) is known
+    by its custom_id."""
+    return str(row["custom_id"] if "custom_id" in row else row.get("id"))
+
+
 class OutputFile:
     """The JSONL file a batch writes, opened for appending, locked against a second writer."""
 
@@ -258,8 +265,12 @@ class OutputFile:
             raise UsageError(
                 f"cannot write {path}: {exc.strerror or exc}", hint="choose a writable -o path"
             ) from exc
-        self._lock()
         self.existing = Existing()
+        if not stat.S_ISREG(os.fstat(self._fd).st_mode):
+            # A device or a pipe (`-o /dev/null`, `-o /dev/stdout`): lines stream through it,
+            # with nothing to resume, so no lock and no record beside it.
+            return
+        self._lock()
         wanted = identity(plan)
         try:
             if overwrite:
@@ -341,7 +352,7 @@ class OutputFile:
         existing = Existing()
         for _, raw in self._lines():
             row = json.loads(raw)
-            ident = str(row.get("id"))
+            ident = _line_id(row)
             settings = row.get("settings")
             if row.get("error") is None:
                 existing.done[ident] = settings
@@ -360,7 +371,7 @@ class OutputFile:
         changed), so that each id appears once."""
         if not ids:
             return
-        self._rewrite(lambda row: str(row.get("id")) not in ids)
+        self._rewrite(lambda row: _line_id(row) not in ids)
         for ident in ids:
             self.existing.done.pop(ident, None)
             self.existing.failed.pop(ident, None)

@@ -34,7 +34,7 @@ from pathlib import Path
 from typing import Any
 
 from mmrun.errors import UsageError
-from mmrun.inputs import LINE_FIELDS
+from mmrun.inputs.manifest import LINE_FIELDS
 from mmrun.results import Completion, ItemError
 
 KINDS = ("json", "choice", "regex", "grammar", "json_object")
