@@ -19,7 +19,7 @@ from mmrun.errors import MediaError, MissingDependencyError
 from mmrun.registry import Decoded, LoaderSpec, Modality, Register
 
 # Where the rows' requests come from (docs/models.md's "source" column).
-DEFAULT_SOURCE = "vLLM's video example"
+DEFAULT_SOURCE = "single-image and video example"
 
 # vLLM's own default for a video given by URL (VideoMediaIO's num_frames).
 NUM_FRAMES = 32
@@ -126,7 +126,20 @@ VIDEO = Modality(
     ),
 )
 
-FAMILIES = ("qwen",)
+FAMILIES = (
+    "ernie",
+    "exaone",
+    "gemma",
+    "glm",
+    "intern",
+    "keye",
+    "llava",
+    "minicpm",
+    "molmo",
+    "ovis",
+    "pangu",
+    "qwen",
+)
 
 
 def register(register: Register) -> None:
