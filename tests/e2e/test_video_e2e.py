@@ -1,6 +1,7 @@
-"""The video modality end to end: ``mmrun video -m qwen2_5_vl -v clip.mp4`` on the tiny
-Qwen2.5-VL checkpoint (whose processor carries the real Qwen2-VL video processor), through the
-real engine, by generate and by chat, on a clip generated here."""
+"""The video modality end to end: ``mmrun video -m KEY -v clip.mp4`` on the tiny Qwen2-VL,
+Qwen2.5-VL and Qwen3-VL checkpoints (whose processors carry the real video processors), through
+the real engine, by generate and by chat, on clips generated here; and a long clip (half an
+hour) sampled within a bounded memory."""
 
 from __future__ import annotations
 
@@ -21,7 +22,12 @@ pytestmark = pytest.mark.e2e
 
 @pytest.mark.parametrize(
     ("key", "method"),
-    [("qwen2_5_vl", "generate"), ("qwen2_5_vl", "chat"), ("qwen2_vl", "generate")],
+    [
+        ("qwen2_5_vl", "generate"),
+        ("qwen2_5_vl", "chat"),
+        ("qwen2_vl", "generate"),
+        ("qwen3_vl", "generate"),
+    ],
 )
 def test_a_clip_through_the_real_engine(
     key: str, method: str, tiny_checkpoint: Callable[[str, str], TinyCheckpoint], tmp_path: Path
@@ -37,13 +43,15 @@ def test_a_clip_through_the_real_engine(
             "mmrun",
             "video",
             "-m",
-            "qwen2_5_vl",
+            key,
             "--model",
             str(checkpoint.path),
             "-v",
             str(clip),
             "--method",
             method,
+            "--num-frames",
+            "8",
             "--max-tokens",
             "6",
             "-tp",
@@ -60,6 +68,8 @@ def test_a_clip_through_the_real_engine(
     doc = json.loads(proc.stdout)
     assert doc["modality"] == "video"
     assert doc["media"][0]["frames"] == 16 and doc["media"][0]["duration_s"] == 2.0
+    assert doc["media"][0]["sampled_frames"] == 8
+    assert doc["request"]["media_options"] == {"num_frames": 8, "fps": None, "max_pixels": None}
     assert doc["request"]["engine_args"]["limit_mm_per_prompt"] == {
         "image": 0,
         "video": 1,
