@@ -79,3 +79,77 @@ def test_a_clip_through_the_real_engine(
     (output,) = doc["outputs"]
     # vLLM's processor expanded the one <|video_pad|> into the clip's frame tokens.
     assert output["prompt_tokens"] > 40 and output["completion_tokens"] > 0
+
+
+# A wrapper that runs mmrun and prints the peak resident memory of it and its children (the
+# engine core included), in KiB: what a long clip must not raise.
+_PEAK_RSS = (
+    "import resource, subprocess, sys\n"
+    "code = subprocess.run([sys.executable, '-m', 'mmrun', *sys.argv[1:]]).returncode\n"
+    "print(resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss, code, file=sys.stderr)\n"
+)
+
+
+def _peak_rss(args: list[str], env: dict[str, str]) -> tuple[int, str, str]:
+    proc = subprocess.run(
+        [sys.executable, "-c", _PEAK_RSS, *args],
+        capture_output=True,
+        text=True,
+        env={**os.environ, "HF_HUB_OFFLINE": "1", **env},
+        timeout=900,
+    )
+    peak, code = proc.stderr.strip().splitlines()[-1].split()
+    assert code == "0", proc.stderr[-3000:]
+    return int(peak), proc.stdout, proc.stderr
+
+
+def test_a_half_hour_clip_is_sampled_in_bounded_memory(
+    tiny_checkpoint: Callable[[str, str], TinyCheckpoint], tmp_path: Path
+) -> None:
+    """Half an hour at 1 fps: only the sampled frames are decoded, by seeking, from the file
+    itself (its size above the read cap proves it is never read whole), and the dry run's
+    peak memory is that of a four-second clip's."""
+    long_clip = write_clip(tmp_path / "long.mp4", frames=1800, fps=1)
+    short_clip = write_clip(tmp_path / "short.mp4", frames=4, fps=1)
+    # Below the long clip's size: a decoder that read the file whole would refuse it.
+    cap = {"MMRUN_MAX_FILE_MB": str(long_clip.stat().st_size / 2 / 1024 / 1024)}
+    flags = ["--num-frames", "8", "--dry-run", "--json"]
+    peaks = {}
+    for clip in (short_clip, long_clip):
+        peaks[clip.name], out, _ = _peak_rss(["video", "-v", str(clip), *flags], cap)
+        (media,) = json.loads(out)["media"]
+        assert media["sampled_frames"] == (4 if clip is short_clip else 8)
+    assert media["frames"] == 1800 and media["duration_s"] == 1800.0
+    assert peaks["long.mp4"] - peaks["short.mp4"] < 32 * 1024, peaks
+
+    # One engine run on the long clip: one frame every four minutes, through the real engine.
+    checkpoint = tiny_checkpoint("video", "qwen2_5_vl")
+    engine_args = {**checkpoint.engine_args, "enforce_eager": True}
+    engine_flags = [f"--engine-arg={k}={json.dumps(v)}" for k, v in engine_args.items()]
+    peak, out, _ = _peak_rss(
+        [
+            "video",
+            "-m",
+            "qwen2_5_vl",
+            "--model",
+            str(checkpoint.path),
+            "-v",
+            str(long_clip),
+            "--fps",
+            str(1 / 240),
+            "--max-tokens",
+            "4",
+            "-tp",
+            "1",
+            "--json",
+            *engine_flags,
+        ],
+        cap,
+    )
+    doc = json.loads(out)
+    assert doc["media"][0]["sampled_frames"] == 8
+    assert doc["request"]["media_options"]["fps"] == 1 / 240
+    assert doc["outputs"][0]["completion_tokens"] > 0
+    # The engine's own footprint (torch, vLLM, the KV cache) dominates; the clip adds little.
+    assert peak < 4 * 1024 * 1024, f"peak RSS {peak} KiB"
+    print(f"peak RSS: dry run {peaks}, engine run {peak} KiB")

@@ -21,7 +21,7 @@ from mmrun.tiny._common import (
 )
 from mmrun.tiny.qwen_vl import _QWEN2_VL_TEMPLATE, _QWEN_SPECIALS
 from tests.tiny import Proof
-from tests.tiny.image import _text
+from tests.tiny.image import _SIGLIP, _hub_vision_tower_names, _text
 
 # ---------------------------------------------------------------------------------------------
 # Qwen3-VL
@@ -83,7 +83,77 @@ def build_qwen3_vl(dest: Path) -> TinyCheckpoint:
     return finish(dest, tf.Qwen3VLForConditionalGeneration, config, processor)
 
 
-BUILDERS: dict[str, Builder] = {}
+# ---------------------------------------------------------------------------------------------
+# PaliGemma
+
+
+def build_paligemma(dest: Path) -> TinyCheckpoint:
+    """PaliGemma (``PaliGemmaForConditionalGeneration``: SigLIP, a linear projection, Gemma),
+    with the real PaliGemma processor (which prefixes the image tokens and <bos>)."""
+    return _paligemma(dest, {"model_type": "gemma"})
+
+
+def build_paligemma2(dest: Path) -> TinyCheckpoint:
+    """PaliGemma 2 (the same architecture on Gemma 2: a sliding-window layer and a global
+    one, soft-capped logits)."""
+    return _paligemma(
+        dest,
+        {
+            "model_type": "gemma2",
+            "num_hidden_layers": 2,
+            "layer_types": ["sliding_attention", "full_attention"],
+            "sliding_window": 512,
+            "query_pre_attn_scalar": 64,
+        },
+    )
+
+
+def _paligemma(dest: Path, text_overrides: dict[str, Any]) -> TinyCheckpoint:
+    tf = transformers_module()
+    specials = ["<pad>", "<eos>", "<bos>", "<unk>", "<image>"]
+    tokenizer = build_tokenizer(
+        dest,
+        specials,
+        # vLLM's PaliGemma processor looks up "\n" (a SentencePiece piece in Gemma's vocab) to
+        # end the prompt; a byte-level BPE spells it "Ċ", so it is added as a whole token.
+        added_tokens=["\n"],
+        pad_token="<pad>",
+        eos_token="<eos>",
+        bos_token="<bos>",
+        unk_token="<unk>",
+        image_token="<image>",
+    )
+    ids = token_ids(tokenizer, specials)
+    text = _text(
+        tokenizer,
+        pad_token_id=ids["<pad>"],
+        bos_token_id=ids["<bos>"],
+        eos_token_id=ids["<eos>"],
+    )
+    vocab = text["vocab_size"]
+    config = tf.PaliGemmaConfig(
+        text_config={**text, **text_overrides},
+        vision_config={**_SIGLIP, "vision_use_head": False, "projection_dim": 128},
+        image_token_index=ids["<image>"],
+        vocab_size=vocab,
+        projection_dim=TINY_TEXT["hidden_size"],
+        hidden_size=TINY_TEXT["hidden_size"],
+    )
+    size = _SIGLIP["image_size"]
+    image_processor = tf.SiglipImageProcessor(size={"height": size, "width": size})
+    # (56 / 14)^2 = 16 image tokens.
+    image_processor.image_seq_length = (size // _SIGLIP["patch_size"]) ** 2
+    processor = tf.PaliGemmaProcessor(image_processor=image_processor, tokenizer=tokenizer)
+    return finish(
+        dest,
+        tf.PaliGemmaForConditionalGeneration,
+        config,
+        processor,
+        rename=_hub_vision_tower_names,
+    )
+
+
+BUILDERS: dict[str, Builder] = {"paligemma": build_paligemma, "paligemma2": build_paligemma2}
 
 # Qwen3-VL's generate prompt is its real format (written by hand, as vLLM's example does); its
 # chat method renders the stand-in template.
