@@ -27,6 +27,8 @@ pytestmark = pytest.mark.e2e
         ("qwen2_5_vl", "chat"),
         ("qwen2_vl", "generate"),
         ("qwen3_vl", "generate"),
+        ("llava-onevision", "generate"),
+        ("llava-next-video", "generate"),
     ],
 )
 def test_a_clip_through_the_real_engine(
@@ -75,9 +77,10 @@ def test_a_clip_through_the_real_engine(
         "video": 1,
         "audio": 0,
     }
-    assert "<|video_pad|>" in doc["prompt"]
+    placeholder = "<video>" if key.startswith("llava") else "<|video_pad|>"
+    assert doc["prompt"].count(placeholder) == 1
     (output,) = doc["outputs"]
-    # vLLM's processor expanded the one <|video_pad|> into the clip's frame tokens.
+    # vLLM's processor expanded the one placeholder into the sampled frames' tokens.
     assert output["prompt_tokens"] > 40 and output["completion_tokens"] > 0
 
 

@@ -92,7 +92,8 @@ def builders() -> dict[tuple[str, str], Builder]:
     return {row: proof.builder for row, proof in proofs().items() if proof.env == MAIN}
 
 
-VIDEO_KEYS = ("qwen2_vl", "qwen2_5_vl", "qwen3_vl")
+# Video rows proven with the image row's checkpoint (its processor carries the video processor).
+VIDEO_KEYS = ("qwen2_vl", "qwen2_5_vl", "qwen3_vl", "llava-onevision")
 
 
 def unproven() -> dict[tuple[str, str], str]:

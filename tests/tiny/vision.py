@@ -21,7 +21,7 @@ from mmrun.tiny._common import (
 )
 from mmrun.tiny.qwen_vl import _QWEN2_VL_TEMPLATE, _QWEN_SPECIALS
 from tests.tiny import Proof
-from tests.tiny.image import _SIGLIP, _hub_vision_tower_names, _text
+from tests.tiny.image import _CLIP, _PINPOINTS, _SIGLIP, _hub_vision_tower_names, _text
 
 # ---------------------------------------------------------------------------------------------
 # Qwen3-VL
@@ -153,11 +153,74 @@ def _paligemma(dest: Path, text_overrides: dict[str, Any]) -> TinyCheckpoint:
     )
 
 
+# ---------------------------------------------------------------------------------------------
+# LLaVA-NeXT-Video
+
+
+def build_llava_next_video(dest: Path) -> TinyCheckpoint:
+    """LLaVA-NeXT-Video (``LlavaNextVideoForConditionalGeneration``: CLIP, frames pooled 2x2,
+    Llama text), with the real LLaVA-NeXT-Video processor and video processor. A video-only
+    row: its prompt is written by hand ('USER: <video>...'), so no chat template is needed."""
+    tf = transformers_module()
+    specials = ["<unk>", "<s>", "</s>", "<image>", "<video>", "<pad>"]
+    tokenizer = build_tokenizer(
+        dest,
+        specials,
+        prepend="<s>",
+        unk_token="<unk>",
+        bos_token="<s>",
+        eos_token="</s>",
+        pad_token="<pad>",
+    )
+    ids = token_ids(tokenizer, specials)
+    # vLLM's pooler divides the image size by the squared patch size (336 // 14**2 = 1 for
+    # the real tower): 7-pixel patches keep it 1 at 56 pixels (8 x 8 patches, pooled to 4 x 4).
+    vision = {**_CLIP, "patch_size": 7}
+    config = tf.LlavaNextVideoConfig(
+        vision_config={"model_type": "clip_vision_model", **vision},
+        text_config=_text(
+            tokenizer, model_type="llama", bos_token_id=ids["<s>"], eos_token_id=ids["</s>"]
+        ),
+        image_token_index=ids["<image>"],
+        video_token_index=ids["<video>"],
+        image_grid_pinpoints=_PINPOINTS,
+        image_seq_length=64,
+        video_seq_length=16,
+        vision_feature_layer=-2,
+        vision_feature_select_strategy="default",
+    )
+    size = _CLIP["image_size"]
+    crop = {"height": size, "width": size}
+    processor = tf.LlavaNextVideoProcessor(
+        video_processor=tf.LlavaNextVideoVideoProcessor(
+            size={"shortest_edge": size}, crop_size=crop
+        ),
+        image_processor=tf.LlavaNextImageProcessor(
+            size={"shortest_edge": size}, crop_size=crop, image_grid_pinpoints=_PINPOINTS
+        ),
+        tokenizer=tokenizer,
+        patch_size=vision["patch_size"],
+        vision_feature_select_strategy="default",
+        num_additional_image_tokens=1,
+    )
+    return finish(
+        dest,
+        tf.LlavaNextVideoForConditionalGeneration,
+        config,
+        processor,
+        rename=_hub_vision_tower_names,
+    )
+
+
 BUILDERS: dict[str, Builder] = {"paligemma": build_paligemma, "paligemma2": build_paligemma2}
 
 # Qwen3-VL's generate prompt is its real format (written by hand, as vLLM's example does); its
 # chat method renders the stand-in template.
-PROOFS = {("image", "qwen3_vl"): Proof(build_qwen3_vl, standin="chat template")}
+# LLaVA-NeXT-Video is a video-only row (tests/e2e/test_video_e2e.py).
+PROOFS = {
+    ("image", "qwen3_vl"): Proof(build_qwen3_vl, standin="chat template"),
+    ("video", "llava-next-video"): Proof(build_llava_next_video),
+}
 
 # Why each other key of the single-image and video example has no offline proof.
 UNPROVEN: dict[str, str] = {
