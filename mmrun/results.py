@@ -123,7 +123,7 @@ def request_json(plan: Plan, prompt: Prompt | None, lora_path: str | None) -> di
         "engines": plan.engines(),
         # The modality's own settings (video: frames per clip, frame rate, pixels per frame).
         **(
-            {"media_options": plan.modality.option_values(plan.options.media_options)}
+            {"modality_options": plan.modality.option_values(plan.options.modality_options)}
             if plan.modality.options
             else {}
         ),

@@ -21,37 +21,26 @@ NumPromptsOpt = Annotated[
         "--num-prompts", help="Number of prompts, sent to vLLM in one batched call.", min=1
     ),
 ]
-SeedOpt = Annotated[
-    int | None,
-    typer.Option(
-        "--seed",
-        help=(
-            "Engine seed. With a temperature above 0 each prompt also samples with its own "
-            "seed, drawn from this one and the prompt's id, so a rerun, a resumed run or -dp "
-            "gives the same texts. Default: 0 for image and audio (as vLLM's examples), none "
-            "for video."
-        ),
-        show_default=False,
-    ),
-]
-MaxTokensOpt = Annotated[
-    int | None,
-    typer.Option(
-        "--max-tokens",
-        help="Tokens to generate per prompt. Default: 256 image, 64 audio.",
-        min=1,
-        show_default=False,
-    ),
-]
-TemperatureOpt = Annotated[
-    float | None,
-    typer.Option(
-        "--temperature",
-        help="Sampling temperature. Default: 0 image, 0.2 audio.",
-        min=0.0,
-        show_default=False,
-    ),
-]
+# The sampling options' help, with the command's own default (its modality's).
+
+
+def seed_help(default: int | None) -> str:
+    shown = "none" if default is None else str(default)
+    return (
+        "Engine seed. With a temperature above 0 each prompt also samples with its own seed, "
+        "drawn from this one and the prompt's id, so a rerun, a resumed run or -dp gives the "
+        f"same texts. Default: {shown} (as vLLM's example)."
+    )
+
+
+def max_tokens_help(default: int) -> str:
+    return f"Tokens to generate per prompt. Default: {default}."
+
+
+def temperature_help(default: float) -> str:
+    return f"Sampling temperature. Default: {default:g}."
+
+
 ModelOpt = Annotated[
     str | None,
     typer.Option(

@@ -11,8 +11,7 @@ from __future__ import annotations
 import json
 import os
 import sys
-from collections.abc import Iterator, Mapping
-from contextlib import contextmanager
+from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any, TextIO
 
 from rich.console import Console
@@ -53,66 +52,6 @@ def stderr_console() -> Console:
 def print_json(document: Any) -> None:
     sys.stdout.write(json.dumps(document, indent=2, ensure_ascii=False, default=str) + "\n")
     sys.stdout.flush()
-
-
-@contextmanager
-def _redirect(fd: int, target: int) -> Iterator[None]:
-    """Point file descriptor ``fd`` at ``target`` (another descriptor) until the block ends."""
-    for stream in (sys.stdout, sys.stderr):
-        stream.flush()
-    saved = os.dup(fd)
-    try:
-        os.dup2(target, fd)
-        yield
-    finally:
-        for stream in (sys.stdout, sys.stderr):
-            stream.flush()
-        os.dup2(saved, fd)
-        os.close(saved)
-
-
-@contextmanager
-def stdout_to_stderr() -> Iterator[None]:
-    """Point file descriptor 1 at stderr while vLLM runs, so that nothing it or its worker
-    processes print can mix into the results that mmrun prints on stdout afterwards."""
-    with _redirect(1, 2):
-        yield
-
-
-@contextmanager
-def engine_output(quiet: bool) -> Iterator[TextIO]:
-    """Where what vLLM, torch and transformers print goes while a run is planned and executed:
-    to stderr, or with ``--quiet`` nowhere. Yields the stream that results go to meanwhile
-    (standard output as it was before: a batch prints each result as it is done). A failure
-    still ends as mmrun's one-line error, printed by the error boundary once the descriptors
-    are restored."""
-    results = _results_stream()
-    try:
-        if not quiet:
-            with stdout_to_stderr():
-                yield results
-            return
-        devnull = os.open(os.devnull, os.O_WRONLY)
-        try:
-            with _redirect(1, devnull), _redirect(2, devnull):
-                yield results
-        finally:
-            os.close(devnull)
-    finally:
-        results.flush()
-        if results is not sys.stdout:
-            results.close()
-
-
-def _results_stream() -> TextIO:
-    """A stream on the standard output of now, untouched by the redirections that follow; the
-    standard output object itself where it is no file descriptor (a test's capture)."""
-    try:
-        fd = sys.stdout.fileno()
-    except (AttributeError, OSError, ValueError):
-        return sys.stdout
-    sys.stdout.flush()
-    return os.fdopen(os.dup(fd), "w", buffering=1, encoding="utf-8", errors="replace")
 
 
 def print_texts(result: RunResult) -> None:
@@ -165,8 +104,8 @@ def _print_plan(result: RunResult, console: Console) -> None:
     table.add_column()
     table.add_row("engine args", escape(json.dumps(request["engine_args"])))
     table.add_row("sampling", escape(json.dumps(request["sampling"])))
-    if "media_options" in request:
-        table.add_row(result.plan.modality.name, escape(json.dumps(request["media_options"])))
+    if "modality_options" in request:
+        table.add_row(result.plan.modality.name, escape(json.dumps(request["modality_options"])))
     if request["stop_token_ids"]:
         table.add_row("stop token ids", str(request["stop_token_ids"]))
     if request["lora"]:

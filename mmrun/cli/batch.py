@@ -11,12 +11,12 @@ from typing import Any, TextIO
 from mmrun.cli._output import (
     BatchProgress,
     describe_engines,
-    engine_output,
     print_outcome,
     stderr_console,
     stdout_console,
     write_json_line,
 )
+from mmrun.engine.environment import engine_output
 from mmrun.errors import EXIT_OK, EXIT_PARTIAL
 from mmrun.inputs import Item
 from mmrun.plan import Plan

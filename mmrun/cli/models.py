@@ -73,7 +73,8 @@ def _row(spec: LoaderSpec, supported: bool | None, last_version: str | None) -> 
 @error_boundary
 def models(
     modality: Annotated[
-        str | None, typer.Argument(help="image or audio (default: all).", show_default=False)
+        str | None,
+        typer.Argument(help="A modality, e.g. image (default: all).", show_default=False),
     ] = None,
     json_out: o.JsonOpt = False,
 ) -> None:

@@ -64,7 +64,7 @@ def _execute(modality: str, **kw: Any) -> None:
         data_parallel_size=kw["data_parallel_size"],
         backend=kw["backend"].value,
         replicas=kw["replicas"],
-        media_options=kw["media_options"],
+        modality_options=kw["modality_options"],
     )
     configure_environment(verbose)
     show_library_output(verbose)
@@ -83,13 +83,13 @@ def _execute(modality: str, **kw: Any) -> None:
 def _run_named(the_plan: Any, *, json_out: bool, quiet: bool) -> None:
     from mmrun.cli._output import (
         DownloadProgress,
-        engine_output,
         print_json,
         print_result,
         print_texts,
         stderr_console,
         stdout_console,
     )
+    from mmrun.engine.environment import engine_output
     from mmrun.results import document
     from mmrun.runner import Hooks, run_named
     from mmrun.templates import HFTemplateRenderer
@@ -208,9 +208,28 @@ def make_command(modality: Modality) -> Callable[..., None]:
             ),
         ] = MethodChoice.generate,
         num_prompts: o.NumPromptsOpt = 1,
-        seed: o.SeedOpt = None,
-        max_tokens: o.MaxTokensOpt = None,
-        temperature: o.TemperatureOpt = None,
+        seed: Annotated[
+            int | None,
+            typer.Option("--seed", help=o.seed_help(modality.seed), show_default=False),
+        ] = None,
+        max_tokens: Annotated[
+            int | None,
+            typer.Option(
+                "--max-tokens",
+                help=o.max_tokens_help(modality.max_tokens),
+                min=1,
+                show_default=False,
+            ),
+        ] = None,
+        temperature: Annotated[
+            float | None,
+            typer.Option(
+                "--temperature",
+                help=o.temperature_help(modality.temperature),
+                min=0.0,
+                show_default=False,
+            ),
+        ] = None,
         model: o.ModelOpt = None,
         tensor_parallel_size: o.TensorParallelOpt = None,
         data_parallel_size: o.DataParallelOpt = 1,
@@ -235,19 +254,19 @@ def make_command(modality: Modality) -> Callable[..., None]:
         json_out: o.JsonOpt = False,
         verbose: verbose_opt = False,
         quiet: o.QuietOpt = False,
-        **media_options: Any,
+        **modality_options: Any,
     ) -> None:
         _execute(noun, **{k: v for k, v in locals().items()})
 
     command.__doc__ = modality.summary or f"Run a model on {noun} inputs through vLLM."
     command.__name__ = noun
-    _add_media_options(command, modality.options)
+    _add_modality_options(command, modality.options)
     return command
 
 
-def _add_media_options(command: Callable[..., None], options: tuple[MediaOption, ...]) -> None:
+def _add_modality_options(command: Callable[..., None], options: tuple[MediaOption, ...]) -> None:
     """The modality's own options (``--num-frames``) as parameters of its command: Typer reads
-    the signature, and their values arrive in the command's ``media_options``."""
+    the signature, and their values arrive in the command's ``modality_options``."""
     signature = inspect.signature(command)
     fixed = [p for p in signature.parameters.values() if p.kind is not p.VAR_KEYWORD]
     extra = [

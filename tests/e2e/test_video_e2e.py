@@ -71,7 +71,7 @@ def test_a_clip_through_the_real_engine(
     assert doc["modality"] == "video"
     assert doc["media"][0]["frames"] == 16 and doc["media"][0]["duration_s"] == 2.0
     assert doc["media"][0]["sampled_frames"] == 8
-    assert doc["request"]["media_options"] == {"num_frames": 8, "fps": None, "max_pixels": None}
+    assert doc["request"]["modality_options"] == {"num_frames": 8, "fps": None, "max_pixels": None}
     assert doc["request"]["engine_args"]["limit_mm_per_prompt"] == {
         "image": 0,
         "video": 1,
@@ -151,7 +151,7 @@ def test_a_half_hour_clip_is_sampled_in_bounded_memory(
     )
     doc = json.loads(out)
     assert doc["media"][0]["sampled_frames"] == 8
-    assert doc["request"]["media_options"]["fps"] == 1 / 240
+    assert doc["request"]["modality_options"]["fps"] == 1 / 240
     assert doc["outputs"][0]["completion_tokens"] > 0
     # The engine's own footprint (torch, vLLM, the KV cache) dominates; the clip adds little.
     assert peak < 4 * 1024 * 1024, f"peak RSS {peak} KiB"

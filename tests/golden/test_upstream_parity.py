@@ -32,13 +32,16 @@ import pytest
 
 from mmrun.engine import chat_input
 from mmrun.errors import UsageError
-from mmrun.plan import VLLM_MODALITIES, RunOptions, compose_engine_args, plan
+from mmrun.plan import RunOptions, compose_engine_args, plan
 from mmrun.plugins import builtin_registry
 from mmrun.request import LoaderContext
 from mmrun.support import VllmInfo
 from tests.helpers import seed_oracle
 from tests.helpers import upstream_oracle as oracle
 from tools import upstream
+
+# The kinds of media vLLM receives from the built-in modalities.
+ENGINE_KEYS = builtin_registry().engine_keys()
 
 REGISTRY = builtin_registry()
 NO_VLLM = VllmInfo(None, frozenset(), {})
@@ -201,7 +204,7 @@ def _argv(modality: str, key: str, count: int, method: str) -> list[str]:
 
 
 def _limits(engine_args: dict[str, Any]) -> dict[str, Any]:
-    limits = {m: 0 for m in VLLM_MODALITIES} | dict(engine_args.get("limit_mm_per_prompt", {}))
+    limits = {m: 0 for m in ENGINE_KEYS} | dict(engine_args.get("limit_mm_per_prompt", {}))
     return {k: v for k, v in engine_args.items() if k != "seed"} | {"limit_mm_per_prompt": limits}
 
 
@@ -444,7 +447,7 @@ def vision_upstream(modality: str, key: str) -> dict[str, Any]:
     engine = {
         k: v for k, v in call.engine_args.items() if k not in ("seed", "mm_processor_cache_gb")
     }
-    limits = {k: v for k, v in engine["limit_mm_per_prompt"].items() if v or k in VLLM_MODALITIES}
+    limits = {k: v for k, v in engine["limit_mm_per_prompt"].items() if v or k in ENGINE_KEYS}
     engine["limit_mm_per_prompt"] = limits
     sampling = oracle.plain(call.sampling)
     stop = sampling.pop("stop_token_ids", None) or []
@@ -476,7 +479,9 @@ def vision_mmrun(modality: str, key: str, question: str) -> dict[str, Any]:
     if spec.lora is not None:
         sub = spec.lora.subfolder
         lora = [[spec.lora.name, spec.lora.int_id, os.path.join(spec.repo_id, sub or "")]]
-    engine = compose_engine_args(spec, model=spec.repo_id, num_items=1, seed=None)
+    engine = compose_engine_args(
+        spec, model=spec.repo_id, num_items=1, seed=None, engine_keys=ENGINE_KEYS
+    )
     return {
         "question": question,
         "engine_args": oracle.plain(engine),

@@ -31,10 +31,10 @@ import pytest
 import soundfile
 from typer.testing import CliRunner
 
-from mmrun import media
 from mmrun.cli._errors import OneLineErrorsGroup
 from mmrun.cli.main import app
 from mmrun.errors import EXIT_FAILURE, EXIT_USAGE
+from mmrun.media import download
 from tests.helpers.http import PNG, ScriptedServer, partial_files, reply, trusted_files
 
 runner = CliRunner()
@@ -283,7 +283,7 @@ def test_invalid_key_value_argument(option: str, value: str, isolated_cache: Pat
     [
         ("missing.png", ["no such file", "check the path"]),
         ("blue.png/inside", ["no such file"]),  # a path through a file
-        # A folder is a batch of the image files in it (issue 11): an empty one is refused.
+        # A folder is a batch of the image files in it: an empty one is refused.
         ("a-folder.png", ["holds no image files", "mmrun looks for .jpg"]),
         ("fifo.png", ["is not a regular file"]),  # would block a plain read forever
         ("empty.png", ["is empty (0 bytes)"]),
@@ -459,7 +459,7 @@ def test_http_500_is_retried_then_fails(
         "try again later",
         cache=isolated_cache,
     )
-    assert server.count("/x.png") == media.RETRIES
+    assert server.count("/x.png") == download.RETRIES
 
 
 def test_connection_refused(fast_retries: None, isolated_cache: Path) -> None:

@@ -20,10 +20,12 @@ from mmrun.modalities.video.frames import (
     DEFAULT_NUM_FRAMES,
     FrameSampling,
     decode_clip,
+    decode_clip_file,
     encode_clip,
     sampling_from,
 )
-from mmrun.registry import Decoded, LoaderSpec, MediaOption, Modality, Register
+from mmrun.plugins import Register
+from mmrun.registry import Decoded, LoaderSpec, MediaOption, Modality
 
 # Where the rows' requests come from (docs/models.md's "source" column).
 DEFAULT_SOURCE = "single-image and video example"
@@ -60,6 +62,10 @@ def _decode(data: bytes, label: str, sampling: FrameSampling) -> Decoded:
     return decode_clip(data, label, sampling)
 
 
+def _decode_file(path: str, label: str, sampling: FrameSampling) -> Decoded:
+    return decode_clip_file(path, label, sampling)
+
+
 def _chat_part(item: Any, spec: LoaderSpec) -> dict[str, Any]:
     """The sampled frames as a ``video_url`` part (a small Motion-JPEG clip, at the rate the
     frames were sampled at, so that the model sees the same span of time)."""
@@ -72,7 +78,12 @@ def _chat_part(item: Any, spec: LoaderSpec) -> dict[str, Any]:
 
 def _configure(modality: Modality, values: Mapping[str, Any]) -> Modality:
     """The modality with this run's frame sampling bound into its decoder."""
-    return replace(modality, decode=functools.partial(_decode, sampling=sampling_from(values)))
+    sampling = sampling_from(values)
+    return replace(
+        modality,
+        decode=functools.partial(_decode, sampling=sampling),
+        decode_file=functools.partial(_decode_file, sampling=sampling),
+    )
 
 
 def _describe(info: Mapping[str, Any]) -> str:
@@ -93,6 +104,7 @@ VIDEO = Modality(
     seed=None,
     default_model="qwen2_5_vl",
     decode=functools.partial(_decode, sampling=FrameSampling()),
+    decode_file=functools.partial(_decode_file, sampling=FrameSampling()),
     chat_part=_chat_part,
     short_option="-v",
     extensions=(".mp4", ".avi", ".mov", ".mkv", ".webm"),
@@ -125,4 +137,6 @@ FAMILIES = (
 
 def register(register: Register) -> None:
     """The built-in plugin's hook, called as any third-party plugin's is."""
-    register(VIDEO, *(import_module(f"{__name__}.{family}") for family in FAMILIES))
+    register.modality(VIDEO)
+    for family in FAMILIES:
+        register.models(import_module(f"{__name__}.{family}"))

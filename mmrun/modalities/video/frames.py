@@ -19,6 +19,7 @@ from typing import Any
 
 from mmrun.capture import library_output
 from mmrun.errors import MediaError, MissingDependencyError
+from mmrun.media.budget import reserve
 
 # vLLM's single-image and video example samples 16 frames per clip (its --num-frames).
 DEFAULT_NUM_FRAMES = 16
@@ -49,7 +50,7 @@ class FrameSampling:
             return []
         if self.fps is not None and native_fps > 0:
             step = native_fps / self.fps
-            count = min(self.num_frames, max(1, math.floor(total / step)))
+            count = min(self.num_frames, max(1, math.ceil(total / step)))
             return sorted({min(total - 1, round(i * step)) for i in range(count)})
         count = min(self.num_frames, total)
         if count == 1:
@@ -108,6 +109,12 @@ def sample_frames(path: str, sampling: FrameSampling, label: str) -> tuple[Any, 
             total = int(capture.get(cv2.CAP_PROP_FRAME_COUNT))
             native_fps = float(capture.get(cv2.CAP_PROP_FPS))
             wanted = sampling.indices(total, native_fps)
+            width = int(capture.get(cv2.CAP_PROP_FRAME_WIDTH))
+            height = int(capture.get(cv2.CAP_PROP_FRAME_HEIGHT))
+            # What the sampled frames will hold, from the decoding budget (waits for room).
+            reserve(
+                FrameSampling(len(wanted), None, sampling.max_pixels).frame_bytes(width, height)
+            )
             if not wanted:
                 raise MediaError(
                     f"{label} has no video frames to sample",
