@@ -27,6 +27,8 @@ pytestmark = pytest.mark.e2e
         ("qwen2_5_vl", "chat"),
         ("qwen2_vl", "generate"),
         ("qwen3_vl", "generate"),
+        ("qwen2_5_omni", "generate"),
+        ("glm4_1v", "generate"),
         ("llava-onevision", "generate"),
         ("llava-next-video", "generate"),
     ],
@@ -77,7 +79,9 @@ def test_a_clip_through_the_real_engine(
         "video": 1,
         "audio": 0,
     }
-    placeholder = "<video>" if key.startswith("llava") else "<|video_pad|>"
+    placeholder = {"glm4_1v": "<|video|>", "qwen2_5_omni": "<|VIDEO|>"}.get(
+        key, "<video>" if key.startswith("llava") else "<|video_pad|>"
+    )
     assert doc["prompt"].count(placeholder) == 1
     (output,) = doc["outputs"]
     # vLLM's processor expanded the one placeholder into the sampled frames' tokens.

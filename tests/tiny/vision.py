@@ -21,6 +21,7 @@ from mmrun.tiny._common import (
 )
 from mmrun.tiny.qwen_vl import _QWEN2_VL_TEMPLATE, _QWEN_SPECIALS
 from tests.tiny import Proof
+from tests.tiny.audio import BUILDERS as AUDIO_BUILDERS
 from tests.tiny.image import _CLIP, _PINPOINTS, _SIGLIP, _hub_vision_tower_names, _text
 
 # ---------------------------------------------------------------------------------------------
@@ -213,19 +214,24 @@ def build_llava_next_video(dest: Path) -> TinyCheckpoint:
 
 
 BUILDERS: dict[str, Builder] = {"paligemma": build_paligemma, "paligemma2": build_paligemma2}
+build_qwen2_5_omni = AUDIO_BUILDERS["qwen2_5_omni"]
 
 # Qwen3-VL's generate prompt is its real format (written by hand, as vLLM's example does); its
 # chat method renders the stand-in template.
-# LLaVA-NeXT-Video is a video-only row (tests/e2e/test_video_e2e.py).
+# LLaVA-NeXT-Video is a video-only row (tests/e2e/test_video_e2e.py). Qwen2.5-Omni's image
+# (and video) rows run the audio row's checkpoint: its processor carries the real Qwen2-VL
+# image and video processors.
 PROOFS = {
     ("image", "qwen3_vl"): Proof(build_qwen3_vl, standin="chat template"),
     ("video", "llava-next-video"): Proof(build_llava_next_video),
+    ("image", "qwen2_5_omni"): Proof(build_qwen2_5_omni),
 }
 
 # Why each other key of the single-image and video example has no offline proof.
 UNPROVEN: dict[str, str] = {
     "bagel": "config and processor classes need remote code (BAGEL)",
     "dots_ocr": "config and processor classes need remote code (dots.ocr)",
+    "glm4v": "config and tokenizer classes need remote code (GLM-4V)",
     "eagle2_5": "config and processor classes need remote code (Eagle 2.5)",
     "interns1_pro": "config and processor classes need remote code (Intern-S1-Pro)",
     "kanana_v": "config and processor classes need remote code (Kanana-V)",
@@ -237,4 +243,20 @@ UNPROVEN: dict[str, str] = {
     "nemotron_parse_35": "config and processor classes need remote code (Nemotron Parse)",
     "nemotron_vl": "config and processor classes need remote code (Nemotron Nano VL)",
     "skywork_chat": "config and processor classes need remote code (Skywork-R1V)",
+    **dict.fromkeys(
+        (
+            "blip-2",
+            "deepseek_ocr2",
+            "ernie45_vl",
+            "gemma3n",
+            "gemma4",
+            "glm_ocr",
+            "lfm2_vl",
+            "lightonocr",
+            "qwen3_5",
+            "qwen3_5_moe",
+            "qwen3_vl_moe",
+        ),
+        "not built yet (transformers' classes exist)",
+    ),
 }
