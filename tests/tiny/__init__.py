@@ -93,7 +93,15 @@ def builders() -> dict[tuple[str, str], Builder]:
 
 
 # Video rows proven with the image row's checkpoint (its processor carries the video processor).
-VIDEO_KEYS = ("qwen2_vl", "qwen2_5_vl", "qwen2_5_omni", "qwen3_vl", "glm4_1v", "llava-onevision")
+VIDEO_KEYS = (
+    "qwen2_vl",
+    "qwen2_5_vl",
+    "qwen2_5_omni",
+    "qwen3_vl",
+    "qwen3_vl_moe",
+    "glm4_1v",
+    "llava-onevision",
+)
 
 
 def unproven() -> dict[tuple[str, str], str]:

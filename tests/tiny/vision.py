@@ -13,9 +13,11 @@ from typing import Any
 
 from mmrun.tiny import Builder, TinyCheckpoint
 from mmrun.tiny._common import (
+    CPU_ARGS,
     TINY_TEXT,
     build_tokenizer,
     finish,
+    save_config,
     token_ids,
     transformers_module,
 )
@@ -35,6 +37,16 @@ def build_qwen3_vl(dest: Path) -> TinyCheckpoint:
     Stand-in chat template (for the chat method only): Qwen2-VL's, the same turns and
     placeholders; Qwen3-VL's own adds tool calls and reasoning, and is not known offline.
     """
+    return _qwen3_vl(dest, moe=False)
+
+
+def build_qwen3_vl_moe(dest: Path) -> TinyCheckpoint:
+    """Qwen3-VL-MoE (``Qwen3VLMoeForConditionalGeneration``): Qwen3-VL with a mixture of
+    experts in each text layer (4 experts, 2 per token here); the same stand-in template."""
+    return _qwen3_vl(dest, moe=True)
+
+
+def _qwen3_vl(dest: Path, *, moe: bool) -> TinyCheckpoint:
     tf = transformers_module()
     tokenizer = build_tokenizer(
         dest,
@@ -65,7 +77,20 @@ def build_qwen3_vl(dest: Path) -> TinyCheckpoint:
         "num_position_embeddings": 256,
         "deepstack_visual_indexes": [0],
     }
-    config = tf.Qwen3VLConfig(
+    if moe:
+        # norm_topk_prob: vLLM reads it (the real config.json carries it; the class has no field).
+        text |= {
+            "num_experts": 4,
+            "num_experts_per_tok": 2,
+            "moe_intermediate_size": 128,
+            "norm_topk_prob": True,
+        }
+    config_class, model_class = (
+        (tf.Qwen3VLMoeConfig, tf.Qwen3VLMoeForConditionalGeneration)
+        if moe
+        else (tf.Qwen3VLConfig, tf.Qwen3VLForConditionalGeneration)
+    )
+    config = config_class(
         text_config=text,
         vision_config=vision,
         image_token_id=ids["<|image_pad|>"],
@@ -81,7 +106,13 @@ def build_qwen3_vl(dest: Path) -> TinyCheckpoint:
         tokenizer=tokenizer,
         chat_template=_QWEN2_VL_TEMPLATE,
     )
-    return finish(dest, tf.Qwen3VLForConditionalGeneration, config, processor)
+    if moe:
+        # Config only (vLLM initialises random weights itself): transformers saves the experts
+        # fused, in a layout vLLM's loader does not take for this model.
+        save_config(config, dest, "Qwen3VLMoeForConditionalGeneration")
+        processor.save_pretrained(str(dest))
+        return TinyCheckpoint(dest, {**CPU_ARGS, "load_format": "dummy"})
+    return finish(dest, model_class, config, processor)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -223,6 +254,7 @@ build_qwen2_5_omni = AUDIO_BUILDERS["qwen2_5_omni"]
 # image and video processors.
 PROOFS = {
     ("image", "qwen3_vl"): Proof(build_qwen3_vl, standin="chat template"),
+    ("image", "qwen3_vl_moe"): Proof(build_qwen3_vl_moe, standin="chat template"),
     ("video", "llava-next-video"): Proof(build_llava_next_video),
     ("image", "qwen2_5_omni"): Proof(build_qwen2_5_omni),
 }
@@ -255,7 +287,6 @@ UNPROVEN: dict[str, str] = {
             "lightonocr",
             "qwen3_5",
             "qwen3_5_moe",
-            "qwen3_vl_moe",
         ),
         "not built yet (transformers' classes exist)",
     ),
