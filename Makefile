@@ -30,7 +30,7 @@ chromium:
 # mmrun, then the example third-party plugin (docs/writing-plugins.md), which the tests load.
 $(STAMP): $(INSTALL_INPUTS) | $(BIN)/python
 	$(MAKE) install-vllm
-	$(PIP) install -q -e '.[test,ray,review]'
+	$(PIP) install -q -e '.[test,ray,review,datasets]'
 	$(PIP) install -q -e examples/mmrun-example-plugin
 	rm -f $(VENV)/.mmrun-installed-*
 	touch $@
