@@ -7,7 +7,7 @@ from mmrun.errors import MediaError, MmrunError
 from mmrun.modalities.audio.checks import AudioLimits
 from mmrun.plugins import Register
 from mmrun.prompts import chatml, media_first_messages, numbered, text_messages
-from mmrun.registry import Asset, LoaderSpec, Modality, loader
+from mmrun.registry import Asset, LoaderSpec, MediaOption, Modality, loader
 from mmrun.request import ImageResize, LoaderContext, LoraAdapter, Prompt, TemplateRenderer
 
 __version__ = "0.2.0"
@@ -20,6 +20,7 @@ __all__ = [
     "LoaderSpec",
     "LoraAdapter",
     "MediaError",
+    "MediaOption",
     "MmrunError",
     "Modality",
     "Prompt",

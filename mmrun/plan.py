@@ -87,6 +87,8 @@ class RunOptions:
     json_object: bool = False
     input_options: InputOptions = field(default_factory=InputOptions)
     output_format: str | None = None
+    # The modality's own options (Modality.options), by name: video's num_frames, fps, ...
+    modality_options: Mapping[str, Any] = field(default_factory=dict)
 
 
 class Items:
@@ -241,7 +243,7 @@ class Recipe:
 def replica_plan(recipe: Recipe, registry: Registry, vllm: VllmInfo) -> Plan:
     """The plan of one replica of a parallel run: the coordinator's, with no prompts of its
     own (they come from the coordinator) and one engine."""
-    modality = registry.modality(recipe.modality)
+    modality = registry.modality(recipe.modality).with_options(recipe.options.modality_options)
     return Plan(
         options=recipe.options,
         modality=modality,
@@ -260,7 +262,7 @@ def replica_plan(recipe: Recipe, registry: Registry, vllm: VllmInfo) -> Plan:
 
 def plan(opts: RunOptions, registry: Registry, vllm: VllmInfo, gpus: Sequence[str] = ()) -> Plan:
     """``gpus``: the GPUs visible to this process (only read for ``-dp N`` on a GPU build)."""
-    modality = registry.modality(opts.modality)
+    modality = registry.modality(opts.modality).with_options(opts.modality_options)
     spec = registry.get(opts.modality, opts.key or modality.default_model)
     check_allowed(opts, spec)
     check_numbers(opts, modality)

@@ -59,6 +59,30 @@ def _no_check(spec: LoaderSpec) -> ItemCheck | None:
 
 
 @dataclass(frozen=True)
+class MediaOption:
+    """An option of one modality's own command (``mmrun video --num-frames 8``).
+
+    name: its keyword (``num_frames``), as the modality's ``configure`` receives it.
+    flag: the command-line option (``--num-frames``).
+    kind: ``int`` or ``float``.
+    help: its one-line help.
+    default: its value when not given (None: the model's or the processor's own).
+    minimum: the smallest value it takes.
+    """
+
+    name: str
+    flag: str
+    kind: type[int] | type[float]
+    help: str
+    default: int | float | None = None
+    minimum: int | float = 1
+
+
+def _unconfigured(modality: Modality, values: Mapping[str, Any]) -> Modality:
+    return modality
+
+
+@dataclass(frozen=True)
 class Modality:
     """A kind of media, with its command, its defaults and how its media reach vLLM.
 
@@ -85,6 +109,12 @@ class Modality:
     summary: the command's one-line help; examples: command lines for its help epilog.
     vllm_modality: the kind of media vLLM receives, where it is not ``name`` (a "document"
         modality whose pages reach the model as images says "image").
+    decode_file: ``(path, label) -> (item, info)`` for a modality that decodes a local or
+        downloaded file in place, without its bytes being read into memory first (video seeks
+        to the frames it needs); ``decode`` still takes data: URIs. None: ``decode`` only.
+    options: the command's own options (video: frames per clip, frame rate, pixels per frame).
+    configure: ``(modality, values) -> modality``: the modality as a run with these option
+        values uses it (video binds its frame sampling into its decoder); unchanged by default.
     """
 
     name: str
@@ -107,6 +137,20 @@ class Modality:
     summary: str = ""
     examples: tuple[str, ...] = ()
     vllm_modality: str = ""
+    decode_file: Callable[[str, str], Decoded] | None = None
+    options: tuple[MediaOption, ...] = ()
+    configure: Callable[[Modality, Mapping[str, Any]], Modality] = _unconfigured
+
+    def with_options(self, values: Mapping[str, Any]) -> Modality:
+        """This modality configured by a run's option values (defaults where missing)."""
+        return self.configure(self, self.option_values(values)) if self.options else self
+
+    def option_values(self, values: Mapping[str, Any]) -> dict[str, Any]:
+        """Every option of this modality's command with the run's value, or its default."""
+        return {
+            o.name: values[o.name] if values.get(o.name) is not None else o.default
+            for o in self.options
+        }
 
     @property
     def engine_key(self) -> str:

@@ -129,6 +129,12 @@ def request_json(plan: Plan, prompt: Prompt | None, lora_path: str | None) -> di
         else {"name": lora.name, "int_id": lora.int_id, "path": lora_path},
         "num_prompts": plan.items.total,
         "engines": plan.engines(),
+        # The modality's own settings (video: frames per clip, frame rate, pixels per frame).
+        **(
+            {"modality_options": plan.modality.option_values(plan.options.modality_options)}
+            if plan.modality.options
+            else {}
+        ),
     }
 
 

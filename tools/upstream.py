@@ -1,14 +1,14 @@
 """Fetch vLLM's current multimodal examples, the upstream that mmrun's image and audio rows
 follow, from PyPI: ``python -m tools.upstream`` (``make install`` runs it).
 
-The two example scripts are third-party code, so they are not committed. The vllm source
+The three example scripts (multi-image, single-image and video, audio) are third-party code, so they are not committed. The vllm source
 distribution on PyPI ships them (``examples/``), so this script downloads the sdist of the
-pinned version, checks it against the pinned sha256, and extracts only the two example files
+pinned version, checks it against the pinned sha256, and extracts only the three example files
 (and the sdist's ``vllm/_version.py``, to check the commit) into ``.cache/upstream/<version>/``,
 which git ignores. Each extracted file is checked against its own pinned sha256. When the files
 are already there and match, nothing is downloaded.
 
-tests/golden/test_upstream_parity.py executes the two files with stand-ins and compares every
+tests/golden/test_upstream_parity.py executes the three files with stand-ins and compares every
 shared key's request with mmrun's. To move to a newer vLLM: change VERSION, SDIST_SHA256 and
 COMMIT, run this script (its error names each new file hash), pin those, and go through the
 parity test's failures.
@@ -29,7 +29,7 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
 
-# vllm 0.33.0 on PyPI (uploaded 2026-11-02), built from vLLM commit 4ba787ec9. Its two example
+# vllm 0.33.0 on PyPI (uploaded 2026-11-02), built from vLLM commit 4ba787ec9. Its multi-image and audio example
 # files are byte-identical to vllm 0.32.0's (the vLLM mmrun installs) and to the rendered
 # docs page docs.vllm.ai/en/latest/examples/generate/multimodal/ (lastmod 2026-09-24).
 VERSION = "0.33.0"
@@ -44,11 +44,15 @@ FILES = {
     f"{EXAMPLES}/audio_language_offline.py": (
         "583a53f980fd03815862770bf5c5f448889f3e77b88252f706f2d6a2c3243a21"
     ),
+    f"{EXAMPLES}/vision_language_offline.py": (
+        "8298a17f70fcefe8df86bbf0a5b43ade212e7f71473aceb44f99d5b39fc032d7"
+    ),
 }
 VERSION_FILE = "vllm/_version.py"
 DEST = ROOT / ".cache" / "upstream" / VERSION
 IMAGE_EXAMPLE = DEST / f"{EXAMPLES}/vision_language_multi_image_offline.py"
 AUDIO_EXAMPLE = DEST / f"{EXAMPLES}/audio_language_offline.py"
+VISION_EXAMPLE = DEST / f"{EXAMPLES}/vision_language_offline.py"
 # PyPI's simple index (PEP 691 JSON); a mirror can be named with MMRUN_PYPI_SIMPLE_URL.
 INDEX_ENV = "MMRUN_PYPI_SIMPLE_URL"
 DEFAULT_INDEX = "https://pypi.org/simple"

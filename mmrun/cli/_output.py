@@ -109,6 +109,8 @@ def _print_plan(result: RunResult, console: Console) -> None:
     table.add_column()
     table.add_row("engine args", escape(json.dumps(request["engine_args"])))
     table.add_row("sampling", escape(json.dumps(request["sampling"])))
+    if "modality_options" in request:
+        table.add_row(result.plan.modality.name, escape(json.dumps(request["modality_options"])))
     if request["stop_token_ids"]:
         table.add_row("stop token ids", str(request["stop_token_ids"]))
     if request["lora"]:

@@ -3,6 +3,7 @@
 # No `from __future__ import annotations`: Typer reads the closure-built option annotations at runtime.
 
 import enum
+import inspect
 from collections.abc import Callable
 from typing import Annotated, Any
 
@@ -11,7 +12,7 @@ import typer
 from mmrun.cli import _options as o
 from mmrun.cli._errors import error_boundary
 from mmrun.errors import EXIT_PARTIAL, UsageError
-from mmrun.registry import Modality
+from mmrun.registry import MediaOption, Modality
 
 
 class MethodChoice(str, enum.Enum):
@@ -80,6 +81,7 @@ def _execute(modality: str, **kw: Any) -> None:
             shard=kw["shard"],
         ),
         output_format=_output_format(kw["output_format"]),
+        modality_options=kw["modality_options"],
     )
     configure_environment(verbose)
     show_library_output(verbose)
@@ -307,12 +309,34 @@ def make_command(modality: Modality) -> Callable[..., None]:
         json_out: o.JsonOpt = False,
         verbose: verbose_opt = False,
         quiet: o.QuietOpt = False,
+        **modality_options: Any,
     ) -> None:
         _execute(noun, **{k: v for k, v in locals().items()})
 
     command.__doc__ = modality.summary or f"Run a model on {noun} inputs through vLLM."
     command.__name__ = noun
+    _add_modality_options(command, modality.options)
     return command
+
+
+def _add_modality_options(command: Callable[..., None], options: tuple[MediaOption, ...]) -> None:
+    """The modality's own options (``--num-frames``) as parameters of its command: Typer reads
+    the signature, and their values arrive in the command's ``modality_options``."""
+    signature = inspect.signature(command)
+    fixed = [p for p in signature.parameters.values() if p.kind is not p.VAR_KEYWORD]
+    extra = [
+        inspect.Parameter(
+            option.name,
+            inspect.Parameter.KEYWORD_ONLY,
+            default=None,
+            annotation=Annotated[
+                option.kind | None,
+                typer.Option(option.flag, help=option.help, min=option.minimum, show_default=False),
+            ],
+        )
+        for option in options
+    ]
+    command.__signature__ = signature.replace(parameters=[*fixed, *extra])  # type: ignore[attr-defined]
 
 
 def epilog(modality: Modality) -> str | None:

@@ -16,7 +16,7 @@ from mmrun.media.budget import memory_ticket, reserve
 from mmrun.media.download import DOWNLOAD_WORKERS, Downloader, ProgressFn
 from mmrun.media.limits import positive_number
 from mmrun.media.pool import DaemonPool
-from mmrun.media.sources import Source, parse_source, read_data_uri, read_path
+from mmrun.media.sources import Source, checked_path, parse_source, read_data_uri, read_path
 from mmrun.registry import Modality
 
 PREFETCH_ENV = "MMRUN_PREFETCH_MB"
@@ -85,6 +85,8 @@ class MediaResolver:
             path = self.downloader.fetch(source.location, source.fallbacks, source.cache_name)
         # The file's bytes and what decoding them takes share the decoding budget: twelve
         # files at the size cap are read no faster than memory allows.
+        if self.modality.decode_file is not None and source.kind != "data":
+            return self._resolve_file(source, path or checked_path(source))
         with memory_ticket():
             if path is not None:
                 reserve(path.stat().st_size)
@@ -109,6 +111,30 @@ class MediaResolver:
             path=str(path) if path else None,
             sha256=hashlib.sha256(data).hexdigest(),
             size_bytes=len(data),
+            data=decoded,
+            info=info,
+        )
+
+    def _resolve_file(self, source: Source, path: Path) -> MediaItem:
+        """A file decoded in place (a video: only the frames it needs are read), never read
+        whole into memory; the decoder reserves what it keeps from the decoding budget."""
+        assert self.modality.decode_file is not None
+        with memory_ticket():
+            try:
+                decoded, info = self.modality.decode_file(str(path), source.text)
+            except MediaError:
+                if source.kind in ("asset", "url"):
+                    path.unlink(missing_ok=True)  # as above: a later run fetches it again
+                raise
+        digest = hashlib.sha256()
+        with open(path, "rb") as file:
+            for chunk in iter(lambda: file.read(1 << 20), b""):
+                digest.update(chunk)
+        return MediaItem(
+            source=source.text,
+            path=str(path),
+            sha256=digest.hexdigest(),
+            size_bytes=path.stat().st_size,
             data=decoded,
             info=info,
         )

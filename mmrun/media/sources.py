@@ -74,18 +74,44 @@ def check_url(text: str) -> None:
         raise MediaError(f"malformed URL {text!r}: it names no host", hint="check the URL")
 
 
+def checked_path(source: Source) -> Path:
+    """A local source's path, checked to be a non-empty regular file, without reading it (for
+    a modality that decodes files in place: Modality.decode_file)."""
+    path = Path(source.location).expanduser()
+    try:
+        _check_regular(path, source)
+        empty = path.stat().st_size == 0
+    except (FileNotFoundError, NotADirectoryError) as exc:
+        raise MediaError(f"no such file: {source.text}", hint="check the path") from exc
+    except OSError as exc:
+        raise MediaError(
+            f"cannot read {source.text}: {exc.strerror or exc}", hint="check the file"
+        ) from exc
+    except ValueError as exc:  # e.g. a NUL byte, which no file name can hold
+        raise MediaError(
+            f"{source.text!r} is not a valid path ({exc})", hint="name a media file"
+        ) from exc
+    if empty:
+        raise MediaError(f"{source.text} is empty (0 bytes)", hint="name a non-empty media file")
+    return path
+
+
+def _check_regular(path: Path, source: Source) -> None:
+    # stat first: a FIFO would block the read forever and /dev/zero would never end it.
+    mode = path.stat().st_mode
+    if stat.S_ISDIR(mode):
+        raise MediaError(f"{source.text} is a directory, not a file", hint="name a media file")
+    if not stat.S_ISREG(mode):
+        raise MediaError(
+            f"{source.text} is not a regular file (a device, pipe or socket)",
+            hint="name a media file",
+        )
+
+
 def read_path(source: Source) -> bytes:
     path = Path(source.location).expanduser()
     try:
-        # stat first: a FIFO would block the read forever and /dev/zero would never end it.
-        mode = path.stat().st_mode
-        if stat.S_ISDIR(mode):
-            raise MediaError(f"{source.text} is a directory, not a file", hint="name a media file")
-        if not stat.S_ISREG(mode):
-            raise MediaError(
-                f"{source.text} is not a regular file (a device, pipe or socket)",
-                hint="name a media file",
-            )
+        _check_regular(path, source)
         cap_mb = positive_number(MAX_FILE_ENV, DEFAULT_MAX_MB, "megabytes")
         limit = int(cap_mb * 1024 * 1024)
         with open(path, "rb") as file:

@@ -1,6 +1,7 @@
-"""The video modality end to end: ``mmrun video -m qwen2_5_vl -v clip.mp4`` on the tiny
-Qwen2.5-VL checkpoint (whose processor carries the real Qwen2-VL video processor), through the
-real engine, by generate and by chat, on a clip generated here."""
+"""The video modality end to end: ``mmrun video -m KEY -v clip.mp4`` on the tiny Qwen2-VL,
+Qwen2.5-VL and Qwen3-VL checkpoints (whose processors carry the real video processors), through
+the real engine, by generate and by chat, on clips generated here; and a long clip (half an
+hour) sampled within a bounded memory."""
 
 from __future__ import annotations
 
@@ -21,7 +22,17 @@ pytestmark = pytest.mark.e2e
 
 @pytest.mark.parametrize(
     ("key", "method"),
-    [("qwen2_5_vl", "generate"), ("qwen2_5_vl", "chat"), ("qwen2_vl", "generate")],
+    [
+        ("qwen2_5_vl", "generate"),
+        ("qwen2_5_vl", "chat"),
+        ("qwen2_vl", "generate"),
+        ("qwen3_vl", "generate"),
+        ("qwen3_vl_moe", "generate"),
+        ("qwen2_5_omni", "generate"),
+        ("glm4_1v", "generate"),
+        ("llava-onevision", "generate"),
+        ("llava-next-video", "generate"),
+    ],
 )
 def test_a_clip_through_the_real_engine(
     key: str, method: str, tiny_checkpoint: Callable[[str, str], TinyCheckpoint], tmp_path: Path
@@ -37,13 +48,15 @@ def test_a_clip_through_the_real_engine(
             "mmrun",
             "video",
             "-m",
-            "qwen2_5_vl",
+            key,
             "--model",
             str(checkpoint.path),
             "-v",
             str(clip),
             "--method",
             method,
+            "--num-frames",
+            "8",
             "--max-tokens",
             "6",
             "-tp",
@@ -60,12 +73,91 @@ def test_a_clip_through_the_real_engine(
     doc = json.loads(proc.stdout)
     assert doc["modality"] == "video"
     assert doc["media"][0]["frames"] == 16 and doc["media"][0]["duration_s"] == 2.0
+    assert doc["media"][0]["sampled_frames"] == 8
+    assert doc["request"]["modality_options"] == {"num_frames": 8, "fps": None, "max_pixels": None}
     assert doc["request"]["engine_args"]["limit_mm_per_prompt"] == {
         "image": 0,
         "video": 1,
         "audio": 0,
     }
-    assert "<|video_pad|>" in doc["prompt"]
+    placeholder = {"glm4_1v": "<|video|>", "qwen2_5_omni": "<|VIDEO|>"}.get(
+        key, "<video>" if key.startswith("llava") else "<|video_pad|>"
+    )
+    assert doc["prompt"].count(placeholder) == 1
     (output,) = doc["outputs"]
-    # vLLM's processor expanded the one <|video_pad|> into the clip's frame tokens.
+    # vLLM's processor expanded the one placeholder into the sampled frames' tokens.
     assert output["prompt_tokens"] > 40 and output["completion_tokens"] > 0
+
+
+# A wrapper that runs mmrun and prints the peak resident memory of it and its children (the
+# engine core included), in KiB: what a long clip must not raise.
+_PEAK_RSS = (
+    "import resource, subprocess, sys\n"
+    "code = subprocess.run([sys.executable, '-m', 'mmrun', *sys.argv[1:]]).returncode\n"
+    "print(resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss, code, file=sys.stderr)\n"
+)
+
+
+def _peak_rss(args: list[str], env: dict[str, str]) -> tuple[int, str, str]:
+    proc = subprocess.run(
+        [sys.executable, "-c", _PEAK_RSS, *args],
+        capture_output=True,
+        text=True,
+        env={**os.environ, "HF_HUB_OFFLINE": "1", **env},
+        timeout=900,
+    )
+    peak, code = proc.stderr.strip().splitlines()[-1].split()
+    assert code == "0", proc.stderr[-3000:]
+    return int(peak), proc.stdout, proc.stderr
+
+
+def test_a_half_hour_clip_is_sampled_in_bounded_memory(
+    tiny_checkpoint: Callable[[str, str], TinyCheckpoint], tmp_path: Path
+) -> None:
+    """Half an hour at 1 fps: only the sampled frames are decoded, by seeking, from the file
+    itself (its size above the read cap proves it is never read whole), and the dry run's
+    peak memory is that of a four-second clip's."""
+    long_clip = write_clip(tmp_path / "long.mp4", frames=1800, fps=1)
+    short_clip = write_clip(tmp_path / "short.mp4", frames=4, fps=1)
+    # Below the long clip's size: a decoder that read the file whole would refuse it.
+    cap = {"MMRUN_MAX_FILE_MB": str(long_clip.stat().st_size / 2 / 1024 / 1024)}
+    flags = ["--num-frames", "8", "--dry-run", "--json"]
+    peaks = {}
+    for clip in (short_clip, long_clip):
+        peaks[clip.name], out, _ = _peak_rss(["video", "-v", str(clip), *flags], cap)
+        (media,) = json.loads(out)["media"]
+        assert media["sampled_frames"] == (4 if clip is short_clip else 8)
+    assert media["frames"] == 1800 and media["duration_s"] == 1800.0
+    assert peaks["long.mp4"] - peaks["short.mp4"] < 32 * 1024, peaks
+
+    # One engine run on the long clip: one frame every four minutes, through the real engine.
+    checkpoint = tiny_checkpoint("video", "qwen2_5_vl")
+    engine_args = {**checkpoint.engine_args, "enforce_eager": True}
+    engine_flags = [f"--engine-arg={k}={json.dumps(v)}" for k, v in engine_args.items()]
+    peak, out, _ = _peak_rss(
+        [
+            "video",
+            "-m",
+            "qwen2_5_vl",
+            "--model",
+            str(checkpoint.path),
+            "-v",
+            str(long_clip),
+            "--fps",
+            str(1 / 240),
+            "--max-tokens",
+            "4",
+            "-tp",
+            "1",
+            "--json",
+            *engine_flags,
+        ],
+        cap,
+    )
+    doc = json.loads(out)
+    assert doc["media"][0]["sampled_frames"] == 8
+    assert doc["request"]["modality_options"]["fps"] == 1 / 240
+    assert doc["outputs"][0]["completion_tokens"] > 0
+    # The engine's own footprint (torch, vLLM, the KV cache) dominates; the clip adds little.
+    assert peak < 4 * 1024 * 1024, f"peak RSS {peak} KiB"
+    print(f"peak RSS: dry run {peaks}, engine run {peak} KiB")

@@ -32,7 +32,7 @@ import pytest
 
 from mmrun.engine import chat_input
 from mmrun.errors import UsageError
-from mmrun.plan import RunOptions, plan
+from mmrun.plan import RunOptions, compose_engine_args, plan
 from mmrun.plugins import builtin_registry
 from mmrun.request import LoaderContext
 from mmrun.support import VllmInfo
@@ -160,7 +160,11 @@ def test_every_upstream_key_is_registered() -> None:
     assert UPSTREAM_KEYS, "no upstream examples: see test_upstream_examples_are_fetched"
     ours = {(s.modality, s.key) for m in EXAMPLES for s in REGISTRY.specs(m)}
     assert set(UPSTREAM_KEYS) - ours == set(), "upstream keys mmrun lacks"
-    assert ours - set(UPSTREAM_KEYS) == set(MMRUN_ONLY), "mmrun-only keys must be listed"
+    # Image keys that only the single-image example has (compared below); Kimi K2.5's images
+    # are its "vision_chunk" items.
+    single_image = {("image", k) for m, k in VISION_KEYS if m in ("image", "vision_chunk")}
+    only_ours = ours - set(UPSTREAM_KEYS) - single_image
+    assert only_ours == set(MMRUN_ONLY), "mmrun-only keys must be listed"
 
 
 def test_cli_defaults_match_upstream() -> None:
@@ -387,3 +391,204 @@ def test_the_sources_table_names_what_upstream_added_and_changed() -> None:
     assert {("image", k) for k, v in image.SOURCES.items() if v == image.UPSTREAM} == added
     changed = {("image", k) for k, v in image.SOURCES.items() if v == image.CHANGED}
     assert changed == set(oracle.CHANGED_SINCE_SEED)
+
+
+# vLLM's single-image and video example (vision_language_offline.py): one image, one video, or
+# one of each per prompt, chosen with --modality. The oracle runs `-m KEY --modality M
+# --num-prompts 1` and mmrun's row of the same key and modality builds one prompt with one item.
+# Normalisations, besides those above (the same for every key):
+# - sampling: the example's own default (temperature 0.2, so that a batch of identical prompts
+#   differs; max_tokens 64) is a demo setting of its command line, like mmrun's per-command
+#   defaults; only a model's own sampling_params are compared.
+# - mm_processor_cache_gb: the example's --disable-mm-processor-cache switch (4 GiB otherwise);
+#   mmrun leaves the cache to vLLM's default.
+# - limit_mm_per_prompt: the example also zeroes "vision_chunk"; a zero there is dropped.
+# - media: the example's own assets (one photo, one clip of 16 frames); compared by count.
+VISION = oracle.VISION_EXAMPLE
+VISION_SAMPLING_DEFAULT = {"temperature": 0.2, "max_tokens": 64}
+VISION_MODALITIES = ("image", "video")
+
+# Upstream requests mmrun does not build yet, each strictly expected to differ.
+VISION_GAPS: dict[tuple[str, str], str] = {
+    ("vision_chunk", "kimi_k25"): "vLLM takes Kimi K2.5's images as 'vision_chunk' items; "
+    "mmrun's image row sends 'image' items",
+}
+# --modality image+video (one image and one video in one prompt): not offered by mmrun yet.
+IMAGE_AND_VIDEO = "image+video"
+
+
+def _vision_keys() -> list[tuple[str, str]]:
+    """Every (modality, key) the single-image and video example runs."""
+    if oracle.missing():
+        return []
+    found = []
+    for key in oracle.keys(VISION):
+        for modality in (*VISION_MODALITIES, IMAGE_AND_VIDEO, "vision_chunk"):
+            try:
+                oracle.run(VISION, ["-m", key, "--modality", modality, "--num-prompts", "1"])
+            except (AssertionError, NameError):  # the example's own modality checks
+                continue
+            found.append((modality, key))
+    return found
+
+
+VISION_KEYS = _vision_keys()
+VISION_SHARED = [
+    (m, k)
+    for m, k in VISION_KEYS
+    if m in VISION_MODALITIES and not (m == "image" and k in oracle.keys(oracle.IMAGE_EXAMPLE))
+]
+
+
+def vision_upstream(modality: str, key: str) -> dict[str, Any]:
+    argv = ["-m", key, "--modality", modality, "--num-prompts", "1"]
+    call = oracle.run(VISION, argv)
+    args = oracle.run_args(VISION, argv)
+    engine = {
+        k: v for k, v in call.engine_args.items() if k not in ("seed", "mm_processor_cache_gb")
+    }
+    limits = {k: v for k, v in engine["limit_mm_per_prompt"].items() if v or k in ENGINE_KEYS}
+    engine["limit_mm_per_prompt"] = limits
+    sampling = oracle.plain(call.sampling)
+    stop = sampling.pop("stop_token_ids", None) or []
+    if sampling == VISION_SAMPLING_DEFAULT:
+        sampling = {}
+    (prompt,) = call.prompts
+    data = prompt.get("multi_modal_data", {})
+    return {
+        "question": oracle.load(VISION)["get_multi_modal_input"](args)["questions"][0],
+        "engine_args": oracle.plain(engine),
+        "prompt": prompt.get("prompt"),
+        "media": {m: 1 for m in data},
+        "sampling": sampling,
+        "stop_token_ids": list(stop),
+        "lora": [list(r) for r in dict.fromkeys(call.lora)] if call.lora else None,
+    }
+
+
+def vision_mmrun(modality: str, key: str, question: str) -> dict[str, Any]:
+    spec = REGISTRY.get(modality, key)
+    ctx = LoaderContext(
+        question=question,
+        num_items=1,
+        model=spec.repo_id,
+        templates=seed_oracle.RecordingRenderer(),
+    )
+    prompt = spec(ctx)
+    lora = None
+    if spec.lora is not None:
+        sub = spec.lora.subfolder
+        lora = [[spec.lora.name, spec.lora.int_id, os.path.join(spec.repo_id, sub or "")]]
+    engine = compose_engine_args(
+        spec, model=spec.repo_id, num_items=1, seed=None, engine_keys=ENGINE_KEYS
+    )
+    return {
+        "question": question,
+        "engine_args": oracle.plain(engine),
+        "prompt": prompt.text,
+        "media": {REGISTRY.modalities[modality].engine_key: 1},
+        "sampling": oracle.plain(dict(spec.sampling)),
+        "stop_token_ids": list(prompt.stop_token_ids),
+        "lora": lora,
+    }
+
+
+def vision_differences(modality: str, key: str) -> dict[str, str]:
+    theirs = vision_upstream(modality, key)
+    ours = vision_mmrun(modality, key, theirs["question"])
+    return {
+        name: f"upstream {theirs[name]!r}\n  mmrun    {ours[name]!r}"
+        for name in theirs
+        if theirs[name] != ours[name]
+    }
+
+
+def test_every_single_image_and_video_key_is_registered() -> None:
+    assert VISION_KEYS, "no upstream examples: see test_upstream_examples_are_fetched"
+    wanted = {(m, k) for m, k in VISION_KEYS if m in VISION_MODALITIES}
+    ours = {(s.modality, s.key) for m in VISION_MODALITIES for s in REGISTRY.specs(m)}
+    assert wanted - ours == set(), "upstream keys mmrun lacks"
+    assert {(s.modality, s.key) for s in REGISTRY.specs("video")} <= wanted, (
+        "every video row comes from the single-image and video example"
+    )
+    for modality, key in VISION_GAPS:
+        assert (modality, key) in VISION_KEYS
+
+
+@pytest.mark.parametrize(
+    ("modality", "key"), VISION_SHARED, ids=[f"{m}-{k}" for m, k in VISION_SHARED]
+)
+def test_single_image_and_video_request_matches_upstream(modality: str, key: str) -> None:
+    differing = vision_differences(modality, key)
+    detail = "\n".join(f"{name}: {line}" for name, line in differing.items())
+    assert not differing, f"{modality}/{key} differs from upstream:\n{detail}"
+
+
+@pytest.mark.parametrize(("modality", "key"), list(VISION_GAPS))
+def test_single_image_and_video_gaps_still_differ(modality: str, key: str) -> None:
+    """A listed gap must still be one: once mmrun sends what upstream sends, remove it."""
+    theirs = vision_upstream(modality, key)
+    ours = vision_mmrun("image", key, theirs["question"])
+    assert theirs["media"] != ours["media"]
+
+
+def test_image_and_video_prompts_are_listed() -> None:
+    """The keys whose upstream prompt can carry an image and a video together; mmrun runs
+    them on one kind of media per prompt (docs/models.md says so)."""
+    both = sorted(k for m, k in VISION_KEYS if m == IMAGE_AND_VIDEO)
+    assert both and all(("video", k) in VISION_KEYS for k in both)
+
+
+# The single-image example's image requests for keys the multi-image example also has: mmrun's
+# one image row per key follows the multi-image example (an engine sized for several images,
+# numbered placeholders, that example's checkpoint), so these fields differ from the
+# single-image example's one-image request, on purpose. Pinned, so that a change shows.
+SINGLE_IMAGE_FOLLOWS_MULTI_IMAGE: dict[str, frozenset[str]] = {
+    "aria": frozenset({"engine_args", "prompt"}),
+    "bee": frozenset({"engine_args", "prompt"}),
+    "command_a_vision": frozenset({"prompt"}),
+    "deepseek_vl_v2": frozenset({"prompt"}),
+    "deepseek_ocr": frozenset({"engine_args"}),
+    "exaone4_5": frozenset({"engine_args", "prompt"}),
+    "gemma3": frozenset({"engine_args", "prompt"}),
+    "glm4_1v": frozenset({"engine_args", "prompt"}),
+    "glm4_5v": frozenset({"engine_args", "prompt"}),
+    "glm4_5v_fp8": frozenset({"engine_args", "prompt"}),
+    "h2ovl_chat": frozenset({"engine_args", "prompt"}),
+    "idefics3": frozenset({"engine_args", "prompt"}),
+    "interns1": frozenset({"engine_args", "prompt"}),
+    "internvl_chat": frozenset({"engine_args", "prompt"}),
+    "keye_vl": frozenset({"engine_args", "prompt"}),
+    "keye_vl1_5": frozenset({"engine_args", "prompt"}),
+    "kimi_vl": frozenset({"engine_args", "prompt"}),
+    "llama4": frozenset({"engine_args", "prompt"}),
+    "llava": frozenset({"engine_args", "prompt"}),
+    "llava-next": frozenset({"engine_args", "prompt"}),
+    "llava-onevision": frozenset({"engine_args", "prompt"}),
+    "molmo2": frozenset({"prompt"}),
+    "NVLM_D": frozenset({"engine_args", "prompt"}),
+    "openpangu_vl": frozenset({"engine_args", "prompt"}),
+    "ovis": frozenset({"engine_args", "prompt"}),
+    "ovis2_5": frozenset({"engine_args", "prompt"}),
+    "paddleocr_vl": frozenset({"engine_args"}),
+    "phi3_v": frozenset({"engine_args"}),
+    "phi4_mm": frozenset({"engine_args"}),
+    "pixtral_hf": frozenset({"engine_args"}),
+    "qwen2_vl": frozenset({"engine_args", "prompt"}),
+    "qwen2_5_vl": frozenset({"engine_args", "prompt"}),
+    "rvl": frozenset({"engine_args", "prompt"}),
+    "smolvlm": frozenset({"engine_args", "prompt"}),
+    "stepvl": frozenset({"engine_args", "prompt"}),
+}
+
+
+def test_single_image_requests_of_multi_image_keys_differ_only_as_listed() -> None:
+    assert VISION_KEYS, "no upstream examples: see test_upstream_examples_are_fetched"
+    multi_image = set(oracle.keys(oracle.IMAGE_EXAMPLE))
+    found = {}
+    for modality, key in VISION_KEYS:
+        if modality == "image" and key in multi_image:
+            differing = frozenset(vision_differences(modality, key))
+            if differing:
+                found[key] = differing
+    assert found == SINGLE_IMAGE_FOLLOWS_MULTI_IMAGE

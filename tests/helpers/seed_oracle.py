@@ -95,6 +95,8 @@ class _FakeTemplates:
         chat_template: str | None = None,
     ) -> str:
         assert tokenize is False and add_generation_prompt is True
+        if messages and isinstance(messages[0], list):  # a batch of conversations
+            return [render(self.source, m, chat_template) for m in messages]  # type: ignore[return-value]
         return render(self.source, messages, chat_template)
 
     def convert_tokens_to_ids(self, token: str) -> int:

@@ -27,6 +27,7 @@ from tools import upstream
 
 IMAGE_EXAMPLE: Path = upstream.IMAGE_EXAMPLE
 AUDIO_EXAMPLE: Path = upstream.AUDIO_EXAMPLE
+VISION_EXAMPLE: Path = upstream.VISION_EXAMPLE
 
 # Seed rows that vLLM's examples changed since the seeds, and that mmrun follows: they differ
 # from the seed on purpose, and tests/golden/test_upstream_parity.py compares them instead.
@@ -88,6 +89,8 @@ class _RecordingLLM:
         return []
 
     def _common(self, sampling_params: Any, lora_request: Any) -> None:
+        if isinstance(sampling_params, list):  # one per prompt, all alike in the examples
+            sampling_params = sampling_params[0]
         self.call.sampling = dict(sampling_params.kwargs) if sampling_params else {}
         if lora_request:
             self.call.lora = [tuple(r) for r in lora_request]
@@ -118,6 +121,21 @@ class _Image:
         return self
 
 
+class _ImageAsset:
+    """The single-image example's image: remembers its name."""
+
+    def __init__(self, name: str) -> None:
+        self.pil_image = f"image:{name}"
+
+
+class _VideoAsset:
+    """The single-image example's video: its name and frame count, and its metadata."""
+
+    def __init__(self, name: str, num_frames: int = -1) -> None:
+        self.np_ndarrays = f"video:{name}:{num_frames}"
+        self.metadata = {"video": name, "num_frames": num_frames}
+
+
 class _AudioAsset:
     def __init__(self, name: str) -> None:
         self.name = name
@@ -137,6 +155,11 @@ def _stand_ins() -> Iterator[None]:
         "vllm.model_executor.models.deepseek_ocr": module(
             "vllm.model_executor.models.deepseek_ocr",
             NGramPerReqLogitsProcessor=NGramPerReqLogitsProcessor,
+        ),
+        "vllm.assets.image": module("vllm.assets.image", ImageAsset=_ImageAsset),
+        "vllm.assets.video": module("vllm.assets.video", VideoAsset=_VideoAsset),
+        "vllm.multimodal.image": module(
+            "vllm.multimodal.image", convert_image_mode=lambda image, mode: image
         ),
     }
     with seed_oracle._stand_ins():
@@ -160,7 +183,7 @@ def _stand_ins() -> Iterator[None]:
 
 
 def missing() -> list[Path]:
-    return [path for path in (IMAGE_EXAMPLE, AUDIO_EXAMPLE) if not path.is_file()]
+    return [path for path in (IMAGE_EXAMPLE, AUDIO_EXAMPLE, VISION_EXAMPLE) if not path.is_file()]
 
 
 @cache

@@ -21,11 +21,17 @@ ROOT = Path(__file__).resolve().parent.parent.parent
 _MODULES = (
     ("image", "tests.tiny.image"),
     ("image", "tests.tiny.upstream"),  # the keys vLLM's current example added
+    ("image", "tests.tiny.vision"),  # the keys only its single-image and video example has
     ("audio", "tests.tiny.audio"),
 )
 # Modules that expose PROOFS ((modality, key) -> Proof): rows whose vLLM modules need
 # torchaudio or timm, rows proven with a stand-in, and rows that only an older vLLM runs.
-_PROOF_MODULES = ("tests.tiny.extras", "tests.tiny.standin", "tests.tiny.older")
+_PROOF_MODULES = (
+    "tests.tiny.extras",
+    "tests.tiny.standin",
+    "tests.tiny.older",
+    "tests.tiny.vision",
+)
 
 # The environment `make install` builds (.venv): the vLLM the docs are generated with.
 MAIN = "main"
@@ -86,7 +92,16 @@ def builders() -> dict[tuple[str, str], Builder]:
     return {row: proof.builder for row, proof in proofs().items() if proof.env == MAIN}
 
 
-VIDEO_KEYS = ("qwen2_vl", "qwen2_5_vl")
+# Video rows proven with the image row's checkpoint (its processor carries the video processor).
+VIDEO_KEYS = (
+    "qwen2_vl",
+    "qwen2_5_vl",
+    "qwen2_5_omni",
+    "qwen3_vl",
+    "qwen3_vl_moe",
+    "glm4_1v",
+    "llava-onevision",
+)
 
 
 def unproven() -> dict[tuple[str, str], str]:

@@ -43,7 +43,7 @@ def test_models_json_lists_every_seed_row_with_its_repo() -> None:
     builtin = {(spec.modality, spec.key) for spec in builtin_registry().specs()}
     rows = {(r["modality"], r["key"]): r for r in json.loads(out)["models"]}
     image_audio = {(m, k) for m, k in builtin if m in ("image", "audio")}
-    assert builtin <= rows.keys() and len(image_audio) == 63  # 52 seed rows + 11 upstream
+    assert builtin <= rows.keys() and len(image_audio) == 91  # 52 seed + 11 multi-image + 28
     for modality, path, request in (
         ("image", oracle.IMAGE_SEED, oracle.image_request),
         ("audio", oracle.AUDIO_SEED, oracle.audio_request),
@@ -65,10 +65,9 @@ def test_models_table_and_filter() -> None:
     code, out, _ = invoke("models", "audio")
     assert code == 0 and "whisper" in out and "qwen2_5_vl" not in out
     code, out, _ = invoke("models", "video", "--json")
-    assert code == 0 and {row["key"] for row in json.loads(out)["models"]} == {
-        "qwen2_vl",
-        "qwen2_5_vl",
-    }
+    video = {row["key"] for row in json.loads(out)["models"]}
+    assert code == 0 and {"qwen2_vl", "qwen3_vl", "llava-next-video"} <= video
+    assert "whisper" not in video and len(video) == 26
     code, _, err = invoke("models", "smell")
     assert code == 2 and "unknown modality 'smell'" in err
 

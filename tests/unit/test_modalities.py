@@ -11,7 +11,7 @@ import soundfile
 
 from mmrun.modalities.audio import AUDIO
 from mmrun.modalities.image import IMAGE
-from mmrun.modalities.video import VIDEO, decode_video
+from mmrun.modalities.video import VIDEO
 from mmrun.plugins import builtin_registry
 from tests.helpers.media import write_clip
 
@@ -40,10 +40,24 @@ def test_an_audio_chat_part_carries_the_clip_itself_not_an_image() -> None:
     assert decoded_rate == rate and np.allclose(decoded, waveform, atol=1e-6)
 
 
-def test_a_video_chat_part_is_the_clip_as_a_data_url(tmp_path: Path) -> None:
+def test_a_video_chat_part_is_the_sampled_frames_as_a_data_url(tmp_path: Path) -> None:
+    import cv2
+
     data = write_clip(tmp_path / "clip.mp4").read_bytes()
-    clip, info = decode_video(data, "clip.mp4")
-    assert info == {"frames": 16, "fps": 8.0, "width": 64, "height": 48, "duration_s": 2.0}
+    clip, info = VIDEO.with_options({"num_frames": 4}).decode(data, "clip.mp4")
+    assert info == {
+        "frames": 16,
+        "fps": 8.0,
+        "duration_s": 2.0,
+        "sampled_frames": 4,
+        "frame_width": 64,
+        "frame_height": 48,
+    }
     part = VIDEO.chat_part(clip, REGISTRY.get("video", "qwen2_5_vl"))
     assert part["type"] == "video_url"
-    assert base64.b64decode(part["video_url"]["url"].split(",", 1)[1]) == data
+    sent = tmp_path / "sent.avi"
+    sent.write_bytes(base64.b64decode(part["video_url"]["url"].split(",", 1)[1]))
+    capture = cv2.VideoCapture(str(sent))
+    # The four sampled frames, over the clip's two seconds.
+    assert int(capture.get(cv2.CAP_PROP_FRAME_COUNT)) == 4
+    assert capture.get(cv2.CAP_PROP_FPS) == 2.0

@@ -15,9 +15,11 @@ def toy(ctx: LoaderContext) -> Prompt:
 
 def test_builtin_registry_has_every_seed_and_upstream_key_once() -> None:
     registry = builtin_registry()
-    # The seed's 35 image keys and the 11 that vLLM's current example added; the seed's 17 audio.
-    assert len(list(registry.specs("image"))) == 46
+    # The seed's 35 image keys, the 11 that vLLM's current multi-image example added and the 28
+    # that only its single-image and video example has; the seed's 17 audio; 26 video.
+    assert len(list(registry.specs("image"))) == 74
     assert len(list(registry.specs("audio"))) == 17
+    assert len(list(registry.specs("video"))) == 26
 
 
 def test_duplicate_key_is_an_error() -> None:
@@ -43,7 +45,7 @@ def test_each_plugin_s_registrations_are_recorded() -> None:
     registry = builtin_registry()
     assert registry.origins["mmrun.modalities.image"][0] == "image"
     assert "image/qwen2_5_vl" in registry.origins["mmrun.modalities.image"]
-    assert registry.origins["mmrun.modalities.video"][:2] == ["video", "video/qwen2_vl"]
+    assert registry.origins["mmrun.modalities.video"][:2] == ["video", "video/ernie45_vl"]
     assert registry.plugin_of(registry.get("audio", "whisper")) == "mmrun.modalities.audio"
 
 

@@ -141,9 +141,11 @@ IMAGE = Modality(
 
 # Where each row's request comes from, for docs/models.md's "source" column: the seed script
 # (SEED), unless vLLM's current multi-image example added the row (UPSTREAM) or changed it since
-# the seed (CHANGED). tools/upstream.py pins that example's vLLM version; the parity test
-# (tests/golden/test_upstream_parity.py) checks this table against it.
+# the seed (CHANGED), or only its single-image and video example has the key (SINGLE_IMAGE).
+# tools/upstream.py pins those examples' vLLM version; the parity test
+# (tests/golden/test_upstream_parity.py) checks this table against them.
 SEED, UPSTREAM, CHANGED = "seed", "upstream", "seed, changed upstream"
+SINGLE_IMAGE = "single-image and video example"
 SOURCES: Mapping[str, str] = {
     **dict.fromkeys(
         (
@@ -162,13 +164,51 @@ SOURCES: Mapping[str, str] = {
         UPSTREAM,
     ),
     **dict.fromkeys(("interns1", "keye_vl1_5", "ovis2_5"), CHANGED),
+    **dict.fromkeys(
+        (
+            "bagel",
+            "blip-2",
+            "deepseek_ocr2",
+            "dots_ocr",
+            "eagle2_5",
+            "ernie45_vl",
+            "gemma3n",
+            "gemma4",
+            "glm4v",
+            "glm_ocr",
+            "interns1_pro",
+            "kanana_v",
+            "kimi_k25",
+            "lfm2_vl",
+            "lightonocr",
+            "minicpmo",
+            "minicpmv",
+            "molmo",
+            "nemotron_parse_35",
+            "nemotron_vl",
+            "paligemma",
+            "paligemma2",
+            "qwen2_5_omni",
+            "qwen3_5",
+            "qwen3_5_moe",
+            "qwen3_vl",
+            "qwen3_vl_moe",
+            "skywork_chat",
+        ),
+        SINGLE_IMAGE,
+    ),
 }
 
 FAMILIES = (
     "aria",
+    "bagel",
     "bee",
+    "blip",
     "cohere",
     "deepseek",
+    "dots",
+    "eagle",
+    "ernie",
     "exaone",
     "gemma",
     "glm",
@@ -177,18 +217,24 @@ FAMILIES = (
     "hyperclova",
     "idefics",
     "intern",
+    "kanana",
     "keye",
     "kimi",
+    "lfm",
+    "lighton",
     "llama4",
     "llava",
+    "minicpm",
     "mistral",
     "molmo",
+    "nemotron",
     "ovis",
     "paddle",
     "pangu",
     "phi",
     "qwen",
     "rvl",
+    "skywork",
     "step",
     "tarsier",
 )

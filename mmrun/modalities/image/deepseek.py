@@ -1,4 +1,4 @@
-"""DeepSeek vision models: DeepSeek-VL2, DeepSeek-OCR."""
+"""DeepSeek vision models: DeepSeek-VL2, DeepSeek-OCR, DeepSeek-OCR 2."""
 
 from __future__ import annotations
 
@@ -28,6 +28,19 @@ def deepseek_vl_v2(ctx: LoaderContext) -> Prompt:
 # name (vLLM loads "<module>:<class>" itself), so that no loader imports vLLM.
 NGRAM_LOGITS_PROCESSOR = "vllm.model_executor.models.deepseek_ocr:NGramPerReqLogitsProcessor"
 
+# DeepSeek's own OCR settings, as vLLM's examples give them: the n-gram guard's arguments
+# (its whitelist: the ids of <td> and </td>), long outputs, special tokens kept.
+DEEPSEEK_OCR_SAMPLING = {
+    "temperature": 0.0,
+    "max_tokens": 8192,
+    "extra_args": {
+        "ngram_size": 30,
+        "window_size": 90,
+        "whitelist_token_ids": [128821, 128822],
+    },
+    "skip_special_tokens": False,
+}
+
 
 @loader(
     "deepseek_ocr",
@@ -35,19 +48,22 @@ NGRAM_LOGITS_PROCESSOR = "vllm.model_executor.models.deepseek_ocr:NGramPerReqLog
     repo_id="deepseek-ai/DeepSeek-OCR",
     architecture="DeepseekOCRForCausalLM",
     engine_args={"max_num_seqs": 2, "logits_processors": [NGRAM_LOGITS_PROCESSOR]},
-    # DeepSeek's own OCR settings, as vLLM's example gives them: the n-gram guard's arguments
-    # (its whitelist: the ids of <td> and </td>), long outputs, special tokens kept. vLLM's
-    # example applies them only in its chat path; mmrun applies them to both methods.
-    sampling={
-        "temperature": 0.0,
-        "max_tokens": 8192,
-        "extra_args": {
-            "ngram_size": 30,
-            "window_size": 90,
-            "whitelist_token_ids": [128821, 128822],
-        },
-        "skip_special_tokens": False,
-    },
+    # vLLM's multi-image example applies them only in its chat path; mmrun applies them to
+    # both methods, as its single-image example does.
+    sampling=DEEPSEEK_OCR_SAMPLING,
 )
 def deepseek_ocr(ctx: LoaderContext) -> Prompt:
     return Prompt(text="<image>\n" * ctx.num_items + ctx.question)
+
+
+@loader(
+    "deepseek_ocr2",
+    "image",
+    repo_id="deepseek-ai/DeepSeek-OCR-2",
+    architecture="DeepseekOCR2ForCausalLM",
+    engine_args={"logits_processors": [NGRAM_LOGITS_PROCESSOR]},
+    sampling=DEEPSEEK_OCR_SAMPLING,
+    max_items=1,
+)
+def deepseek_ocr2(ctx: LoaderContext) -> Prompt:
+    return Prompt(text=f"<image>\n{ctx.question}")

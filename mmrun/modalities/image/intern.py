@@ -1,4 +1,4 @@
-"""InternVL-style chat models: InternVL2, H2OVL-Mississippi, NVLM-D, Intern-S1."""
+"""InternVL-style chat models: InternVL2, H2OVL-Mississippi, NVLM-D, Intern-S1, Intern-S1-Pro."""
 
 from __future__ import annotations
 
@@ -76,3 +76,36 @@ def internvl_chat(ctx: LoaderContext) -> Prompt:
 )
 def nvlm_d(ctx: LoaderContext) -> Prompt:
     return _intern_prompt(ctx)
+
+
+INTERNS1_PRO_ENGINE_ARGS = {
+    "max_model_len": 8192,
+    "max_num_seqs": 2,
+    "enforce_eager": True,
+    "tensor_parallel_size": 4,
+}
+
+
+def placeholder_first_prompt(
+    ctx: LoaderContext, placeholder: str, stop_tokens: tuple[str, ...] = ()
+) -> Prompt:
+    """The tokenizer's chat template over one user turn: the placeholder, a newline and the
+    question (what vLLM's single-image and video example writes for these models)."""
+    messages = text_messages(f"{placeholder}\n{ctx.question}")
+    return Prompt(
+        text=ctx.templates.render(messages, source="tokenizer"),
+        stop_token_ids=tuple(ctx.templates.token_id(t) for t in stop_tokens),
+    )
+
+
+@loader(
+    "interns1_pro",
+    "image",
+    repo_id="internlm/Intern-S1-Pro",
+    architecture="InternS1ProForConditionalGeneration",
+    engine_args=INTERNS1_PRO_ENGINE_ARGS,
+    trust_remote_code=True,
+    max_items=1,
+)
+def interns1_pro(ctx: LoaderContext) -> Prompt:
+    return placeholder_first_prompt(ctx, "<|vision_start|><|image_pad|><|vision_end|>")

@@ -1,4 +1,4 @@
-"""Moonshot Kimi-VL."""
+"""Moonshot Kimi-VL, Kimi K2.5."""
 
 from __future__ import annotations
 
@@ -18,3 +18,20 @@ from mmrun.request import LoaderContext, Prompt
 def kimi_vl(ctx: LoaderContext) -> Prompt:
     messages = media_first_messages("image", ctx.num_items, ctx.question)
     return Prompt(text=ctx.templates.render(messages, source="processor"))
+
+
+@loader(
+    "kimi_k25",
+    "image",
+    repo_id="moonshotai/Kimi-K2.5",
+    architecture="KimiK25ForConditionalGeneration",
+    engine_args={"max_model_len": 4096, "tensor_parallel_size": 4},
+    trust_remote_code=True,
+    max_items=1,
+    note="vLLM takes its images as 'vision_chunk' items, which mmrun does not send yet",
+)
+def kimi_k25(ctx: LoaderContext) -> Prompt:
+    return Prompt(
+        text="<|im_user|>user<|media_begin|>image<|media_content|><|media_pad|><|media_end|>"
+        f"{ctx.question}<|im_end|><|im_assistant|>assistant<|im_middle|>"
+    )

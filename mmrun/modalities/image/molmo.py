@@ -1,4 +1,4 @@
-"""Ai2's Molmo vision models: Molmo2."""
+"""Ai2's Molmo vision models: Molmo, Molmo2."""
 
 from __future__ import annotations
 
@@ -19,3 +19,16 @@ def molmo2(ctx: LoaderContext) -> Prompt:
     # vLLM's example loads the processor without trust_remote_code; Molmo2's processor is
     # remote code, so mmrun loads it with the flag, as it does the model.
     return template_prompt(ctx, "image")
+
+
+@loader(
+    "molmo",
+    "image",
+    repo_id="allenai/Molmo-7B-D-0924",
+    architecture="MolmoForCausalLM",
+    engine_args={"dtype": "bfloat16"},
+    trust_remote_code=True,
+    max_items=1,
+)
+def molmo(ctx: LoaderContext) -> Prompt:
+    return Prompt(text=f"<|im_start|>user <image>\n{ctx.question}<|im_end|><|im_start|>assistant\n")

@@ -1,8 +1,9 @@
-"""Qwen vision models: Qwen-VL-Chat, Qwen2-VL, Qwen2.5-VL."""
+"""Qwen vision models: Qwen-VL-Chat, Qwen2-VL, Qwen2.5-VL, Qwen2.5-Omni, Qwen3-VL, Qwen3.5."""
 
 from __future__ import annotations
 
-from mmrun.prompts import media_first_messages, numbered, text_messages
+from mmrun.modalities.audio.qwen import OMNI_SYSTEM
+from mmrun.prompts import chatml, media_first_messages, numbered, text_messages
 from mmrun.registry import loader
 from mmrun.request import ImageResize, LoaderContext, Prompt
 
@@ -76,3 +77,82 @@ def qwen2_vl(ctx: LoaderContext) -> Prompt:
 )
 def qwen2_5_vl(ctx: LoaderContext) -> Prompt:
     return _qwen2_vl_prompt(ctx)
+
+
+# vLLM's single-image and video example for Qwen2.5-Omni, Qwen3-VL and Qwen3.5: the pixel bounds
+# of each image or frame, and one frame per second of video.
+QWEN_MM_PROCESSOR_KWARGS = {"min_pixels": 28 * 28, "max_pixels": 1280 * 28 * 28, "fps": 1}
+QWEN3_ENGINE_ARGS = {
+    "max_model_len": 4096,
+    "max_num_seqs": 5,
+    "mm_processor_kwargs": QWEN_MM_PROCESSOR_KWARGS,
+}
+QWEN_IMAGE = "<|vision_start|><|image_pad|><|vision_end|>"
+QWEN_VIDEO = "<|vision_start|><|video_pad|><|vision_end|>"
+OMNI_IMAGE = "<|vision_bos|><|IMAGE|><|vision_eos|>"
+OMNI_VIDEO = "<|vision_bos|><|VIDEO|><|vision_eos|>"
+
+
+def qwen_prompt(
+    ctx: LoaderContext, placeholder: str, system: str = "You are a helpful assistant."
+) -> Prompt:
+    """A ChatML prompt with the media placeholders first, written by hand as vLLM's
+    single-image and video example does for Qwen models."""
+    return Prompt(text=chatml(placeholder * ctx.num_items + ctx.question, system=system))
+
+
+@loader(
+    "qwen2_5_omni",
+    "image",
+    repo_id="Qwen/Qwen2.5-Omni-7B",
+    # The config's name; vLLM runs it as Qwen2_5OmniThinkerForConditionalGeneration.
+    architecture="Qwen2_5OmniModel",
+    engine_args=QWEN3_ENGINE_ARGS,
+    methods=("generate",),
+)
+def qwen2_5_omni(ctx: LoaderContext) -> Prompt:
+    return qwen_prompt(ctx, OMNI_IMAGE, system=OMNI_SYSTEM)
+
+
+@loader(
+    "qwen3_vl",
+    "image",
+    repo_id="Qwen/Qwen3-VL-4B-Instruct",
+    architecture="Qwen3VLForConditionalGeneration",
+    engine_args=QWEN3_ENGINE_ARGS,
+)
+def qwen3_vl(ctx: LoaderContext) -> Prompt:
+    return qwen_prompt(ctx, QWEN_IMAGE)
+
+
+@loader(
+    "qwen3_vl_moe",
+    "image",
+    repo_id="Qwen/Qwen3-VL-30B-A3B-Instruct",
+    architecture="Qwen3VLMoeForConditionalGeneration",
+    engine_args=QWEN3_ENGINE_ARGS,
+)
+def qwen3_vl_moe(ctx: LoaderContext) -> Prompt:
+    return qwen_prompt(ctx, QWEN_IMAGE)
+
+
+@loader(
+    "qwen3_5",
+    "image",
+    repo_id="Qwen/Qwen3.5-4B",
+    architecture="Qwen3_5ForConditionalGeneration",
+    engine_args=QWEN3_ENGINE_ARGS,
+)
+def qwen3_5(ctx: LoaderContext) -> Prompt:
+    return qwen_prompt(ctx, QWEN_IMAGE)
+
+
+@loader(
+    "qwen3_5_moe",
+    "image",
+    repo_id="Qwen/Qwen3.5-35B-A3B",
+    architecture="Qwen3_5MoeForConditionalGeneration",
+    engine_args=QWEN3_ENGINE_ARGS,
+)
+def qwen3_5_moe(ctx: LoaderContext) -> Prompt:
+    return qwen_prompt(ctx, QWEN_IMAGE)

@@ -1,41 +1,96 @@
 """The video modality: ``mmrun video``. A plugin like any other: it declares its command, how
 its files decode and how a clip reaches vLLM, and registers the models that take video.
 
-A clip is checked when it is fetched (OpenCV opens it and reads its first frame, in a worker
-thread); its frames are sampled once the engine has started, by vLLM's own video loader
-(OpenCV, uniform sampling of ``NUM_FRAMES`` frames: what vLLM does for a ``video_url``).
+A clip is decoded when it is fetched, in a worker thread and within the decoding memory
+budget: only the frames a prompt takes are read (``--num-frames``, ``--fps``), each shrunk to
+``--max-pixels`` at once (mmrun.modalities.video.frames), and they reach vLLM with the metadata
+its processors read. A clip that cannot be sampled is refused in one line.
 """
 
 from __future__ import annotations
 
 import base64
+import functools
 from collections.abc import Mapping
+from dataclasses import replace
 from importlib import import_module
 from typing import Any
 
-from mmrun.modalities.video.decode import Clip, decode_video, load_video
+from mmrun.modalities.video.frames import (
+    DEFAULT_NUM_FRAMES,
+    FrameSampling,
+    decode_clip,
+    decode_clip_file,
+    encode_clip,
+    sampling_from,
+)
 from mmrun.plugins import Register
-from mmrun.registry import LoaderSpec, Modality
+from mmrun.registry import Decoded, LoaderSpec, MediaOption, Modality
 
 # Where the rows' requests come from (docs/models.md's "source" column).
-DEFAULT_SOURCE = "vLLM's video example"
+DEFAULT_SOURCE = "single-image and video example"
 
-# vLLM's own default for a video given by URL (VideoMediaIO's num_frames).
-NUM_FRAMES = 32
+VIDEO_OPTIONS = (
+    MediaOption(
+        "num_frames",
+        "--num-frames",
+        int,
+        "Frames sampled from each clip: spread over the whole clip, or at --fps from its "
+        f"start. Default: {DEFAULT_NUM_FRAMES} (vLLM's video example).",
+        default=DEFAULT_NUM_FRAMES,
+    ),
+    MediaOption(
+        "fps",
+        "--fps",
+        float,
+        "Sample at this many frames per second of the clip (at most --num-frames) instead of "
+        "spreading the frames over the whole clip.",
+        minimum=0.001,
+    ),
+    MediaOption(
+        "max_pixels",
+        "--max-pixels",
+        int,
+        "Shrink each sampled frame to at most this many pixels (width x height), keeping its "
+        "shape; the model's processor may shrink it further.",
+        minimum=64,
+    ),
+)
 
 
-def _to_engine(clip: Clip, spec: LoaderSpec) -> Any:
-    return load_video(clip.data, NUM_FRAMES)
+def _decode(data: bytes, label: str, sampling: FrameSampling) -> Decoded:
+    return decode_clip(data, label, sampling)
 
 
-def _chat_part(clip: Clip, spec: LoaderSpec) -> dict[str, Any]:
-    """A clip as a ``video_url`` part: vLLM's chat API decodes it with the same loader."""
-    url = "data:video/mp4;base64," + base64.b64encode(clip.data).decode()
+def _decode_file(path: str, label: str, sampling: FrameSampling) -> Decoded:
+    return decode_clip_file(path, label, sampling)
+
+
+def _chat_part(item: Any, spec: LoaderSpec) -> dict[str, Any]:
+    """The sampled frames as a ``video_url`` part (a small Motion-JPEG clip, at the rate the
+    frames were sampled at, so that the model sees the same span of time)."""
+    frames, metadata = item
+    span = metadata["duration"] or 1.0
+    fps = max(len(frames) / span, 0.01)
+    url = "data:video/x-msvideo;base64," + base64.b64encode(encode_clip(frames, fps)).decode()
     return {"type": "video_url", "video_url": {"url": url}}
 
 
+def _configure(modality: Modality, values: Mapping[str, Any]) -> Modality:
+    """The modality with this run's frame sampling bound into its decoder."""
+    sampling = sampling_from(values)
+    return replace(
+        modality,
+        decode=functools.partial(_decode, sampling=sampling),
+        decode_file=functools.partial(_decode_file, sampling=sampling),
+    )
+
+
 def _describe(info: Mapping[str, Any]) -> str:
-    return f"{info['width']}x{info['height']}, {info['frames']} frames, {info['duration_s']:.1f}s"
+    return (
+        f"{info['frames']} frames, {info['duration_s']:.1f}s; "
+        f"{info['sampled_frames']} sampled at {info['frame_width']}x{info['frame_height']}"
+    )
 
 
 VIDEO = Modality(
@@ -48,20 +103,36 @@ VIDEO = Modality(
     max_tokens=256,
     seed=None,
     default_model="qwen2_5_vl",
-    decode=decode_video,
+    decode=functools.partial(_decode, sampling=FrameSampling()),
+    decode_file=functools.partial(_decode_file, sampling=FrameSampling()),
     chat_part=_chat_part,
     short_option="-v",
     extensions=(".mp4", ".avi", ".mov", ".mkv", ".webm"),
-    to_engine=_to_engine,
     describe=_describe,
+    options=VIDEO_OPTIONS,
+    configure=_configure,
     summary="Run a video-language model on video clips through vLLM.",
     examples=(
         "mmrun video -m qwen2_5_vl -v clip.mp4",
         "mmrun video -m qwen2_5_vl -v 'clips/*.mp4' -o answers.jsonl",
+        "mmrun video -m qwen3_vl -v talk.mp4 --fps 0.5 --num-frames 64 --max-pixels 200704",
     ),
 )
 
-FAMILIES = ("qwen",)
+FAMILIES = (
+    "ernie",
+    "exaone",
+    "gemma",
+    "glm",
+    "intern",
+    "keye",
+    "llava",
+    "minicpm",
+    "molmo",
+    "ovis",
+    "pangu",
+    "qwen",
+)
 
 
 def register(register: Register) -> None:

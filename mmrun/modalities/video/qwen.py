@@ -1,26 +1,19 @@
-"""Qwen vision models on video: Qwen2-VL, Qwen2.5-VL (vLLM's video example)."""
+"""Qwen vision models on video: Qwen2-VL, Qwen2.5-VL, Qwen2.5-Omni, Qwen3-VL, Qwen3.5."""
 
 from __future__ import annotations
 
-from mmrun.prompts import media_first_messages
+from mmrun.modalities.audio.qwen import OMNI_SYSTEM
+from mmrun.modalities.image.qwen import OMNI_VIDEO, QWEN3_ENGINE_ARGS, QWEN_VIDEO, qwen_prompt
 from mmrun.registry import loader
 from mmrun.request import LoaderContext, Prompt
 
-# vLLM's single-video example for these models: a frame budget that keeps a clip of
-# NUM_FRAMES frames within max_model_len, and one frame per second of the model's sampling.
-_ENGINE_ARGS = {
+# vLLM's single-image and video example for Qwen2-VL: the pixel bounds of each frame; the
+# frame rate stays the processor's own.
+_QWEN2_VL_ENGINE_ARGS = {
     "max_model_len": 4096,
     "max_num_seqs": 5,
-    "mm_processor_kwargs": {"min_pixels": 28 * 28, "max_pixels": 1280 * 28 * 28, "fps": 1},
+    "mm_processor_kwargs": {"min_pixels": 28 * 28, "max_pixels": 1280 * 28 * 28},
 }
-
-
-def _qwen_video_prompt(ctx: LoaderContext) -> Prompt:
-    messages = [
-        {"role": "system", "content": "You are a helpful assistant."},
-        *media_first_messages("video", ctx.num_items, ctx.question),
-    ]
-    return Prompt(text=ctx.templates.render(messages, source="processor"))
 
 
 @loader(
@@ -28,12 +21,12 @@ def _qwen_video_prompt(ctx: LoaderContext) -> Prompt:
     "video",
     repo_id="Qwen/Qwen2-VL-7B-Instruct",
     architecture="Qwen2VLForConditionalGeneration",
-    engine_args=_ENGINE_ARGS,
+    engine_args=_QWEN2_VL_ENGINE_ARGS,
     min_items=1,
     max_items=1,
 )
 def qwen2_vl(ctx: LoaderContext) -> Prompt:
-    return _qwen_video_prompt(ctx)
+    return qwen_prompt(ctx, QWEN_VIDEO)
 
 
 @loader(
@@ -41,9 +34,75 @@ def qwen2_vl(ctx: LoaderContext) -> Prompt:
     "video",
     repo_id="Qwen/Qwen2.5-VL-3B-Instruct",
     architecture="Qwen2_5_VLForConditionalGeneration",
-    engine_args=_ENGINE_ARGS,
+    engine_args=QWEN3_ENGINE_ARGS,
     min_items=1,
     max_items=1,
 )
 def qwen2_5_vl(ctx: LoaderContext) -> Prompt:
-    return _qwen_video_prompt(ctx)
+    return qwen_prompt(ctx, QWEN_VIDEO)
+
+
+@loader(
+    "qwen2_5_omni",
+    "video",
+    repo_id="Qwen/Qwen2.5-Omni-7B",
+    architecture="Qwen2_5OmniModel",
+    engine_args=QWEN3_ENGINE_ARGS,
+    min_items=1,
+    max_items=1,
+    methods=("generate",),
+)
+def qwen2_5_omni(ctx: LoaderContext) -> Prompt:
+    return qwen_prompt(ctx, OMNI_VIDEO, system=OMNI_SYSTEM)
+
+
+@loader(
+    "qwen3_vl",
+    "video",
+    repo_id="Qwen/Qwen3-VL-4B-Instruct",
+    architecture="Qwen3VLForConditionalGeneration",
+    engine_args=QWEN3_ENGINE_ARGS,
+    min_items=1,
+    max_items=1,
+)
+def qwen3_vl(ctx: LoaderContext) -> Prompt:
+    return qwen_prompt(ctx, QWEN_VIDEO)
+
+
+@loader(
+    "qwen3_vl_moe",
+    "video",
+    repo_id="Qwen/Qwen3-VL-30B-A3B-Instruct",
+    architecture="Qwen3VLMoeForConditionalGeneration",
+    engine_args=QWEN3_ENGINE_ARGS,
+    min_items=1,
+    max_items=1,
+)
+def qwen3_vl_moe(ctx: LoaderContext) -> Prompt:
+    return qwen_prompt(ctx, QWEN_VIDEO)
+
+
+@loader(
+    "qwen3_5",
+    "video",
+    repo_id="Qwen/Qwen3.5-4B",
+    architecture="Qwen3_5ForConditionalGeneration",
+    engine_args=QWEN3_ENGINE_ARGS,
+    min_items=1,
+    max_items=1,
+)
+def qwen3_5(ctx: LoaderContext) -> Prompt:
+    return qwen_prompt(ctx, QWEN_VIDEO)
+
+
+@loader(
+    "qwen3_5_moe",
+    "video",
+    repo_id="Qwen/Qwen3.5-35B-A3B",
+    architecture="Qwen3_5MoeForConditionalGeneration",
+    engine_args=QWEN3_ENGINE_ARGS,
+    min_items=1,
+    max_items=1,
+)
+def qwen3_5_moe(ctx: LoaderContext) -> Prompt:
+    return qwen_prompt(ctx, QWEN_VIDEO)

@@ -1,0 +1,20 @@
+"""ByteDance Seed's BAGEL (single-image example)."""
+
+from __future__ import annotations
+
+from mmrun.prompts import chatml
+from mmrun.registry import loader
+from mmrun.request import LoaderContext, Prompt
+
+
+@loader(
+    "bagel",
+    "image",
+    repo_id="ByteDance-Seed/BAGEL-7B-MoT",
+    architecture="BagelForConditionalGeneration",
+    engine_args={"max_model_len": 8192, "max_num_seqs": 2},
+    trust_remote_code=True,
+    max_items=1,
+)
+def bagel(ctx: LoaderContext) -> Prompt:
+    return Prompt(text=chatml(f"<|image_pad|>\n{ctx.question}"))

@@ -1,0 +1,23 @@
+"""Ai2's Molmo2 on video."""
+
+from __future__ import annotations
+
+from mmrun.registry import loader
+from mmrun.request import LoaderContext, Prompt
+
+
+@loader(
+    "molmo2",
+    "video",
+    repo_id="allenai/Molmo2-8B",
+    architecture="Molmo2ForConditionalGeneration",
+    engine_args={"dtype": "bfloat16", "max_num_batched_tokens": 36864},
+    trust_remote_code=True,
+    min_items=1,
+    max_items=1,
+)
+def molmo2(ctx: LoaderContext) -> Prompt:
+    # The video comes before the turn, as in vLLM's single-image and video example.
+    return Prompt(
+        text=f"<|video|><|im_start|>user\n{ctx.question}<|im_end|>\n<|im_start|>assistant\n"
+    )

@@ -1,0 +1,293 @@
+"""Tiny offline checkpoints for the keys only vLLM's single-image and video example has (see
+tests/tiny/__init__.py and tools/upstream.py).
+
+Their loaders write the prompt by hand, as that example does, so a checkpoint proves the real
+prompt format by generate; where the chat method renders a stand-in template (the real one is
+not known offline), the proof says so.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from mmrun.tiny import Builder, TinyCheckpoint
+from mmrun.tiny._common import (
+    CPU_ARGS,
+    TINY_TEXT,
+    build_tokenizer,
+    finish,
+    save_config,
+    token_ids,
+    transformers_module,
+)
+from mmrun.tiny.qwen_vl import _QWEN2_VL_TEMPLATE, _QWEN_SPECIALS
+from tests.tiny import Proof
+from tests.tiny.audio import BUILDERS as AUDIO_BUILDERS
+from tests.tiny.image import _CLIP, _PINPOINTS, _SIGLIP, _hub_vision_tower_names, _text
+
+# ---------------------------------------------------------------------------------------------
+# Qwen3-VL
+
+
+def build_qwen3_vl(dest: Path) -> TinyCheckpoint:
+    """Qwen3-VL (``Qwen3VLForConditionalGeneration``: 16-pixel patches, DeepStack, interleaved
+    M-RoPE), with the real Qwen3-VL image and video processors.
+
+    Stand-in chat template (for the chat method only): Qwen2-VL's, the same turns and
+    placeholders; Qwen3-VL's own adds tool calls and reasoning, and is not known offline.
+    """
+    return _qwen3_vl(dest, moe=False)
+
+
+def build_qwen3_vl_moe(dest: Path) -> TinyCheckpoint:
+    """Qwen3-VL-MoE (``Qwen3VLMoeForConditionalGeneration``): Qwen3-VL with a mixture of
+    experts in each text layer (4 experts, 2 per token here); the same stand-in template."""
+    return _qwen3_vl(dest, moe=True)
+
+
+def _qwen3_vl(dest: Path, *, moe: bool) -> TinyCheckpoint:
+    tf = transformers_module()
+    tokenizer = build_tokenizer(
+        dest,
+        _QWEN_SPECIALS,
+        chat_template=_QWEN2_VL_TEMPLATE,
+        eos_token="<|im_end|>",
+        pad_token="<|endoftext|>",
+    )
+    ids = token_ids(tokenizer, _QWEN_SPECIALS)
+    # mrope_section halves sum to head_dim / 2 = 32 (the real 24/20/20 is for head_dim 128).
+    text = _text(
+        tokenizer,
+        bos_token_id=ids["<|endoftext|>"],
+        eos_token_id=ids["<|im_end|>"],
+        rope_parameters={
+            "rope_type": "default",
+            "mrope_section": [8, 12, 12],
+            "mrope_interleaved": True,
+        },
+    )
+    vision: dict[str, Any] = {
+        "depth": 1,
+        "hidden_size": 64,
+        "intermediate_size": 128,
+        "num_heads": 2,
+        "patch_size": 16,
+        "out_hidden_size": TINY_TEXT["hidden_size"],
+        "num_position_embeddings": 256,
+        "deepstack_visual_indexes": [0],
+    }
+    if moe:
+        # norm_topk_prob: vLLM reads it (the real config.json carries it; the class has no field).
+        text |= {
+            "num_experts": 4,
+            "num_experts_per_tok": 2,
+            "moe_intermediate_size": 128,
+            "norm_topk_prob": True,
+        }
+    config_class, model_class = (
+        (tf.Qwen3VLMoeConfig, tf.Qwen3VLMoeForConditionalGeneration)
+        if moe
+        else (tf.Qwen3VLConfig, tf.Qwen3VLForConditionalGeneration)
+    )
+    config = config_class(
+        text_config=text,
+        vision_config=vision,
+        image_token_id=ids["<|image_pad|>"],
+        video_token_id=ids["<|video_pad|>"],
+        vision_start_token_id=ids["<|vision_start|>"],
+        vision_end_token_id=ids["<|vision_end|>"],
+    )
+    # At most 16 merged 32x32 patches per image or frame pair: a few placeholder tokens each.
+    pixels = {"shortest_edge": 4 * 32 * 32, "longest_edge": 16 * 32 * 32}
+    processor = tf.Qwen3VLProcessor(
+        image_processor=tf.Qwen2VLImageProcessor(size=pixels, patch_size=16),
+        video_processor=tf.Qwen3VLVideoProcessor(size=pixels),
+        tokenizer=tokenizer,
+        chat_template=_QWEN2_VL_TEMPLATE,
+    )
+    if moe:
+        # Config only (vLLM initialises random weights itself): transformers saves the experts
+        # fused, in a layout vLLM's loader does not take for this model.
+        save_config(config, dest, "Qwen3VLMoeForConditionalGeneration")
+        processor.save_pretrained(str(dest))
+        return TinyCheckpoint(dest, {**CPU_ARGS, "load_format": "dummy"})
+    return finish(dest, model_class, config, processor)
+
+
+# ---------------------------------------------------------------------------------------------
+# PaliGemma
+
+
+def build_paligemma(dest: Path) -> TinyCheckpoint:
+    """PaliGemma (``PaliGemmaForConditionalGeneration``: SigLIP, a linear projection, Gemma),
+    with the real PaliGemma processor (which prefixes the image tokens and <bos>)."""
+    return _paligemma(dest, {"model_type": "gemma"})
+
+
+def build_paligemma2(dest: Path) -> TinyCheckpoint:
+    """PaliGemma 2 (the same architecture on Gemma 2: a sliding-window layer and a global
+    one, soft-capped logits)."""
+    return _paligemma(
+        dest,
+        {
+            "model_type": "gemma2",
+            "num_hidden_layers": 2,
+            "layer_types": ["sliding_attention", "full_attention"],
+            "sliding_window": 512,
+            "query_pre_attn_scalar": 64,
+        },
+    )
+
+
+def _paligemma(dest: Path, text_overrides: dict[str, Any]) -> TinyCheckpoint:
+    tf = transformers_module()
+    specials = ["<pad>", "<eos>", "<bos>", "<unk>", "<image>"]
+    tokenizer = build_tokenizer(
+        dest,
+        specials,
+        # vLLM's PaliGemma processor looks up "\n" (a SentencePiece piece in Gemma's vocab) to
+        # end the prompt; a byte-level BPE spells it "Ċ", so it is added as a whole token.
+        added_tokens=["\n"],
+        pad_token="<pad>",
+        eos_token="<eos>",
+        bos_token="<bos>",
+        unk_token="<unk>",
+        image_token="<image>",
+    )
+    ids = token_ids(tokenizer, specials)
+    text = _text(
+        tokenizer,
+        pad_token_id=ids["<pad>"],
+        bos_token_id=ids["<bos>"],
+        eos_token_id=ids["<eos>"],
+    )
+    vocab = text["vocab_size"]
+    config = tf.PaliGemmaConfig(
+        text_config={**text, **text_overrides},
+        vision_config={**_SIGLIP, "vision_use_head": False, "projection_dim": 128},
+        image_token_index=ids["<image>"],
+        vocab_size=vocab,
+        projection_dim=TINY_TEXT["hidden_size"],
+        hidden_size=TINY_TEXT["hidden_size"],
+    )
+    size = _SIGLIP["image_size"]
+    image_processor = tf.SiglipImageProcessor(size={"height": size, "width": size})
+    # (56 / 14)^2 = 16 image tokens.
+    image_processor.image_seq_length = (size // _SIGLIP["patch_size"]) ** 2
+    processor = tf.PaliGemmaProcessor(image_processor=image_processor, tokenizer=tokenizer)
+    return finish(
+        dest,
+        tf.PaliGemmaForConditionalGeneration,
+        config,
+        processor,
+        rename=_hub_vision_tower_names,
+    )
+
+
+# ---------------------------------------------------------------------------------------------
+# LLaVA-NeXT-Video
+
+
+def build_llava_next_video(dest: Path) -> TinyCheckpoint:
+    """LLaVA-NeXT-Video (``LlavaNextVideoForConditionalGeneration``: CLIP, frames pooled 2x2,
+    Llama text), with the real LLaVA-NeXT-Video processor and video processor. A video-only
+    row: its prompt is written by hand ('USER: <video>...'), so no chat template is needed."""
+    tf = transformers_module()
+    specials = ["<unk>", "<s>", "</s>", "<image>", "<video>", "<pad>"]
+    tokenizer = build_tokenizer(
+        dest,
+        specials,
+        prepend="<s>",
+        unk_token="<unk>",
+        bos_token="<s>",
+        eos_token="</s>",
+        pad_token="<pad>",
+    )
+    ids = token_ids(tokenizer, specials)
+    # vLLM's pooler divides the image size by the squared patch size (336 // 14**2 = 1 for
+    # the real tower): 7-pixel patches keep it 1 at 56 pixels (8 x 8 patches, pooled to 4 x 4).
+    vision = {**_CLIP, "patch_size": 7}
+    config = tf.LlavaNextVideoConfig(
+        vision_config={"model_type": "clip_vision_model", **vision},
+        text_config=_text(
+            tokenizer, model_type="llama", bos_token_id=ids["<s>"], eos_token_id=ids["</s>"]
+        ),
+        image_token_index=ids["<image>"],
+        video_token_index=ids["<video>"],
+        image_grid_pinpoints=_PINPOINTS,
+        image_seq_length=64,
+        video_seq_length=16,
+        vision_feature_layer=-2,
+        vision_feature_select_strategy="default",
+    )
+    size = _CLIP["image_size"]
+    crop = {"height": size, "width": size}
+    processor = tf.LlavaNextVideoProcessor(
+        video_processor=tf.LlavaNextVideoVideoProcessor(
+            size={"shortest_edge": size}, crop_size=crop
+        ),
+        image_processor=tf.LlavaNextImageProcessor(
+            size={"shortest_edge": size}, crop_size=crop, image_grid_pinpoints=_PINPOINTS
+        ),
+        tokenizer=tokenizer,
+        patch_size=vision["patch_size"],
+        vision_feature_select_strategy="default",
+        num_additional_image_tokens=1,
+    )
+    return finish(
+        dest,
+        tf.LlavaNextVideoForConditionalGeneration,
+        config,
+        processor,
+        rename=_hub_vision_tower_names,
+    )
+
+
+BUILDERS: dict[str, Builder] = {"paligemma": build_paligemma, "paligemma2": build_paligemma2}
+build_qwen2_5_omni = AUDIO_BUILDERS["qwen2_5_omni"]
+
+# Qwen3-VL's generate prompt is its real format (written by hand, as vLLM's example does); its
+# chat method renders the stand-in template.
+# LLaVA-NeXT-Video is a video-only row (tests/e2e/test_video_e2e.py). Qwen2.5-Omni's image
+# (and video) rows run the audio row's checkpoint: its processor carries the real Qwen2-VL
+# image and video processors.
+PROOFS = {
+    ("image", "qwen3_vl"): Proof(build_qwen3_vl, standin="chat template"),
+    ("image", "qwen3_vl_moe"): Proof(build_qwen3_vl_moe, standin="chat template"),
+    ("video", "llava-next-video"): Proof(build_llava_next_video),
+    ("image", "qwen2_5_omni"): Proof(build_qwen2_5_omni),
+}
+
+# Why each other key of the single-image and video example has no offline proof.
+UNPROVEN: dict[str, str] = {
+    "bagel": "config and processor classes need remote code (BAGEL)",
+    "dots_ocr": "config and processor classes need remote code (dots.ocr)",
+    "glm4v": "config and tokenizer classes need remote code (GLM-4V)",
+    "eagle2_5": "config and processor classes need remote code (Eagle 2.5)",
+    "interns1_pro": "config and processor classes need remote code (Intern-S1-Pro)",
+    "kanana_v": "config and processor classes need remote code (Kanana-V)",
+    "kimi_k25": "config and processor classes need remote code (Kimi K2.5); mmrun does not "
+    "send its 'vision_chunk' items yet",
+    "minicpmo": "config and processor classes need remote code (MiniCPM-o)",
+    "minicpmv": "config and processor classes need remote code (MiniCPM-V)",
+    "molmo": "config and processor classes need remote code (Molmo)",
+    "nemotron_parse_35": "config and processor classes need remote code (Nemotron Parse)",
+    "nemotron_vl": "config and processor classes need remote code (Nemotron Nano VL)",
+    "skywork_chat": "config and processor classes need remote code (Skywork-R1V)",
+    **dict.fromkeys(
+        (
+            "blip-2",
+            "deepseek_ocr2",
+            "ernie45_vl",
+            "gemma3n",
+            "gemma4",
+            "glm_ocr",
+            "lfm2_vl",
+            "lightonocr",
+            "qwen3_5",
+            "qwen3_5_moe",
+        ),
+        "not built yet (transformers' classes exist)",
+    ),
+}
