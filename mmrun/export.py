@@ -2,8 +2,9 @@
 datasets, pandas, DuckDB or polars users to load in one line and join back to their input on
 ``id`` (or ``index``, the row's place in the input).
 
-Columns: id, index, media, question, text, prompt_tokens, completion_tokens, finish_reason,
-error, error_stage, then each kept input column (``--keep-columns``: a line's ``meta``), named
+Columns: id, index, media, question, text, parsed (the decoded JSON answer of a structured
+run, as JSON text: its shape may differ from line to line), prompt_tokens, completion_tokens,
+finish_reason, error, error_stage, then each kept input column (``--keep-columns``: a line's ``meta``), named
 as in the input (``meta.NAME`` where that would clash). The ledger is read a chunk of lines at
 a time, twice (once for the schema, once to write), so memory does not grow with its length.
 """
@@ -26,6 +27,7 @@ RESULT_COLUMNS = (
     "media",
     "question",
     "text",
+    "parsed",
     "prompt_tokens",
     "completion_tokens",
     "finish_reason",
@@ -40,7 +42,7 @@ def table_format(path: str | Path) -> str | None:
 
 
 def flat(row: Mapping[str, Any]) -> dict[str, Any]:
-    """One result line (``mmrun.batch/1`` or an OpenAI batch output line) as a table row."""
+    """One result line (``mmrun.batch/2`` or an OpenAI batch output line) as a table row."""
     if "custom_id" in row:
         return _flat_openai(row)
     error = row.get("error") or {}
@@ -50,6 +52,7 @@ def flat(row: Mapping[str, Any]) -> dict[str, Any]:
         "media": row.get("media"),
         "question": row.get("question"),
         "text": row.get("text"),
+        "parsed": None if row.get("parsed") is None else json.dumps(row["parsed"]),
         "prompt_tokens": row.get("prompt_tokens"),
         "completion_tokens": row.get("completion_tokens"),
         "finish_reason": row.get("finish_reason"),

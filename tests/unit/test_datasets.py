@@ -417,6 +417,28 @@ def test_export_writes_a_table_from_the_ledger(tmp_path: Path, table: Path) -> N
     assert bad.exit_code == EXIT_USAGE and "no such results file" in bad.stderr
 
 
+def test_export_keeps_a_structured_answer_as_json_text(tmp_path: Path) -> None:
+    ledger = tmp_path / "r.jsonl"
+    lines = [
+        {"id": "a", "index": 0, "text": '{"n": 2}', "parsed": {"n": 2}, "error": None},
+        {
+            "id": "b",
+            "index": 1,
+            "text": "[1",
+            "parsed": None,
+            "error": {"stage": "output", "message": "the answer is not JSON"},
+        },
+    ]
+    ledger.write_text("".join(json.dumps(line) + "\n" for line in lines))
+    done = runner.invoke(app, ["export", str(ledger), str(tmp_path / "r.parquet")])
+    assert done.exit_code == 0, done.stderr
+    import pyarrow.parquet as pq
+
+    rows = pq.read_table(tmp_path / "r.parquet").to_pylist()
+    assert [json.loads(r["parsed"]) if r["parsed"] else None for r in rows] == [{"n": 2}, None]
+    assert [r["error_stage"] for r in rows] == [None, "output"]
+
+
 READ_ALL = """
 import resource, sys
 from mmrun.inputs import InputOptions, open_input
