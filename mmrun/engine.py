@@ -60,18 +60,18 @@ def _engine_failure(exc: BaseException) -> EngineError:
     first = next((line for line in text.splitlines() if line.strip()), text)
     if _MEMORY_SHARE.search(text):
         return EngineError(
-            f"not enough free memory for the engine: {first[:300]}",
+            f"not enough free memory for the engine: {first}",
             hint="lower --engine-arg gpu_memory_utilization=... (on vLLM's CPU backend: the "
             "share of RAM; or set VLLM_CPU_KVCACHE_SPACE=<GiB>), or free the memory other "
             "processes hold",
         )
     if _OOM_PATTERNS.search(text):
         return EngineError(
-            f"the engine ran out of memory: {first[:300]}",
+            f"the engine ran out of memory: {first}",
             hint="lower --engine-arg max_model_len=... or max_num_seqs=..., raise -tp, "
             "or free the memory other processes hold",
         )
-    return EngineError(f"vLLM failed: {first[:300]}", hint="rerun with -v to see vLLM's log")
+    return EngineError(f"vLLM failed: {first}", hint="rerun with -v to see vLLM's log")
 
 
 # vLLM's check, at start, that the share of memory it was told to take is free (CUDA:
@@ -230,11 +230,12 @@ def _use_private_rpc_dir() -> None:
     os.environ[RPC_DIR_ENV] = folder
 
 
-def _use_engine_log() -> None:
+def use_engine_log() -> str | None:
     """Where the engine's processes also write their log (see engine_log), when vLLM's log
-    stream is mmrun's."""
+    stream is mmrun's: the file's path. Without -v, what they print besides (tracebacks,
+    progress bars) goes there too (see mmrun.cli._output.engine_output)."""
     if os.environ.get("VLLM_LOGGING_STREAM") != engine_log.STREAM_SPEC:
-        return
+        return None
     path = os.environ.get(engine_log.ENV)
     if path is None or path not in _temporary:
         handle, path = tempfile.mkstemp(prefix="mmrun-engine-", suffix=".log")
@@ -243,6 +244,7 @@ def _use_engine_log() -> None:
         os.environ[engine_log.ENV] = path
     with contextlib.suppress(OSError):  # a second engine in this process: its part only
         _log_start[0] = os.path.getsize(path)
+    return path
 
 
 _log_start = [0]  # where the current engine's part of the log begins
@@ -263,11 +265,12 @@ def start(
     if aborted():
         raise StartAborted
     _use_private_rpc_dir()
-    _use_engine_log()
+    use_engine_log()
     threads = use_frontend_threads(engines_on_host) or _users_gpu_threads()
     vllm = import_vllm()  # seconds, and not interrupted by ``abort``: checked again after it
     if aborted():
         raise StartAborted
+    _size_the_cpu_kv_cache(engine_args)
     constructed, failed = threading.Event(), threading.Event()
     warm = None
     if warm_up is not None:
@@ -299,6 +302,23 @@ def start(
         shutdown(llm, now=True)
         raise StartAborted
     return llm
+
+
+def _size_the_cpu_kv_cache(engine_args: Mapping[str, Any]) -> None:
+    """On vLLM's CPU build: VLLM_CPU_KVCACHE_SPACE for this run, unless the user set it (see
+    mmrun.kv_cache); said on stderr with -v."""
+    from mmrun import kv_cache
+    from mmrun.support import vllm_device
+
+    if vllm_device() != "cpu":
+        return
+    choice = kv_cache.size_for_the_run(engine_args)
+    if choice is not None and not _quiet:
+        print(
+            f"mmrun: {kv_cache.ENV}={choice.gib} (GiB) for this run: {choice.reason}",
+            file=sys.stderr,
+            flush=True,
+        )
 
 
 @contextlib.contextmanager
@@ -472,7 +492,7 @@ def _construct(vllm: Any, engine_args: Mapping[str, Any]) -> Any:
         rejected = isinstance(exc, ValueError) or type(exc).__name__ == "ValidationError"
         if rejected and not _OOM_PATTERNS.search(message):
             raise UsageError(
-                f"vLLM rejected the engine arguments: {_reason(message, exc)[:300]}",
+                f"vLLM rejected the engine arguments: {_reason(message, exc)}",
                 hint="check --engine-arg values and the model id",
             ) from exc
         raise _engine_failure(exc) from exc

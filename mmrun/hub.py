@@ -38,6 +38,19 @@ def endpoint() -> str:
     return (os.environ.get(ENDPOINT_ENV) or DEFAULT_ENDPOINT).rstrip("/")
 
 
+def offline_hint(model: str) -> str:
+    """What to do when ``model``'s files cannot be fetched, for the environment as it is."""
+    if offline():
+        return (
+            f"{OFFLINE_ENV} is set and {model} is not in the Hugging Face cache: download it "
+            f"once with network access (`hf download {model}`), or pass --model a local folder"
+        )
+    return (
+        f"offline, set {OFFLINE_ENV}=1 to run from the Hugging Face cache, with the model "
+        "downloaded there beforehand; else check the network, the proxy or HF_ENDPOINT"
+    )
+
+
 def check_reachable(model: str, what: str) -> None:
     """Raise one line at once if fetching ``what`` of ``model`` from the Hub cannot work."""
     if offline() or not model or Path(model).expanduser().exists():
@@ -47,9 +60,24 @@ def check_reachable(model: str, what: str) -> None:
     if problem is not None:
         raise DownloadError(
             f"cannot reach the Hugging Face Hub at {url} ({problem}) to fetch {what} of {model}",
-            hint="offline, set HF_HUB_OFFLINE=1 to run from the Hugging Face cache, with the "
-            "model downloaded there beforehand; else check the network, the proxy or HF_ENDPOINT",
+            hint=offline_hint(model),
         )
+
+
+def check_cached(model: str) -> None:
+    """With HF_HUB_OFFLINE set, raise one line at once if ``model`` is neither a local folder
+    nor in the Hugging Face cache: vLLM's start would fail on it after seconds, with a
+    traceback from each of its processes."""
+    if not offline() or not model or Path(model).expanduser().exists():
+        return
+    try:
+        from huggingface_hub import try_to_load_from_cache
+
+        found = try_to_load_from_cache(model, "config.json")
+    except Exception:  # an id huggingface_hub refuses: vLLM's start says what is wrong
+        return
+    if not isinstance(found, str):
+        raise DownloadError(f"{model} is not in the Hugging Face cache", hint=offline_hint(model))
 
 
 @cache

@@ -18,8 +18,10 @@ import math
 import os
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
+from mmrun import vllm_args
 from mmrun.devices import Replica, layout
 from mmrun.errors import (
     MissingDependencyError,
@@ -210,7 +212,7 @@ def plan(opts: RunOptions, registry: Registry, vllm: VllmInfo, gpus: Sequence[st
     check_allowed(opts, spec)
     check_numbers(opts, modality)
     vllm_version = vllm.version if opts.dry_run else check_supported(spec, vllm)
-    model = opts.model or spec.repo_id
+    model = resolved_model(opts.model) or spec.repo_id
     sources, expanded = expand_sources(opts.sources, modality)
     # Several engines run a batch; a dry run of a command line's prompts stays one document.
     parallel = (opts.data_parallel_size > 1 or opts.backend != "local") and not opts.dry_run
@@ -228,6 +230,12 @@ def plan(opts: RunOptions, registry: Registry, vllm: VllmInfo, gpus: Sequence[st
     else:
         per_prompt_opts = opts
         if expanded and opts.per_prompt is None:  # a folder or pattern: one file per prompt
+            if opts.num_prompts != 1 and opts.num_prompts != len(sources):
+                raise UsageError(
+                    f"--num-prompts {opts.num_prompts} does not match the {len(sources)} "
+                    f"{modality.name} files named, one prompt each",
+                    hint="drop --num-prompts; a folder or pattern gives one prompt per file",
+                )
             per_prompt_opts = _with(opts, per_prompt=1)
         count, groups = choose_sources(
             _with(per_prompt_opts, sources=tuple(sources)), spec, modality
@@ -282,6 +290,15 @@ def plan(opts: RunOptions, registry: Registry, vllm: VllmInfo, gpus: Sequence[st
         backend=opts.backend,
         replicas=replicas,
     )
+
+
+def resolved_model(model: str | None) -> str | None:
+    """A local folder as its absolute path (``./ckpt`` and ``ckpt`` are one model to a resumed
+    run, from wherever it is started); a Hub repo id as given."""
+    if not model:
+        return model
+    path = Path(model).expanduser()
+    return str(path.resolve()) if path.exists() else model
 
 
 def _item_id(groups: list[list[str]], index: int) -> str:
@@ -349,7 +366,8 @@ def size_for_a_gpu_batch(
     ``max_num_seqs``. A run of fewer prompts keeps the model's setting (and its compile
     cache); a model without one keeps vLLM's default."""
     own = engine_args.get("max_num_seqs")
-    if "max_num_seqs" in overrides or not isinstance(own, int) or prompts <= own:
+    # 1: the model runs one prompt at a time (vLLM cannot batch its rows, e.g. kimi_audio).
+    if "max_num_seqs" in overrides or not isinstance(own, int) or own == 1 or prompts <= own:
         return
     size = next((s for s in GPU_BATCH_SIZES if prompts <= s), GPU_BATCH_SIZES[-1])
     engine_args["max_num_seqs"] = max(own, size)
@@ -472,6 +490,10 @@ def check_numbers(opts: RunOptions, modality: Modality) -> None:
             f"--sampling-arg seed must be an integer, got {seed!r}",
             hint="e.g. --sampling-arg seed=7, or --seed 7 for a seed per prompt",
         )
+    # Before anything starts: a misspelled key would otherwise be found after a minute or
+    # more of engine start.
+    vllm_args.check(opts.engine_args, "engine")
+    vllm_args.check(opts.sampling_args, "sampling")
 
 
 def _count_bounds(
@@ -545,7 +567,8 @@ def _groups(opts: RunOptions, count: int, noun: str) -> list[list[str]]:
     groups = [list(opts.sources[i : i + count]) for i in range(0, total, count)]
     if opts.num_prompts not in (1, len(groups)):
         raise UsageError(
-            f"--num-prompts {opts.num_prompts} does not match the {len(groups)} groups of {count}",
+            f"--num-prompts {opts.num_prompts} does not match the {len(groups)} prompts "
+            f"that --per-prompt {count} makes",
             hint="drop --num-prompts with --per-prompt",
         )
     return groups

@@ -25,8 +25,14 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from mmrun.errors import DownloadError, EngineError, MediaError, MmrunError
-from mmrun.hub import check_reachable, offline
+from mmrun.errors import (
+    DownloadError,
+    EngineError,
+    MediaError,
+    MmrunError,
+    TemplateUnavailableError,
+)
+from mmrun.hub import check_cached, check_reachable, offline, offline_hint
 from mmrun.inputs import Item
 from mmrun.media import MediaItem, MediaResolver, ProgressFn, decoded_bytes, prefetch_budget
 from mmrun.plan import Plan
@@ -93,9 +99,8 @@ def _snapshot(model: str) -> str:
     except failures as exc:
         first = next(iter(str(exc).strip().splitlines()), "") or type(exc).__name__
         raise DownloadError(
-            f"cannot fetch the snapshot of {model} (for its LoRA adapter): {first[:300]}",
-            hint="check the model id and the network; offline, set HF_HUB_OFFLINE=1 with the "
-            "model in the Hugging Face cache",
+            f"cannot fetch the snapshot of {model} (for its LoRA adapter): {first}",
+            hint=offline_hint(model),
         ) from exc
 
 
@@ -327,6 +332,14 @@ class Prompts:
         )
 
 
+def pending_prompt_note(exc: TemplateUnavailableError) -> str:
+    return (
+        f"not rendered: the model's {exc.source} ({exc.model}) renders the prompt at run time "
+        f"and cannot be loaded now ({exc.message.rstrip('.')}). To see it rendered now: "
+        f"{exc.hint}"
+    )
+
+
 class Runner:
     """One run of a plan."""
 
@@ -357,6 +370,7 @@ class Runner:
         from mmrun import engine
 
         check_reachable(self.plan.model, "the model")  # vLLM's start asks the Hub next
+        check_cached(self.plan.model)
         if self.hooks.on_engine_start is not None:
             self.hooks.on_engine_start()
         if pipeline is not None:
@@ -416,6 +430,19 @@ class Runner:
             first = Item(id="", index=0, sources=("",) * max(1, self.plan.items.max_count))
         self.prompts.build(self.plan.question_for(first), first.sources)
 
+    def prompt_or_note(
+        self, question: str, media: Sequence[Any]
+    ) -> tuple[Prompt | None, str | None]:
+        """The prompt; for a dry run whose model's processor cannot be loaded now (no network,
+        not in the Hugging Face cache), no prompt and a note saying so: a dry run shows
+        everything else and needs no network."""
+        try:
+            return self.prompts.build(question, media), None
+        except TemplateUnavailableError as exc:
+            if not self.plan.options.dry_run:
+                raise
+            return None, pending_prompt_note(exc)
+
     def sampling(self, stop_token_ids: Sequence[int], seed: int | None = None) -> Any:
         from mmrun import engine
 
@@ -471,12 +498,14 @@ class Runner:
                     sink(outcome)
                     continue
                 try:
-                    outcome.prompt = self.prompts.build(question, outcome.media)
+                    outcome.prompt, outcome.prompt_note = self.prompt_or_note(
+                        question, outcome.media
+                    )
                 except MediaError as exc:
                     outcome.error = ItemError("request", str(exc), exc)
                     sink(outcome)
                     continue
-                if llm is None:  # dry run
+                if llm is None or outcome.prompt is None:  # dry run
                     sink(outcome)
                     continue
                 stops = outcome.prompt.stop_token_ids
@@ -548,6 +577,8 @@ def run_named(
             # Waited for before the engine starts: a clip too long fails in a second.
             _raise_first_problem(plan, pipeline.futures)
         handle = runner.start(resolver, pipeline, abort_on_media=True)
+        if handle is not None and runner.hooks.on_started is not None:
+            runner.hooks.on_started(len(items))
         t_started = time.perf_counter()
         _raise_first_problem(plan, pipeline.futures)
         runner.timings["media_wait_s"] = time.perf_counter() - t_started
@@ -555,7 +586,7 @@ def run_named(
         lora = _lora(plan, resolve=not plan.options.dry_run)
         t_render = time.perf_counter()
         question = plan.question_for(items[0])
-        prompt = runner.prompts.build(question, pipeline.media_of(items[0]))
+        prompt, note = runner.prompt_or_note(question, pipeline.media_of(items[0]))
         runner.timings["render_s"] = time.perf_counter() - t_render
         sources = list(dict.fromkeys(s for item in items for s in item.sources))
         result = RunResult(
@@ -565,6 +596,7 @@ def run_named(
             lora_path=lora[0],
             media=[pipeline.resolved[s].result() for s in sources],
             media_per_prompt=[[sources.index(s) for s in item.sources] for item in items],
+            prompt_note=note,
         )
         if handle is not None:
             result.outputs = _generate_all(runner, handle, items, pipeline, resolver, lora[1])

@@ -1,4 +1,10 @@
-"""Options shared by commands, declared once."""
+"""Options shared by commands, declared once.
+
+Help texts are short (the option table must read at 80 columns) and are shown literally:
+``literal`` escapes what Rich would read as markup (``pip install 'mmrun[ray]'``). A flag's
+metavar is empty, a value's names what it takes (N, FILE, KEY=VALUE), so the type column
+stays narrow.
+"""
 
 from __future__ import annotations
 
@@ -6,58 +12,35 @@ from typing import Annotated
 
 import typer
 
-QuestionOpt = Annotated[
-    str | None,
-    typer.Option(
-        "--question",
-        "-q",
-        help="The question to ask. Default: the seed's question.",
-        show_default=False,
-    ),
-]
+
+def literal(text: str) -> str:
+    """``text`` as Typer's help shows it literally, whichever help formatter is on."""
+    from mmrun.cli._output import color_disabled
+
+    if color_disabled():  # the plain formatter prints the text as it is
+        return text
+    from rich.markup import escape
+
+    return escape(text)
+
+
 NumPromptsOpt = Annotated[
     int,
     typer.Option(
-        "--num-prompts", help="Number of prompts, sent to vLLM in one batched call.", min=1
-    ),
-]
-SeedOpt = Annotated[
-    int | None,
-    typer.Option(
-        "--seed",
-        help=(
-            "Engine seed. With a temperature above 0 each prompt also samples with its own "
-            "seed, drawn from this one and the prompt's id, so a rerun, a resumed run or -dp "
-            "gives the same texts. Default: 0 for image and audio (as vLLM's examples), none "
-            "for video."
-        ),
-        show_default=False,
-    ),
-]
-MaxTokensOpt = Annotated[
-    int | None,
-    typer.Option(
-        "--max-tokens",
-        help="Tokens to generate per prompt. Default: 256 image, 64 audio.",
+        "--num-prompts",
+        help="Number of prompts, sent to vLLM in one batched call.",
         min=1,
-        show_default=False,
-    ),
-]
-TemperatureOpt = Annotated[
-    float | None,
-    typer.Option(
-        "--temperature",
-        help="Sampling temperature. Default: 0 image, 0.2 audio.",
-        min=0.0,
-        show_default=False,
+        metavar="N",
     ),
 ]
 ModelOpt = Annotated[
     str | None,
     typer.Option(
         "--model",
-        help="Hugging Face repo id or local path replacing the key's default checkpoint.",
+        help="The checkpoint to run for -m's key: a Hugging Face repo id or a local folder "
+        "(default: the key's repo id in `mmrun models`).",
         show_default=False,
+        metavar="PATH",
     ),
 ]
 TensorParallelOpt = Annotated[
@@ -68,14 +51,16 @@ TensorParallelOpt = Annotated[
         help="GPUs to shard the model over.",
         min=1,
         show_default=False,
+        metavar="N",
     ),
 ]
 EngineArgOpt = Annotated[
     list[str] | None,
     typer.Option(
         "--engine-arg",
-        help="Extra vllm.LLM argument KEY=VALUE (VALUE read as JSON if it parses). Repeatable.",
+        help="Extra vllm.LLM argument KEY=VALUE, VALUE read as JSON if it parses. Repeatable.",
         show_default=False,
+        metavar="K=V",
     ),
 ]
 SamplingArgOpt = Annotated[
@@ -84,12 +69,15 @@ SamplingArgOpt = Annotated[
         "--sampling-arg",
         help="Extra SamplingParams field KEY=VALUE, e.g. ignore_eos=true. Repeatable.",
         show_default=False,
+        metavar="K=V",
     ),
 ]
 TrustRemoteCodeOpt = Annotated[
     bool,
     typer.Option(
-        "--trust-remote-code", help="Allow models that run Python code from their repository."
+        "--trust-remote-code",
+        help="Allow models that run Python code from their repository.",
+        metavar="",
     ),
 ]
 DryRunOpt = Annotated[
@@ -97,25 +85,36 @@ DryRunOpt = Annotated[
     typer.Option(
         "--dry-run",
         help="Resolve the model, media and full request and print them; do not start vLLM.",
+        metavar="",
     ),
 ]
 JsonOpt = Annotated[
     bool,
     typer.Option(
-        "--json", help="Print JSON on stdout: one document, or for a batch one line per prompt."
+        "--json",
+        help="Print JSON on stdout: one document, or for a batch one line per prompt.",
+        metavar="",
     ),
 ]
-VerboseOpt = Annotated[bool, typer.Option("--verbose", "-v", help="Show vLLM's own log on stderr.")]
+VerboseOpt = Annotated[
+    bool,
+    typer.Option(
+        "--verbose", "-v", help="Show vLLM's own log (the engine log) on stderr.", metavar=""
+    ),
+]
 QuietOpt = Annotated[
-    bool, typer.Option("--quiet", help="Print only the results: no progress or notes.")
+    bool,
+    typer.Option("--quiet", help="Print only the results: no progress or notes.", metavar=""),
 ]
 InputOpt = Annotated[
     str | None,
     typer.Option(
         "--input",
         help="A JSONL manifest of prompts (- for standard input): one object per line "
-        '({"id": ..., "<modality>": [...], "question": ..., "meta": {...}}) or a bare path.',
+        '({"id": ..., "image": [...], "question": ..., "meta": {...}}, with the '
+        "command's media key) or a bare path.",
         show_default=False,
+        metavar="FILE",
     ),
 ]
 OutputOpt = Annotated[
@@ -125,24 +124,33 @@ OutputOpt = Annotated[
         "-o",
         help="Write one JSON line per prompt to this file as each finishes; run again to resume.",
         show_default=False,
+        metavar="FILE",
     ),
 ]
 WarmupOpt = Annotated[
     int,
     typer.Option(
-        "--warmup", help="Run the first N prompts once before the timed batch (benchmarks).", min=0
+        "--warmup",
+        help="Run the first N prompts once before the timed batch (benchmarks).",
+        min=0,
+        metavar="N",
     ),
 ]
 FailFastOpt = Annotated[
-    bool, typer.Option("--fail-fast", help="Batch: stop at the first prompt that fails.")
+    bool,
+    typer.Option("--fail-fast", help="Batch: stop at the first prompt that fails.", metavar=""),
 ]
 RetryErrorsOpt = Annotated[
     bool,
-    typer.Option("--retry-errors", help="Resuming -o: also redo the prompts that failed before."),
+    typer.Option(
+        "--retry-errors", help="Resuming -o: also redo the prompts that failed before.", metavar=""
+    ),
 ]
 OverwriteOpt = Annotated[
     bool,
-    typer.Option("--overwrite", help="Start -o afresh, even if it holds another run's results."),
+    typer.Option(
+        "--overwrite", help="Start -o afresh, even if it holds another run's results.", metavar=""
+    ),
 ]
 DataParallelOpt = Annotated[
     int,
@@ -151,11 +159,16 @@ DataParallelOpt = Annotated[
         "-dp",
         help="Engines on this host, each on its own GPUs (-tp each), fed from one queue.",
         min=1,
+        metavar="N",
     ),
 ]
 ReplicasOpt = Annotated[
     int | None,
     typer.Option(
-        "--replicas", help="--backend ray: engine actors (default 1).", min=1, show_default=False
+        "--replicas",
+        help="--backend ray: engine actors (default 1).",
+        min=1,
+        show_default=False,
+        metavar="N",
     ),
 ]

@@ -10,7 +10,9 @@ from typing import Any, TextIO
 
 from mmrun.cli._output import (
     BatchProgress,
+    StartProgress,
     describe_engines,
+    duration,
     engine_output,
     print_outcome,
     stderr_console,
@@ -25,7 +27,7 @@ from mmrun.runner import Hooks, Stats
 from mmrun.runner import run_batch as run_items
 
 
-def run_batch(plan: Plan, *, json_out: bool, quiet: bool) -> int:
+def run_batch(plan: Plan, *, json_out: bool, quiet: bool, verbose: bool = False) -> int:
     """Run a batch; the exit code (0: every prompt has a result; 3: some failed)."""
     from mmrun.templates import HFTemplateRenderer
 
@@ -49,10 +51,13 @@ def run_batch(plan: Plan, *, json_out: bool, quiet: bool) -> int:
         return False
 
     progress = None if quiet else BatchProgress(err, plan.items.total)
+    starting = None if quiet else StartProgress(err)
     results: list[TextIO] = []  # standard output, as it was before the engine's redirection
     dry_run = opts.dry_run
+    tokens = Tokens()
 
     def emit(outcome: Outcome) -> None:
+        tokens.add(outcome)
         row = line(outcome, dry_run=dry_run)
         if out is not None:
             out.write(row)
@@ -64,10 +69,14 @@ def run_batch(plan: Plan, *, json_out: bool, quiet: bool) -> int:
             progress.advance(outcome)
 
     def announce() -> None:
-        if not quiet:
+        if starting is not None:
             err.print("[dim]mmrun: starting vLLM (this takes a while the first time)...[/]")
+            starting.start()
 
     def started(total: int) -> None:
+        tokens.engine_ready = time.monotonic()
+        if starting is not None:
+            starting.stop()
         if progress is not None:
             progress.start(skipped=skipped["done"] + skipped["failed"])
 
@@ -77,7 +86,7 @@ def run_batch(plan: Plan, *, json_out: bool, quiet: bool) -> int:
     todo = (item for item in plan.items if not skip(item))
     first = next(todo, None)
     try:
-        with engine_output(quiet) as stdout:
+        with engine_output(quiet, verbose) as stdout:
             results.append(stdout)
             if first is None:  # everything is done already: no engine to start
                 stats = Stats()
@@ -101,24 +110,31 @@ def run_batch(plan: Plan, *, json_out: bool, quiet: bool) -> int:
                 from mmrun.ray_backend import run_ray
 
                 items = itertools.chain([first], todo)
-                stats = run_ray(plan, emit, items, quiet=quiet, hooks=hooks)
+                stats = run_ray(plan, emit, items, quiet=quiet, hooks=hooks, verbose=verbose)
             else:  # one local engine, or a dry run (the plan's engines, none started)
                 if dry_run and (plan.replicas or plan.backend != "local") and not quiet:
                     err.print(f"[dim]mmrun: engines: {describe_engines(plan)}[/]")
                 items = itertools.chain([first], todo)
                 stats, engine = run_items(plan, HFTemplateRenderer, emit, items, hooks=hooks)
     finally:
+        if starting is not None:
+            starting.stop()
         if progress is not None:
             progress.close()
         if out is not None:
             out.close()
         if engine is not None:
-            with engine_output(quiet):
+            with engine_output(quiet, verbose):
                 engine.close()
     stats.skipped = skipped["done"] + skipped["failed"]
     stats.failed_before = skipped["failed"]
     if not quiet:
-        err.print(summary(stats, time.monotonic() - t0, opts.output), highlight=False)
+        end = time.monotonic()
+        err.print(
+            summary(stats, end - t0, opts.output, tokens.describe(end)),
+            highlight=False,
+            markup=False,
+        )
     sys.stdout.flush()
     return EXIT_PARTIAL if stats.failed or stats.failed_before else EXIT_OK
 
@@ -146,11 +162,13 @@ def _report_lost(err: Any) -> Any:
     return report
 
 
-def summary(stats: Stats, seconds: float, output: str | None) -> str:
-    """``998 done, 2 failed, 0 skipped in 3m12s; errors in out.jsonl``."""
+def summary(stats: Stats, seconds: float, output: str | None, tokens: str = "") -> str:
+    """``998 done, 2 failed, 0 skipped in 3m12s; <tokens>; errors in out.jsonl``."""
     text = (
-        f"{stats.done} done, {stats.failed} failed, {stats.skipped} skipped in {_duration(seconds)}"
+        f"{stats.done} done, {stats.failed} failed, {stats.skipped} skipped in {duration(seconds)}"
     )
+    if tokens:
+        text += f"; {tokens}"
     if stats.failed and output:
         text += f"; errors in {output}"
     if stats.failed_before:
@@ -158,11 +176,33 @@ def summary(stats: Stats, seconds: float, output: str | None) -> str:
     return text
 
 
-def _duration(seconds: float) -> str:
-    minutes, secs = divmod(round(seconds), 60)
-    hours, minutes = divmod(minutes, 60)
-    if hours:
-        return f"{hours}h{minutes:02d}m{secs:02d}s"
-    if minutes:
-        return f"{minutes}m{secs:02d}s"
-    return f"{seconds:.1f}s"
+class Tokens:
+    """The batch's token counts, for the closing summary: vLLM's own counts of each prompt's
+    prompt and generated tokens, and the throughput from the engine's start on."""
+
+    def __init__(self) -> None:
+        self.prompt = 0
+        self.output = 0
+        self.prompts = 0
+        self.engine_ready: float | None = None
+
+    def add(self, outcome: Outcome) -> None:
+        if outcome.completion is not None:
+            self.prompts += 1
+            self.prompt += outcome.completion.prompt_tokens
+            self.output += outcome.completion.completion_tokens
+
+    def describe(self, end: float) -> str:
+        """``51,234 prompt + 12,345 output tokens, 4.10 prompts/s, 81.0 output tok/s over
+        4m03s after the engine start``; empty without a generated prompt."""
+        if not self.prompts:
+            return ""
+        text = f"{self.prompt:,} prompt + {self.output:,} output tokens"
+        # A rate over less than a second says little.
+        if self.engine_ready is not None and end - self.engine_ready >= 1.0:
+            seconds = end - self.engine_ready
+            text += (
+                f", {self.prompts / seconds:.2f} prompts/s, {self.output / seconds:.1f} "
+                f"output tok/s over {duration(seconds)} after the engine start"
+            )
+        return text

@@ -1,4 +1,4 @@
-"""The video modality end to end: ``mmrun video -m qwen2_5_vl -v clip.mp4`` on the tiny
+"""The video modality end to end: ``mmrun video -m qwen2_5_vl --video clip.mp4`` on the tiny
 Qwen2.5-VL checkpoint (whose processor carries the real Qwen2-VL video processor), through the
 real engine, by generate and by chat, on a clip generated here."""
 
@@ -40,7 +40,7 @@ def test_a_clip_through_the_real_engine(
             "qwen2_5_vl",
             "--model",
             str(checkpoint.path),
-            "-v",
+            "--video",
             str(clip),
             "--method",
             method,

@@ -235,7 +235,7 @@ from mmrun import engine, support
 support.vllm_device = lambda: "gpu"
 os.sched_getaffinity = lambda pid: set(range(4))
 engine._use_private_rpc_dir = lambda: None
-engine._use_engine_log = lambda: None
+engine.use_engine_log = lambda: None
 
 
 def processor_work():
@@ -318,7 +318,7 @@ def test_a_users_own_threads_are_kept_and_vllm_starts_on_one(
     monkeypatch.setattr(support, "vllm_device", lambda: "gpu")
     monkeypatch.setattr(engine, "import_vllm", lambda: types.SimpleNamespace(LLM=FakeLLM))
     monkeypatch.setattr(engine, "_use_private_rpc_dir", lambda: None)
-    monkeypatch.setattr(engine, "_use_engine_log", lambda: None)
+    monkeypatch.setattr(engine, "use_engine_log", lambda: None)
     before = torch.get_num_threads()
     try:
         engine.start({"model": "m"})
@@ -360,7 +360,7 @@ def test_the_engine_starts_with_this_process_s_objects_frozen(
 
     monkeypatch.setattr(engine, "import_vllm", lambda: types.SimpleNamespace(LLM=FakeLLM))
     monkeypatch.setattr(engine, "_use_private_rpc_dir", lambda: None)
-    monkeypatch.setattr(engine, "_use_engine_log", lambda: None)
+    monkeypatch.setattr(engine, "use_engine_log", lambda: None)
     monkeypatch.setattr(engine, "use_frontend_threads", lambda engines_on_host=1: None)
     assert gc.get_freeze_count() == 0
     engine.start({"model": "m"})
@@ -380,7 +380,7 @@ def test_a_failed_start_leaves_nothing_frozen(monkeypatch: pytest.MonkeyPatch) -
 
     monkeypatch.setattr(engine, "import_vllm", lambda: types.SimpleNamespace(LLM=FailingLLM))
     monkeypatch.setattr(engine, "_use_private_rpc_dir", lambda: None)
-    monkeypatch.setattr(engine, "_use_engine_log", lambda: None)
+    monkeypatch.setattr(engine, "use_engine_log", lambda: None)
     monkeypatch.setattr(engine, "use_frontend_threads", lambda engines_on_host=1: None)
     with pytest.raises(Exception, match="boom"):
         engine.start({"model": "m"})

@@ -115,14 +115,14 @@ VIDEO = Modality(
     default_model="qwen2_5_vl",
     decode=decode_video,
     chat_part=_chat_part,
-    short_option="-v",
+    short_option="",
     extensions=(".mp4", ".avi", ".mov", ".mkv", ".webm"),
     to_engine=_to_engine,
     describe=_describe,
     summary="Run a video-language model on video clips through vLLM.",
     examples=(
-        "mmrun video -m qwen2_5_vl -v clip.mp4",
-        "mmrun video -m qwen2_5_vl -v 'clips/*.mp4' -o answers.jsonl",
+        "mmrun video -m qwen2_5_vl --video clip.mp4",
+        "mmrun video -m qwen2_5_vl --video 'clips/*.mp4' -o answers.jsonl",
     ),
 )
 
