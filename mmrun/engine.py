@@ -58,6 +58,12 @@ def _engine_failure(exc: BaseException) -> EngineError:
     text = f"{type(exc).__name__}: {exc}".strip()
     text = _logged_root_cause() or text
     first = next((line for line in text.splitlines() if line.strip()), text)
+    if _KV_CACHE_SHARE.search(text):
+        return EngineError(
+            f"not enough free memory for the KV cache asked for: {first}",
+            hint="lower VLLM_CPU_KVCACHE_SPACE or --engine-arg kv_cache_memory_bytes=..., or set "
+            "neither: mmrun then sizes the cache for the run",
+        )
     if _MEMORY_SHARE.search(text):
         return EngineError(
             f"not enough free memory for the engine: {first}",
@@ -77,6 +83,9 @@ def _engine_failure(exc: BaseException) -> EngineError:
 # vLLM's check, at start, that the share of memory it was told to take is free (CUDA:
 # vllm/v1/worker/utils.py; CPU: cpu_worker.py).
 _MEMORY_SHARE = re.compile(r"less than desired (?:GPU|CPU) memory utilization", re.IGNORECASE)
+# vLLM's CPU worker, when the KV cache it was told to take (VLLM_CPU_KVCACHE_SPACE,
+# kv_cache_memory_bytes) is more than is free.
+_KV_CACHE_SHARE = re.compile(r"less than requested memory for kv", re.IGNORECASE)
 
 
 def _logged_root_cause() -> str | None:

@@ -318,12 +318,15 @@ class StartProgress:
     with the seconds so far on a terminal; elsewhere (a CI log) a plain line every
     ``every_s`` seconds, so that a log shows the run is alive."""
 
-    def __init__(self, console: Console, every_s: float = 10.0) -> None:
+    def __init__(self, console: Console, every_s: float = 10.0, spinner: bool = True) -> None:
+        """``spinner``: False where other output shares the terminal (-v: vLLM's log), which
+        a spinner's redraws would garble; plain lines then."""
         import threading
         import time
 
         self._console = console
         self._every_s = every_s
+        self._spinner = spinner
         self._clock = time.monotonic
         self._stop = threading.Event()
         self._thread: threading.Thread | None = None
@@ -335,7 +338,7 @@ class StartProgress:
         import threading
 
         self._t0 = self._clock()
-        if self._console.is_terminal and isinstance(what, str):
+        if self._spinner and self._console.is_terminal and isinstance(what, str):
             self._status = self._console.status(f"[dim]mmrun: {escape(what)}...[/]")
             self._status.start()
         self._thread = threading.Thread(

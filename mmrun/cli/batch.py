@@ -51,7 +51,7 @@ def run_batch(plan: Plan, *, json_out: bool, quiet: bool, verbose: bool = False)
         return False
 
     progress = None if quiet else BatchProgress(err, plan.items.total)
-    starting = None if quiet else StartProgress(err)
+    starting = None if quiet else StartProgress(err, spinner=not verbose)
     results: list[TextIO] = []  # standard output, as it was before the engine's redirection
     dry_run = opts.dry_run
     tokens = Tokens()

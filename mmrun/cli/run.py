@@ -99,7 +99,7 @@ def _run_named(the_plan: Any, *, json_out: bool, quiet: bool, verbose: bool = Fa
     from mmrun.templates import HFTemplateRenderer
 
     err = stderr_console()
-    starting = None if quiet else StartProgress(err)
+    starting = None if quiet else StartProgress(err, spinner=not verbose)
 
     def announce() -> None:
         if starting is not None:
