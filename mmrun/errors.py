@@ -5,6 +5,7 @@ Exit codes (documented in the README and docs/usage.md):
   1  a failure while running (download failed, engine failed, out of memory, ...)
   2  a usage or input error (unknown model, bad option, bad media, missing dependency)
   3  a batch finished, but some of its prompts failed (their error lines say why)
+  4  mmrun score: a metric's mean is beyond --fail-below or --fail-above
   130 interrupted (Ctrl-C)
   141 standard output was closed by its reader (`mmrun ... | head`): stopped quietly, as a
       Unix tool that SIGPIPE ends (128 + 13)
@@ -16,6 +17,7 @@ EXIT_OK = 0
 EXIT_FAILURE = 1
 EXIT_USAGE = 2
 EXIT_PARTIAL = 3
+EXIT_BELOW_THRESHOLD = 4
 EXIT_INTERRUPTED = 130
 EXIT_BROKEN_PIPE = 141
 

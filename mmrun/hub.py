@@ -11,10 +11,15 @@ even an error status, counts as reachable: huggingface_hub deals with those itse
 
 Nothing is asked with ``HF_HUB_OFFLINE`` set (everything then comes from the Hugging Face
 cache) or for a model that is a local folder.
+
+It also finds a model's LoRA adapter: in a local model folder, or in the model's snapshot,
+downloaded by huggingface_hub if need be.
 """
 
 from __future__ import annotations
 
+import importlib
+import importlib.util
 import os
 import socket
 import threading
@@ -22,6 +27,7 @@ from functools import cache
 from pathlib import Path
 
 from mmrun.errors import DownloadError
+from mmrun.request import LoraAdapter
 
 ENDPOINT_ENV = "HF_ENDPOINT"
 OFFLINE_ENV = "HF_HUB_OFFLINE"
@@ -64,22 +70,6 @@ def check_reachable(model: str, what: str) -> None:
         )
 
 
-def check_cached(model: str) -> None:
-    """With HF_HUB_OFFLINE set, raise one line at once if ``model`` is neither a local folder
-    nor in the Hugging Face cache: vLLM's start would fail on it after seconds, with a
-    traceback from each of its processes."""
-    if not offline() or not model or Path(model).expanduser().exists():
-        return
-    try:
-        from huggingface_hub import try_to_load_from_cache
-
-        found = try_to_load_from_cache(model, "config.json")
-    except Exception:  # an id huggingface_hub refuses: vLLM's start says what is wrong
-        return
-    if not isinstance(found, str):
-        raise DownloadError(f"{model} is not in the Hugging Face cache", hint=offline_hint(model))
-
-
 @cache
 def _probe(url: str) -> str | None:
     """Why ``url`` cannot be reached, or None if it answers (asked once per process)."""
@@ -119,3 +109,37 @@ def _why(exc: BaseException) -> str:
     if "Connection refused" in text:
         return "connection refused"
     return text.splitlines()[0] if text else type(exc).__name__
+
+
+def lora_path(adapter: LoraAdapter | None, model: str, resolve: bool) -> str | None:
+    """Where the LoRA adapter lives: inside a local model folder, or the model's Hub snapshot."""
+    if adapter is None:
+        return None
+    if Path(model).is_dir():
+        base = model
+    elif resolve:
+        base = snapshot(model)
+    else:
+        base = f"<snapshot of {model}>"
+    return base if adapter.subfolder is None else os.path.join(base, adapter.subfolder)
+
+
+def snapshot(model: str) -> str:
+    """The local snapshot of ``model`` (downloaded if need be), or one line saying why not."""
+    check_reachable(model, "the LoRA adapter")
+    from huggingface_hub import snapshot_download
+
+    # huggingface_hub's errors are OSErrors; the HTTP client's own are not (httpx, or httpx2
+    # from huggingface_hub 2 on).
+    failures: tuple[type[Exception], ...] = (OSError, ValueError)
+    for client in ("httpx", "httpx2"):
+        if importlib.util.find_spec(client) is not None:
+            failures += (importlib.import_module(client).HTTPError,)
+    try:
+        return str(snapshot_download(model, local_files_only=offline()))
+    except failures as exc:
+        first = next(iter(str(exc).strip().splitlines()), "") or type(exc).__name__
+        raise DownloadError(
+            f"cannot fetch the snapshot of {model} (for its LoRA adapter): {first}",
+            hint=offline_hint(model),
+        ) from exc

@@ -86,7 +86,7 @@ def replica_main(conn: Connection, recipe: Recipe, replica: Replica, quiet: bool
         import setproctitle
 
         setproctitle.setproctitle(f"mmrun: replica {replica.index} ({replica.describe()})")
-    from mmrun.cli._output import engine_output
+    from mmrun.engine.environment import engine_output
     from mmrun.plan import replica_plan
     from mmrun.plugins import get_registry
     from mmrun.runner import run_batch
@@ -250,13 +250,7 @@ def run_parallel(
                 elif kind == "outcome":
                     item = run.assigned.pop(payload["id"])
                     outcome = _outcome(item, payload, run.replica.index)
-                    if outcome.error is None:
-                        stats.done += 1
-                        if outcome.completion is not None:
-                            stats.prompt_tokens += outcome.completion.prompt_tokens
-                            stats.completion_tokens += outcome.completion.completion_tokens
-                    else:
-                        stats.failed += 1
+                    stats.record(outcome)
                     emit(outcome)
                     if plan.options.fail_fast and stats.failed:
                         raise _FailFast
@@ -299,9 +293,9 @@ def _outcome(item: Item, payload: Mapping[str, Any], replica: int) -> Outcome:
 
 def _kill_tree(pid: int | None) -> None:
     """SIGKILL a replica and every process under it (its engine core, the engine's workers)."""
-    from mmrun.engine import _descendants
+    from mmrun.engine import descendants
 
-    for process in _descendants(pid):
+    for process in descendants(pid):
         with contextlib.suppress(Exception):
             process.kill()
     if pid is not None:

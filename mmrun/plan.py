@@ -5,7 +5,7 @@ model's spec, chooses each prompt's media, composes the engine arguments and the
 and, for batches, reads the manifest once to check it. It is the one place where the parts
 every model shares are added: the model id, ``trust_remote_code``, the per-prompt media
 limits, the seed, tensor parallelism and the user's own engine arguments, and, on a GPU, the
-batch size and vLLM's RMSNorm kernels.
+defaults of mmrun.engine.gpu.
 """
 
 from __future__ import annotations
@@ -19,10 +19,11 @@ import os
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from mmrun import vllm_args
 from mmrun.devices import Replica, layout
+from mmrun.engine.gpu import apply_gpu_defaults
 from mmrun.errors import (
     MissingDependencyError,
     RemoteCodeError,
@@ -33,13 +34,13 @@ from mmrun.inputs import Item, Manifest, expand_sources
 from mmrun.registry import LoaderSpec, Method, Modality, Registry
 from mmrun.support import VllmInfo
 
+if TYPE_CHECKING:
+    from mmrun.media import MediaItem
+
 TRUST_REMOTE_CODE_ENV = "MMRUN_TRUST_REMOTE_CODE"
 # More prompts than this in one batched call is a typo (an extra zero or three), not a plan:
 # refused before mmrun builds per-prompt lists that would exhaust memory.
 MAX_NUM_PROMPTS = 100_000
-# The kinds of media vLLM knows. Those a model is not asked to take get a limit of 0, so vLLM
-# reserves no memory for them.
-VLLM_MODALITIES = ("image", "video", "audio")
 
 
 def prompt_seed(seed: int, item_id: str) -> int:
@@ -161,6 +162,32 @@ class Plan:
             return None
         return prompt_seed(int(seed), item.id)
 
+    def count_problem(self, item: Item) -> str | None:
+        """What is wrong with the number of media items a prompt carries, or None."""
+        spec, count = self.spec, len(item.sources)
+        low = max(spec.min_items, self.modality.min_count)
+        noun = self.modality.name
+        if spec.max_items is not None and count > spec.max_items:
+            return f"{spec.key} takes at most {spec.max_items} {noun}(s) per prompt, got {count}"
+        if count < low:
+            return f"{spec.key} needs at least {low} {noun}(s) per prompt, got {count}"
+        return None
+
+    def checks_items(self) -> bool:
+        """Whether the modality checks each decoded item against this model."""
+        return self.modality.item_check(self.spec) is not None
+
+    def media_problem(self, media: Sequence[MediaItem]) -> str | None:
+        """The first decoded item that the modality's check refuses for this model, or None."""
+        check = self.modality.item_check(self.spec)
+        if check is None:
+            return None
+        for item in media:
+            problem = check(item.source, item.info)
+            if problem is not None:
+                return problem
+        return None
+
     def question_for(self, item: Item) -> str:
         if item.question is not None:
             return item.question
@@ -256,10 +283,10 @@ def plan(opts: RunOptions, registry: Registry, vllm: VllmInfo, gpus: Sequence[st
         tensor_parallel_size=opts.tensor_parallel_size,
         overrides=opts.engine_args,
         engine_key=modality.engine_key,
+        engine_keys=registry.engine_keys(),
     )
     if vllm.device == "gpu":
-        size_for_a_gpu_batch(engine_args, items.total, opts.engine_args)
-        prefer_vllm_norm_kernels(engine_args, opts.engine_args, vllm.version)
+        apply_gpu_defaults(engine_args, items.total, opts.engine_args, vllm.version)
     if opts.backend == "ray":
         if opts.method != "generate":
             raise UsageError(
@@ -328,14 +355,17 @@ def compose_engine_args(
     tensor_parallel_size: int | None = None,
     overrides: Mapping[str, Any] | None = None,
     engine_key: str | None = None,
+    engine_keys: Sequence[str] = (),
 ) -> dict[str, Any]:
     """The keyword arguments for ``vllm.LLM``, in a stable order. ``engine_key``: vLLM's name
-    for the model's kind of media, where the modality's differs from it."""
+    for the model's kind of media, where the modality's differs from it. ``engine_keys``: every
+    kind of media the registered modalities give vLLM; those the model is not asked to take
+    get a limit of 0, so vLLM reserves no memory for them."""
     args: dict[str, Any] = {"model": model}
     if spec.trust_remote_code:
         args["trust_remote_code"] = True
     args.update(copy.deepcopy(dict(spec.engine_args)))  # nested values: this run's own
-    limits = {name: 0 for name in VLLM_MODALITIES}
+    limits = {name: 0 for name in engine_keys}
     limits[engine_key or spec.modality] = num_items
     args["limit_mm_per_prompt"] = limits
     if seed is not None:
@@ -344,79 +374,6 @@ def compose_engine_args(
         args["tensor_parallel_size"] = tensor_parallel_size
     args.update(overrides or {})
     return args
-
-
-# How many prompts a GPU engine runs at once when a run has more prompts than the model's own
-# max_num_seqs: the smallest of these sizes that holds the whole run, at most the last. The
-# seed scripts' values (2 to 5) size one prompt's demo for a small GPU; a batch held to them
-# leaves a GPU mostly idle. vLLM captures CUDA graphs for batches up to min(2 x max_num_seqs,
-# 512), and those sizes are part of its compile cache's key: two sizes, so at most two
-# compile caches per model. 256 is vLLM's own offline default on most GPUs and gives the same
-# graphs, so the same cache, as its default of 1,024 on an H100 or H200; 64 captures 19 graphs
-# instead of 51 and starts sooner (measured on an H200: docs/performance.md, "GPU, sixth
-# session").
-GPU_BATCH_SIZES = (64, 256)
-
-
-def size_for_a_gpu_batch(
-    engine_args: dict[str, Any], prompts: int, overrides: Mapping[str, Any]
-) -> None:
-    """On a GPU, let a run of more prompts than the model's own ``max_num_seqs`` run them
-    all at once, in one of GPU_BATCH_SIZES (64 or 256), unless the user named
-    ``max_num_seqs``. A run of fewer prompts keeps the model's setting (and its compile
-    cache); a model without one keeps vLLM's default."""
-    own = engine_args.get("max_num_seqs")
-    # 1: the model runs one prompt at a time (vLLM cannot batch its rows, e.g. kimi_audio).
-    if "max_num_seqs" in overrides or not isinstance(own, int) or own == 1 or prompts <= own:
-        return
-    size = next((s for s in GPU_BATCH_SIZES if prompts <= s), GPU_BATCH_SIZES[-1])
-    engine_args["max_num_seqs"] = max(own, size)
-
-
-# vLLM's own CUDA kernels for RMSNorm, first everywhere in the model. When vLLM compiles the
-# language model (its default on a GPU) it picks its plain PyTorch RMSNorm ("native") for
-# Inductor to fuse. A vision encoder that vLLM does not compile runs that plain version as it
-# is: about nine float32 kernels per norm, two norms per block, where vLLM's kernel is one
-# ("vllm_c", what vLLM itself picks when nothing is compiled). Measured on an H200 with the
-# Qwen2.5-VL-3B shape, 256 prompts x 4 images: the vision encoder's GPU time 20% lower, the
-# language model's unchanged, 1.16x the prompts/s (docs/performance.md, "GPU, eighth
-# session"). Not bit-identical: the fused add-and-norm kernel rounds the sum to the model's
-# dtype before normalizing it. ir_op_priority is an engine argument since vLLM 0.26 at the
-# latest (measured there); ROCm picks its own kernels.
-VLLM_NORM_KERNELS: dict[str, list[str]] = {
-    "rms_norm": ["vllm_c", "native"],
-    "fused_add_rms_norm": ["vllm_c", "native"],
-}
-NORM_KERNELS_SINCE = (0, 26)
-
-
-def prefer_vllm_norm_kernels(
-    engine_args: dict[str, Any], overrides: Mapping[str, Any], version: str | None
-) -> None:
-    """On a CUDA build of vLLM >= 0.26, let vLLM's CUDA RMSNorm kernels come first
-    (``ir_op_priority``), unless the user chose kernels (``ir_op_priority``,
-    ``kernel_config``), nothing is compiled (``enforce_eager``: vLLM picks them itself) or the
-    vision encoder is compiled too (Inductor fuses its norms then)."""
-    if version is None or "rocm" in version or _release(version) < NORM_KERNELS_SINCE:
-        return
-    if "ir_op_priority" in overrides or "kernel_config" in overrides:
-        return
-    compilation = engine_args.get("compilation_config")
-    if engine_args.get("enforce_eager") is True or (
-        isinstance(compilation, Mapping) and compilation.get("compile_mm_encoder")
-    ):
-        return
-    engine_args["ir_op_priority"] = copy.deepcopy(VLLM_NORM_KERNELS)
-
-
-def _release(version: str) -> tuple[int, ...]:
-    """The leading numbers of a version: "0.26.0+cu130" -> (0, 26, 0); "0.27.0rc1" -> (0, 27)."""
-    numbers = []
-    for part in version.split("+")[0].split("."):
-        if not part.isdigit():
-            break
-        numbers.append(int(part))
-    return tuple(numbers)
 
 
 def compose_sampling(spec: LoaderSpec, modality: Modality, opts: RunOptions) -> dict[str, Any]:

@@ -1,13 +1,17 @@
-"""Plugin loading: mmrun's built-in modality packages and third-party ``mmrun.plugins`` entry
-points, through the same hook.
+"""The plugin contract, and plugin loading.
 
-A plugin is a module-level ``register(register)`` function; mmrun calls it with a
-``register`` callable that takes modalities, loaders and modules (see
-:class:`mmrun.registry.Register`), and records what each plugin registered (``mmrun
-plugins``). Third-party plugins are found through the entry-point group ``mmrun.plugins``;
-``MMRUN_PLUGINS`` restricts which load (a comma-separated allow-list of entry-point names;
+A plugin is a module with a hook, ``register(register: Register) -> None``, named by an entry
+point in the group ``mmrun.plugins``::
+
+    [project.entry-points."mmrun.plugins"]
+    acme = "acme_mmrun:register"
+
+The hook registers through the three calls of :class:`Register`; mmrun's built-in modalities
+(``BUILTIN_PLUGINS``) are loaded through the very same hook and calls. ``MMRUN_PLUGINS``
+restricts which third-party plugins load (a comma-separated allow-list of entry-point names;
 empty loads none). A plugin that fails to import or register is reported on stderr and
-skipped, and leaves nothing half-registered behind.
+skipped, and leaves nothing half-registered behind; ``mmrun plugins`` lists what each
+registered.
 """
 
 from __future__ import annotations
@@ -18,17 +22,34 @@ from collections.abc import Callable
 from functools import cache
 from importlib import import_module
 from importlib.metadata import entry_points
+from types import ModuleType
+from typing import Protocol
 
 from mmrun.errors import MmrunError
-from mmrun.registry import Register, Registry
+from mmrun.registry import LoaderSpec, Modality, Registry
+
+
+class Register(Protocol):
+    """What a plugin's hook receives."""
+
+    def modality(self, modality: Modality) -> None:
+        """Add a kind of media: its command, its decoder, its checks, its defaults."""
+
+    def model(self, spec: LoaderSpec) -> None:
+        """Add a model key (a ``@loader`` function) to a registered modality."""
+
+    def models(self, module: ModuleType) -> None:
+        """Add every model key declared at the top level of ``module``, in file order."""
+
+
+RegisterHook = Callable[[Register], None]
+
 
 ENTRY_POINT_GROUP = "mmrun.plugins"
 ALLOW_ENV = "MMRUN_PLUGINS"
 # Loaded in this order, exactly as third-party plugins are (video after image: its loaders
 # are the image models that also take video).
 BUILTIN_PLUGINS = ("mmrun.modalities.image", "mmrun.modalities.audio", "mmrun.modalities.video")
-
-RegisterHook = Callable[[Register], None]
 
 
 def builtin_registry() -> Registry:

@@ -65,19 +65,18 @@ def preprocess(recipe: Recipe, row: dict[str, Any]) -> dict[str, Any]:
     that fails, a stand-in request of one token whose row carries the error."""
     from mmrun.errors import MmrunError
     from mmrun.media import parse_source
-    from mmrun.runner import _count_problem, _duration_problem
 
     plan, prompts, resolver = _worker_state(recipe)
     item = Item(row["id"], row["index"], tuple(json.loads(row["sources"])), row["question"])
     question = plan.question_for(item)
     error: tuple[str, str] | None = None
-    problem = _count_problem(plan, item)
+    problem = plan.count_problem(item)
     if problem is not None:
         error = ("request", problem)
     else:
         try:
             media = [resolver.resolve(parse_source(s, plan.modality)) for s in item.sources]
-            problem = _duration_problem(plan, media)
+            problem = plan.media_problem(media)
             if problem is not None:
                 error = ("media", problem)
         except MmrunError as exc:
@@ -234,13 +233,7 @@ def run_ray(
                 started = True
                 hooks.on_started(plan.items.total)
             outcome = _outcome(plan, todo[row["mmrun_id"]], row)
-            if outcome.error is None:
-                stats.done += 1
-                assert outcome.completion is not None
-                stats.prompt_tokens += outcome.completion.prompt_tokens
-                stats.completion_tokens += outcome.completion.completion_tokens
-            else:
-                stats.failed += 1
+            stats.record(outcome)
             emit(outcome)
             if plan.options.fail_fast and stats.failed:
                 break

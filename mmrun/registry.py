@@ -2,8 +2,8 @@
 
 Importing this module, and registering every built-in loader, imports nothing heavy: no
 vllm, torch or transformers. A loader is declared with :func:`loader`, which wraps the
-function in a frozen :class:`LoaderSpec`; a modality is a :class:`Modality`. A plugin's
-``register(register)`` hook hands them to the ``register`` callable it receives.
+function in a frozen :class:`LoaderSpec`; a modality is a :class:`Modality`. A plugin's hook
+hands them to the :class:`Registrar` it receives (the contract: mmrun.plugins).
 """
 
 from __future__ import annotations
@@ -11,18 +11,22 @@ from __future__ import annotations
 import difflib
 from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, field
+from pathlib import Path
 from types import MappingProxyType, ModuleType
-from typing import Any, Literal, Protocol
+from typing import Any, Literal, TypeVar
 
 from mmrun.errors import PluginError, UnknownModelError
-from mmrun.request import ImageResize, LoaderContext, LoraAdapter, Prompt
+from mmrun.request import LoaderContext, LoraAdapter, Prompt
 
+_T = TypeVar("_T")
 Method = Literal["generate", "chat"]
 LoadFn = Callable[[LoaderContext], Prompt]
 ALL_METHODS: tuple[Method, ...] = ("generate", "chat")
 # What a modality's decoder returns: the decoded item, and facts about it for the output
 # ({"width", "height"} for images, {"duration_s", "sample_rate"} for audio, ...).
 Decoded = tuple[Any, dict[str, Any]]
+# A check of one decoded item against a model: (its source, its info) -> what is wrong, or None.
+ItemCheck = Callable[[str, Mapping[str, Any]], str | None]
 
 
 @dataclass(frozen=True)
@@ -50,6 +54,10 @@ def _describe(info: Mapping[str, Any]) -> str:
     return " ".join(f"{k}={v}" for k, v in info.items())
 
 
+def _no_check(spec: LoaderSpec) -> ItemCheck | None:
+    return None
+
+
 @dataclass(frozen=True)
 class Modality:
     """A kind of media, with its command, its defaults and how its media reach vLLM.
@@ -69,6 +77,11 @@ class Modality:
     to_engine: one decoded item as vLLM's ``multi_modal_data`` takes it, for a model's spec
         (images are resized where the spec says so); the item itself by default.
     describe: a few words about an item's ``info`` for the terminal output.
+    item_check: the check of each decoded item against a model (audio: a clip no longer than
+        the model takes), or None where the model needs none; a failed item is refused with
+        the check's message before it reaches the engine.
+    write_samples: writes a few small files of this kind into a folder and returns their
+        paths (what ``mmrun selftest`` runs its tiny model on); None where there is none.
     summary: the command's one-line help; examples: command lines for its help epilog.
     vllm_modality: the kind of media vLLM receives, where it is not ``name`` (a "document"
         modality whose pages reach the model as images says "image").
@@ -89,6 +102,8 @@ class Modality:
     extensions: tuple[str, ...] = ()
     to_engine: Callable[[Any, LoaderSpec], Any] = _as_is
     describe: Callable[[Mapping[str, Any]], str] = _describe
+    item_check: Callable[[LoaderSpec], ItemCheck | None] = _no_check
+    write_samples: Callable[[Path], list[str]] | None = None
     summary: str = ""
     examples: tuple[str, ...] = ()
     vllm_modality: str = ""
@@ -129,7 +144,9 @@ class LoaderSpec:
         ``--temperature``, ``--max-tokens`` and ``--sampling-arg`` override them.
     chat_template: a chat template for ``LLM.chat`` (models that ship none).
     lora: the LoRA adapter every prompt must use.
-    image_resize: resize images before they reach vLLM (Qwen2-VL, Qwen2.5-VL).
+    media_options: the modality's own settings for this model, read by the modality's hooks
+        (image: an ``ImageResize`` applied before the images reach vLLM; audio: an
+        ``AudioLimits`` with the longest clip the model takes).
     reads_media: the loader encodes the decoded media itself (voxtral): it is called for each
         prompt with that prompt's media, instead of once per question and item count.
     trust_remote_code: the model runs code from its repository; mmrun refuses without
@@ -139,8 +156,6 @@ class LoaderSpec:
     methods: the ``vllm.LLM`` methods this model can be run with.
     requires: extra Python modules the loader imports (checked before running).
     needs_model: the model has no public default repository; ``--model`` is required.
-    max_audio_seconds: the longest audio clip the model takes (None: no model limit);
-        mmrun refuses longer clips instead of letting the model cut them silently.
     note: a short remark shown in ``mmrun models`` and the docs.
     """
 
@@ -154,7 +169,7 @@ class LoaderSpec:
     sampling: Mapping[str, Any] = field(default_factory=dict)
     chat_template: str | None = None
     lora: LoraAdapter | None = None
-    image_resize: ImageResize | None = None
+    media_options: Any = None
     reads_media: bool = False
     trust_remote_code: bool = False
     max_items: int | None = None
@@ -162,72 +177,27 @@ class LoaderSpec:
     methods: tuple[Method, ...] = ALL_METHODS
     requires: tuple[str, ...] = ()
     needs_model: bool = False
-    max_audio_seconds: float | None = None
     note: str = ""
+
+    def __post_init__(self) -> None:
+        # Frozen all the way down: a spec is shared by every run in the process.
+        object.__setattr__(self, "engine_args", MappingProxyType(dict(self.engine_args)))
+        object.__setattr__(self, "sampling", MappingProxyType(dict(self.sampling)))
 
     def __call__(self, ctx: LoaderContext) -> Prompt:
         return self.load(ctx)
 
 
-def loader(
-    key: str,
-    modality: str,
-    *,
-    repo_id: str,
-    architecture: str,
-    engine_args: Mapping[str, Any] | None = None,
-    sampling: Mapping[str, Any] | None = None,
-    chat_template: str | None = None,
-    lora: LoraAdapter | None = None,
-    image_resize: ImageResize | None = None,
-    reads_media: bool = False,
-    trust_remote_code: bool = False,
-    max_items: int | None = None,
-    min_items: int = 0,
-    methods: tuple[Method, ...] = ALL_METHODS,
-    requires: tuple[str, ...] = (),
-    needs_model: bool = False,
-    max_audio_seconds: float | None = None,
-    note: str = "",
-) -> Callable[[LoadFn], LoaderSpec]:
+def loader(key: str, modality: str, **fields: Any) -> Callable[[LoadFn], LoaderSpec]:
     """Declare a loader: ``@loader("qwen2_vl", "image", repo_id=..., architecture=...,
-    engine_args={"max_model_len": 4096})`` over a function ``(LoaderContext) -> Prompt``."""
+    engine_args={"max_model_len": 4096})`` over a function ``(LoaderContext) -> Prompt``.
+    ``fields``: any of LoaderSpec's fields but ``load`` and ``family``, by name."""
 
     def wrap(fn: LoadFn) -> LoaderSpec:
-        return LoaderSpec(
-            key=key,
-            modality=modality,
-            repo_id=repo_id,
-            architecture=architecture,
-            load=fn,
-            family=fn.__module__.rsplit(".", 1)[-1],
-            engine_args=MappingProxyType(dict(engine_args or {})),
-            sampling=MappingProxyType(dict(sampling or {})),
-            chat_template=chat_template,
-            lora=lora,
-            image_resize=image_resize,
-            reads_media=reads_media,
-            trust_remote_code=trust_remote_code,
-            max_items=max_items,
-            min_items=min_items,
-            methods=methods,
-            requires=requires,
-            needs_model=needs_model,
-            max_audio_seconds=max_audio_seconds,
-            note=note,
-        )
+        family = fn.__module__.rsplit(".", 1)[-1]
+        return LoaderSpec(key=key, modality=modality, load=fn, family=family, **fields)
 
     return wrap
-
-
-Registrable = Modality | LoaderSpec | ModuleType
-
-
-class Register(Protocol):
-    """What a plugin's ``register`` hook receives: call it with modalities, loaders, or
-    modules (every LoaderSpec at a module's top level, in file order)."""
-
-    def __call__(self, *items: Registrable) -> None: ...
 
 
 @dataclass
@@ -247,35 +217,18 @@ class Registry:
             origins={p: list(names) for p, names in self.origins.items()},
         )
 
-    def registrar(self, plugin: str) -> Register:
-        """The ``register`` callable handed to the plugin named ``plugin``."""
+    def registrar(self, plugin: str) -> Registrar:
+        """What the hook of the plugin named ``plugin`` registers through."""
+        return Registrar(self, plugin)
 
-        def register(*items: Registrable) -> None:
-            for item in items:
-                if isinstance(item, Modality):
-                    self._add_modality(item, plugin)
-                elif isinstance(item, LoaderSpec):
-                    self._add_loader(item, plugin)
-                elif isinstance(item, ModuleType):
-                    for value in vars(item).values():
-                        if isinstance(value, LoaderSpec):
-                            self._add_loader(value, plugin)
-                else:
-                    raise PluginError(
-                        f"plugin {plugin!r} registered {type(item).__name__!r}",
-                        hint="register a Modality, a LoaderSpec (from @loader) or a module",
-                    )
-
-        return register
-
-    def _add_modality(self, modality: Modality, plugin: str) -> None:
+    def add_modality(self, modality: Modality, plugin: str) -> None:
         if modality.name in self.modalities:
             raise PluginError(f"modality {modality.name!r} is registered twice")
         self.modalities[modality.name] = modality
         self.loaders.setdefault(modality.name, {})
         self.origins.setdefault(plugin, []).append(modality.name)
 
-    def _add_loader(self, spec: LoaderSpec, plugin: str) -> None:
+    def add_loader(self, spec: LoaderSpec, plugin: str) -> None:
         if spec.modality not in self.modalities:
             raise PluginError(
                 f"loader {spec.key!r} names unknown modality {spec.modality!r}",
@@ -316,7 +269,42 @@ class Registry:
             hint = f"run `mmrun models {modality}` to list them"
         raise UnknownModelError(f"unknown {modality} model {key!r}", hint=hint)
 
+    def engine_keys(self) -> tuple[str, ...]:
+        """The kinds of media vLLM receives from the registered modalities, in order."""
+        return tuple(dict.fromkeys(m.engine_key for m in self.modalities.values()))
+
     def specs(self, modality: str | None = None) -> Iterator[LoaderSpec]:
         names = [modality] if modality else list(self.loaders)
         for name in names:
             yield from self.loaders.get(name, {}).values()
+
+
+class Registrar:
+    """The ``register`` object a plugin's hook receives (see mmrun.plugins.Register): each
+    call adds to the registry on behalf of one plugin."""
+
+    def __init__(self, registry: Registry, plugin: str) -> None:
+        self._registry = registry
+        self._plugin = plugin
+
+    def modality(self, modality: Modality) -> None:
+        self._registry.add_modality(_checked(modality, Modality, "modality"), self._plugin)
+
+    def model(self, spec: LoaderSpec) -> None:
+        self._registry.add_loader(_checked(spec, LoaderSpec, "model"), self._plugin)
+
+    def models(self, module: ModuleType) -> None:
+        for value in vars(_checked(module, ModuleType, "models")).values():
+            if isinstance(value, LoaderSpec):
+                self._registry.add_loader(value, self._plugin)
+
+
+def _checked(item: object, kind: type[_T], call: str) -> _T:
+    """``item``, if it is a ``kind``: a plugin that passes something else hears which call took
+    what (mypy tells its author earlier)."""
+    if not isinstance(item, kind):
+        raise PluginError(
+            f"register.{call}() was given {type(item).__name__!r}",
+            hint=f"pass a {kind.__name__}",
+        )
+    return item

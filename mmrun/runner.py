@@ -14,15 +14,11 @@ import collections
 import concurrent.futures
 import contextlib
 import dataclasses
-import importlib
-import importlib.util
-import os
 import threading
 import time
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from concurrent.futures import Future
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import Any
 
 from mmrun.errors import (
@@ -32,11 +28,11 @@ from mmrun.errors import (
     MmrunError,
     TemplateUnavailableError,
 )
-from mmrun.hub import check_cached, check_reachable, offline, offline_hint
+from mmrun.hub import check_reachable, lora_path
 from mmrun.inputs import Item
 from mmrun.media import MediaItem, MediaResolver, ProgressFn, decoded_bytes, prefetch_budget
 from mmrun.plan import Plan
-from mmrun.request import LoaderContext, LoraAdapter, Prompt, TemplateRenderer
+from mmrun.request import LoaderContext, Prompt, TemplateRenderer
 from mmrun.results import Completion, ItemError, Outcome, RunResult
 
 Sink = Callable[[Outcome], None]
@@ -69,39 +65,15 @@ class Stats:
     completion_tokens: int = 0
     timings: dict[str, float] = field(default_factory=dict)
 
-
-def lora_path(adapter: LoraAdapter | None, model: str, resolve: bool) -> str | None:
-    """Where the LoRA adapter lives: inside a local model folder, or the model's Hub snapshot."""
-    if adapter is None:
-        return None
-    if Path(model).is_dir():
-        base = model
-    elif resolve:
-        base = _snapshot(model)
-    else:
-        base = f"<snapshot of {model}>"
-    return base if adapter.subfolder is None else os.path.join(base, adapter.subfolder)
-
-
-def _snapshot(model: str) -> str:
-    """The local snapshot of ``model`` (downloaded if need be), or one line saying why not."""
-    check_reachable(model, "the LoRA adapter")
-    from huggingface_hub import snapshot_download
-
-    # huggingface_hub's errors are OSErrors; the HTTP client's own are not (httpx, or httpx2
-    # from huggingface_hub 2 on).
-    failures: tuple[type[Exception], ...] = (OSError, ValueError)
-    for client in ("httpx", "httpx2"):
-        if importlib.util.find_spec(client) is not None:
-            failures += (importlib.import_module(client).HTTPError,)
-    try:
-        return str(snapshot_download(model, local_files_only=offline()))
-    except failures as exc:
-        first = next(iter(str(exc).strip().splitlines()), "") or type(exc).__name__
-        raise DownloadError(
-            f"cannot fetch the snapshot of {model} (for its LoRA adapter): {first}",
-            hint=offline_hint(model),
-        ) from exc
+    def record(self, outcome: Outcome) -> None:
+        """Count one finished prompt: done (with its tokens) or failed."""
+        if outcome.error is not None:
+            self.failed += 1
+            return
+        self.done += 1
+        if outcome.completion is not None:
+            self.prompt_tokens += outcome.completion.prompt_tokens
+            self.completion_tokens += outcome.completion.completion_tokens
 
 
 @dataclass
@@ -166,7 +138,7 @@ class MediaPipeline:
                 return
             if item is None:
                 return
-            problem = _count_problem(self._plan, item)
+            problem = self._plan.count_problem(item)
             if problem is not None:
                 self._queue.append((item, ItemError("request", problem)))
                 continue
@@ -258,9 +230,9 @@ class MediaPipeline:
             return _Ready(item, None, ItemError("media", str(exc), exc))
         self._seen_items += 1
         self._seen_bytes += sum(decoded_bytes(m) for m in media)
-        duration = _duration_problem(self._plan, media)
-        if duration is not None:
-            return _Ready(item, None, ItemError("media", duration))
+        problem = self._plan.media_problem(media)
+        if problem is not None:
+            return _Ready(item, None, ItemError("media", problem))
         return _Ready(item, media, None)
 
 
@@ -269,30 +241,6 @@ UNSIZED_AHEAD = 32  # items resolved ahead before any has been decoded
 
 def _decoded(future: Future[MediaItem]) -> bool:
     return future.done() and not future.cancelled() and future.exception() is None
-
-
-def _count_problem(plan: Plan, item: Item) -> str | None:
-    spec, count = plan.spec, len(item.sources)
-    low = max(spec.min_items, plan.modality.min_count)
-    noun = plan.modality.name
-    if spec.max_items is not None and count > spec.max_items:
-        return f"{spec.key} takes at most {spec.max_items} {noun}(s) per prompt, got {count}"
-    if count < low:
-        return f"{spec.key} needs at least {low} {noun}(s) per prompt, got {count}"
-    return None
-
-
-def _duration_problem(plan: Plan, media: Sequence[MediaItem]) -> str | None:
-    """Audio longer than the model takes (``spec.max_audio_seconds``)."""
-    limit = plan.spec.max_audio_seconds
-    for item in media if limit is not None else ():
-        duration = item.info.get("duration_s")
-        if duration is not None and duration > limit:
-            return (
-                f"{item.source} is {duration:.1f} s long; {plan.spec.key} takes at most "
-                f"{limit:g} s of audio per clip (trim it to {limit:g} s or use a long-form model)"
-            )
-    return None
 
 
 class Prompts:
@@ -370,7 +318,6 @@ class Runner:
         from mmrun import engine
 
         check_reachable(self.plan.model, "the model")  # vLLM's start asks the Hub next
-        check_cached(self.plan.model)
         if self.hooks.on_engine_start is not None:
             self.hooks.on_engine_start()
         if pipeline is not None:
@@ -573,8 +520,9 @@ def run_named(
         for future in pipeline.futures:
             future.add_done_callback(lambda _: media_done.append(time.perf_counter()))
         runner.timings["prepare_s"] = time.perf_counter() - runner._t0
-        if plan.spec.max_audio_seconds is not None:
-            # Waited for before the engine starts: a clip too long fails in a second.
+        if plan.checks_items():
+            # Waited for before the engine starts: an item the model cannot take (a clip too
+            # long) fails in a second.
             _raise_first_problem(plan, pipeline.futures)
         handle = runner.start(resolver, pipeline, abort_on_media=True)
         if handle is not None and runner.hooks.on_started is not None:
@@ -688,13 +636,7 @@ def run_batch(
         t_first: list[float] = []
 
         def sink(outcome: Outcome) -> None:
-            if outcome.error is None:
-                stats.done += 1
-                if outcome.completion is not None:
-                    stats.prompt_tokens += outcome.completion.prompt_tokens
-                    stats.completion_tokens += outcome.completion.completion_tokens
-            else:
-                stats.failed += 1
+            stats.record(outcome)
             if not t_first:
                 t_first.append(time.perf_counter())
             emit(outcome)
@@ -720,8 +662,9 @@ def run_batch(
 
 
 def _raise_first_problem(plan: Plan, futures: Sequence[Future[MediaItem]]) -> None:
-    """Wait for every resolution; raise the first failure, or a clip too long."""
-    problem = _duration_problem(plan, [future.result() for future in futures])
+    """Wait for every resolution; raise the first failure, or the first item the model
+    cannot take."""
+    problem = plan.media_problem([future.result() for future in futures])
     if problem is not None:
         raise MediaError(problem)
 

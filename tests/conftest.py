@@ -154,9 +154,9 @@ def server() -> Iterator[ScriptedServer]:
 
 @pytest.fixture
 def fast_retries(monkeypatch: pytest.MonkeyPatch) -> None:
-    from mmrun import media
+    from mmrun.media import download
 
-    monkeypatch.setattr(media, "RETRY_BACKOFF_S", 0.01)
+    monkeypatch.setattr(download, "RETRY_BACKOFF_S", 0.01)
 
 
 FAKE_VLLM = Path(__file__).parent / "helpers" / "fake_vllm"

@@ -126,7 +126,9 @@ def run(server: LatencyServer, tiny: Tiny, reps: int, tmp: Path) -> dict[str, An
         "max_tokens": MAX_TOKENS,
         "reps": reps,
         "engine_args": request["engine_args"],
-        "mmrun_command": " ".join(tiny.mmrun(*args)),
+        "mmrun_command": " ".join(["mmrun", *tiny.mmrun(*args)[1:]]).replace(
+            str(tiny.path), "<tiny>"
+        ),
         "runs": runs,
         "median_wall_s": medians,
         "median_result_s": result_medians,

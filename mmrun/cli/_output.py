@@ -11,14 +11,15 @@ from __future__ import annotations
 import json
 import os
 import sys
-from collections.abc import Callable, Iterator, Mapping, Sequence
-from contextlib import contextmanager
+from collections.abc import Callable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any, TextIO
 
 from rich.console import Console
 from rich.markup import escape
 from rich.panel import Panel
 from rich.table import Table
+
+from mmrun.engine.environment import terminal_stderr
 
 if TYPE_CHECKING:
     from mmrun.plan import Plan
@@ -47,23 +48,22 @@ def stdout_console(file: TextIO | None = None) -> Console:
 
 
 class _Stderr:
-    """mmrun's own stderr: the process's stderr, or, while the engine's output goes to its log
-    (see engine_output), the stderr that was there before."""
+    """mmrun's own stderr, wherever the engine's output is meanwhile (see
+    mmrun.engine.environment.engine_output)."""
 
     def write(self, text: str) -> int:
-        return (_saved_stderr[-1] if _saved_stderr else sys.stderr).write(text)
+        return terminal_stderr().write(text)
 
     def flush(self) -> None:
-        (_saved_stderr[-1] if _saved_stderr else sys.stderr).flush()
+        terminal_stderr().flush()
 
     def isatty(self) -> bool:
-        return (_saved_stderr[-1] if _saved_stderr else sys.stderr).isatty()
+        return terminal_stderr().isatty()
 
     def fileno(self) -> int:
-        return (_saved_stderr[-1] if _saved_stderr else sys.stderr).fileno()
+        return terminal_stderr().fileno()
 
 
-_saved_stderr: list[TextIO] = []
 STDERR: TextIO = _Stderr()  # type: ignore[assignment]  # a TextIO in all a Console uses
 
 
@@ -74,78 +74,6 @@ def stderr_console() -> Console:
 def print_json(document: Any) -> None:
     sys.stdout.write(json.dumps(document, indent=2, ensure_ascii=False, default=str) + "\n")
     sys.stdout.flush()
-
-
-@contextmanager
-def _redirect(fd: int, target: int) -> Iterator[None]:
-    """Point file descriptor ``fd`` at ``target`` (another descriptor) until the block ends."""
-    for stream in (sys.stdout, sys.stderr):
-        stream.flush()
-    saved = os.dup(fd)
-    try:
-        os.dup2(target, fd)
-        yield
-    finally:
-        for stream in (sys.stdout, sys.stderr):
-            stream.flush()
-        os.dup2(saved, fd)
-        os.close(saved)
-
-
-@contextmanager
-def stdout_to_stderr() -> Iterator[None]:
-    """Point file descriptor 1 at stderr while vLLM runs, so that nothing it or its worker
-    processes print can mix into the results that mmrun prints on stdout afterwards."""
-    with _redirect(1, 2):
-        yield
-
-
-@contextmanager
-def engine_output(quiet: bool, verbose: bool = False) -> Iterator[TextIO]:
-    """Where what vLLM, torch and transformers print goes while a run is planned and executed:
-    with ``-v`` to stderr; else to the engine's log file (mmrun.engine_log), which the engine's
-    processes inherit as their stdout and stderr when vLLM starts them: a traceback in a
-    worker, an interrupted child, the progress bars of a CUDA graph capture or Ray's logs are
-    kept there, and mmrun reads the reason for a failure back out of it. mmrun's own lines
-    (progress, notes) still reach the terminal (``stderr_console``). Yields the stream that
-    results go to meanwhile (standard output as it was before: a batch prints each result as
-    it is done). A failure ends as mmrun's one-line error, printed by the error boundary
-    once the descriptors are restored."""
-    results = _results_stream()
-    try:
-        if verbose:
-            with stdout_to_stderr():
-                yield results
-            return
-        from mmrun.engine import use_engine_log
-
-        path = use_engine_log()
-        target = os.open(path or os.devnull, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o600)
-        sys.stderr.flush()
-        saved = os.fdopen(os.dup(2), "w", buffering=1, encoding="utf-8", errors="replace")
-        _saved_stderr.append(saved)
-        try:
-            with _redirect(1, target), _redirect(2, target):
-                yield results
-        finally:
-            _saved_stderr.pop()
-            saved.close()
-            os.close(target)
-    finally:
-        results.flush()
-        if results is not sys.stdout:
-            results.close()
-
-
-def _results_stream() -> TextIO:
-    """A stream on the standard output of now, untouched by the redirections that follow; the
-    standard output object itself where it is no file descriptor (a test's capture)."""
-    try:
-        fd = sys.stdout.fileno()
-    except (AttributeError, OSError, ValueError):
-        return sys.stdout
-    sys.stdout.flush()
-    return os.fdopen(os.dup(fd), "w", buffering=1, encoding="utf-8", errors="replace")
 
 
 def print_texts(result: RunResult) -> None:

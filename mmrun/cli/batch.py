@@ -13,12 +13,12 @@ from mmrun.cli._output import (
     StartProgress,
     describe_engines,
     duration,
-    engine_output,
     print_outcome,
     stderr_console,
     stdout_console,
     write_json_line,
 )
+from mmrun.engine.environment import engine_output
 from mmrun.errors import EXIT_OK, EXIT_PARTIAL
 from mmrun.inputs import Item
 from mmrun.plan import Plan
@@ -54,10 +54,9 @@ def run_batch(plan: Plan, *, json_out: bool, quiet: bool, verbose: bool = False)
     starting = None if quiet else StartProgress(err, spinner=not verbose)
     results: list[TextIO] = []  # standard output, as it was before the engine's redirection
     dry_run = opts.dry_run
-    tokens = Tokens()
+    engine_ready: list[float] = []
 
     def emit(outcome: Outcome) -> None:
-        tokens.add(outcome)
         row = line(outcome, dry_run=dry_run)
         if out is not None:
             out.write(row)
@@ -74,7 +73,7 @@ def run_batch(plan: Plan, *, json_out: bool, quiet: bool, verbose: bool = False)
             starting.start()
 
     def started(total: int) -> None:
-        tokens.engine_ready = time.monotonic()
+        engine_ready.append(time.monotonic())
         if starting is not None:
             starting.stop()
         if progress is not None:
@@ -131,7 +130,12 @@ def run_batch(plan: Plan, *, json_out: bool, quiet: bool, verbose: bool = False)
     if not quiet:
         end = time.monotonic()
         err.print(
-            summary(stats, end - t0, opts.output, tokens.describe(end)),
+            summary(
+                stats,
+                end - t0,
+                opts.output,
+                throughput(stats, end - engine_ready[0] if engine_ready else None),
+            ),
             highlight=False,
             markup=False,
         )
@@ -176,33 +180,16 @@ def summary(stats: Stats, seconds: float, output: str | None, tokens: str = "") 
     return text
 
 
-class Tokens:
-    """The batch's token counts, for the closing summary: vLLM's own counts of each prompt's
-    prompt and generated tokens, and the throughput from the engine's start on."""
-
-    def __init__(self) -> None:
-        self.prompt = 0
-        self.output = 0
-        self.prompts = 0
-        self.engine_ready: float | None = None
-
-    def add(self, outcome: Outcome) -> None:
-        if outcome.completion is not None:
-            self.prompts += 1
-            self.prompt += outcome.completion.prompt_tokens
-            self.output += outcome.completion.completion_tokens
-
-    def describe(self, end: float) -> str:
-        """``51,234 prompt + 12,345 output tokens, 4.10 prompts/s, 81.0 output tok/s over
-        4m03s after the engine start``; empty without a generated prompt."""
-        if not self.prompts:
-            return ""
-        text = f"{self.prompt:,} prompt + {self.output:,} output tokens"
-        # A rate over less than a second says little.
-        if self.engine_ready is not None and end - self.engine_ready >= 1.0:
-            seconds = end - self.engine_ready
-            text += (
-                f", {self.prompts / seconds:.2f} prompts/s, {self.output / seconds:.1f} "
-                f"output tok/s over {duration(seconds)} after the engine start"
-            )
-        return text
+def throughput(stats: Stats, seconds: float | None) -> str:
+    """``51,234 prompt + 12,345 output tokens, 4.10 prompts/s, 81.0 output tok/s over 4m03s
+    after the engine start``: vLLM's own token counts of the prompts done in this run, and
+    the rates over the time since the engine was up; empty when none was generated."""
+    if not stats.done or not (stats.prompt_tokens or stats.completion_tokens):
+        return ""
+    text = f"{stats.prompt_tokens:,} prompt + {stats.completion_tokens:,} output tokens"
+    if seconds is not None and seconds >= 1.0:  # a rate over less than a second says little
+        text += (
+            f", {stats.done / seconds:.2f} prompts/s, {stats.completion_tokens / seconds:.1f} "
+            f"output tok/s over {duration(seconds)} after the engine start"
+        )
+    return text

@@ -13,6 +13,14 @@ from mmrun.cli._errors import OneLineErrorsGroup, stdout_closed
 from mmrun.cli._output import color_disabled
 from mmrun.cli.models import models
 from mmrun.cli.plugins import plugins
+from mmrun.cli.review import (
+    COMPARE_EXAMPLES,
+    REPORT_EXAMPLES,
+    SCORE_EXAMPLES,
+    compare,
+    report,
+    score,
+)
 from mmrun.cli.run import epilog, make_command
 from mmrun.cli.selftest import selftest
 from mmrun.plugins import get_registry
@@ -52,6 +60,9 @@ for _modality in get_registry().modalities.values():
 app.command("models")(models)
 app.command("plugins")(plugins)
 app.command("selftest")(selftest)
+app.command("report", epilog=REPORT_EXAMPLES)(report)
+app.command("score", epilog=SCORE_EXAMPLES)(score)
+app.command("compare", epilog=COMPARE_EXAMPLES)(compare)
 
 
 def main() -> None:

@@ -74,7 +74,7 @@ def _row(spec: LoaderSpec, supported: bool | None, last_version: str | None) -> 
 def models(
     modality: Annotated[
         str | None,
-        typer.Argument(help="image, audio or video (default: all).", show_default=False),
+        typer.Argument(help="A modality, e.g. image (default: all).", show_default=False),
     ] = None,
     json_out: o.JsonOpt = False,
 ) -> None:

@@ -87,13 +87,13 @@ def _run_named(the_plan: Any, *, json_out: bool, quiet: bool, verbose: bool = Fa
     from mmrun.cli._output import (
         DownloadProgress,
         StartProgress,
-        engine_output,
         print_json,
         print_result,
         print_texts,
         stderr_console,
         stdout_console,
     )
+    from mmrun.engine.environment import engine_output
     from mmrun.results import document
     from mmrun.runner import Hooks, run_named
     from mmrun.templates import HFTemplateRenderer

@@ -1,8 +1,8 @@
 """`mmrun selftest`: prove the installed vLLM runs mmrun's loaders, offline, in a minute or two.
 
-It builds one tiny random-weight image checkpoint and one audio checkpoint in a temporary
-folder (no download), writes small media files, and runs both through the same code path as
-`mmrun image` / `mmrun audio`.
+It builds the tiny random-weight checkpoints of mmrun.tiny in a temporary folder (no
+download), has each one's modality write small media files, and runs each through the same
+code path as `mmrun <modality>`.
 """
 
 import os
@@ -12,7 +12,7 @@ import time
 from collections.abc import Callable
 from functools import partial
 from pathlib import Path
-from typing import Annotated, Any
+from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
@@ -20,23 +20,10 @@ from mmrun.cli import _options as o
 from mmrun.cli._errors import error_boundary
 from mmrun.errors import EngineError
 
-CASES = (("image", "qwen2_5_vl"), ("audio", "whisper"))
+if TYPE_CHECKING:
+    from collections.abc import Mapping
 
-
-def _write_media(folder: Path) -> dict[str, list[str]]:
-    import numpy as np
-    import soundfile
-    from PIL import Image
-
-    images = []
-    for i, color in enumerate(((200, 30, 30), (30, 200, 30))):
-        path = folder / f"image{i}.png"
-        Image.new("RGB", (96, 64), color).save(path)
-        images.append(str(path))
-    t = np.linspace(0, 2.0, 32000, dtype=np.float32)
-    audio = folder / "tone.wav"
-    soundfile.write(audio, 0.3 * np.sin(2 * np.pi * 440 * t), 16000)
-    return {"image": images, "audio": [str(audio)]}
+    from mmrun.registry import Registry
 
 
 @error_boundary
@@ -48,9 +35,10 @@ def selftest(
         typer.Option("--keep", help="Build into this folder and keep it.", show_default=False),
     ] = None,
 ) -> None:
-    """Check the installed vLLM offline: tiny image and audio models, end to end."""
-    from mmrun.cli._output import print_json, stderr_console, stdout_console, stdout_to_stderr
+    """Check the installed vLLM offline: tiny random-weight models, end to end."""
+    from mmrun.cli._output import print_json, stderr_console, stdout_console
     from mmrun.engine import configure_environment, device_name
+    from mmrun.engine.environment import stdout_to_stderr
     from mmrun.plan import RunOptions, check_supported, plan
     from mmrun.plugins import get_registry
     from mmrun.runner import run_named
@@ -81,13 +69,13 @@ def selftest(
     folder.mkdir(parents=True, exist_ok=True)
     try:
         registry = get_registry()
+        builders = selftest_builders()
         version = step(
             "vLLM is installed and supports the selftest models",
-            lambda: {check_supported(registry.get(m, k), vllm_info()) for m, k in CASES}.pop(),
+            lambda: {check_supported(registry.get(m, k), vllm_info()) for m, k in builders}.pop(),
         )
-        media = step("write test media", lambda: _write_media(folder))
-        for modality, key in CASES:
-            build = selftest_builders()[(modality, key)]
+        media = step("write test media", lambda: _write_samples(registry, builders, folder))
+        for (modality, key), build in builders.items():
             checkpoint = step(f"build tiny {key} checkpoint", partial(build, folder / key))
             opts = RunOptions(
                 modality=modality,
@@ -129,3 +117,16 @@ def selftest(
             f"[bold green]selftest passed[/] (vLLM {version} on {device}, {len(steps)} steps)"
         )
         stdout_console().print(f"[dim]{scope}[/]")
+
+
+def _write_samples(
+    registry: "Registry", builders: "Mapping[tuple[str, str], Any]", folder: Path
+) -> dict[str, list[str]]:
+    """Each selftest modality's sample media, by modality."""
+    media: dict[str, list[str]] = {}
+    for modality, _ in builders:
+        write = registry.modality(modality).write_samples
+        if write is None:
+            raise EngineError(f"the {modality} modality writes no sample media for the selftest")
+        media.setdefault(modality, write(folder))
+    return media

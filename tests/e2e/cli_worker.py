@@ -126,10 +126,10 @@ class CliWorker:
         return None
 
     def _kill(self) -> None:
-        from mmrun.engine import _kill_engine_processes
+        from mmrun.engine import kill_engine_processes
 
         if self._process is not None and self._process.is_alive():
-            _kill_engine_processes([self._process])
+            kill_engine_processes([self._process])
         self.close()
 
 

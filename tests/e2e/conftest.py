@@ -2,7 +2,7 @@
 and the CLI worker that runs mmrun's CLI on them without paying vLLM's start-up per run.
 
 The real vLLM engine runs on these machines' CPUs; the two variables below are what its CPU
-build needs (see /work/shared/notes/vllm-facts.md). They are set before any test imports
+build needs. They are set before any test imports
 vllm, and the engine core (a spawned subprocess) inherits them.
 
 Which to use: a test about what mmrun does with a model (its prompt, the engine's answer, the

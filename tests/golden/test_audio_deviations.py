@@ -24,10 +24,13 @@ import pytest
 
 from mmrun.errors import MediaError
 from mmrun.modalities.audio.voxtral import _mistral_tokenizer
-from mmrun.plan import VLLM_MODALITIES, compose_engine_args
+from mmrun.plan import compose_engine_args
 from mmrun.plugins import builtin_registry
 from mmrun.request import LoaderContext, Prompt
 from tests.helpers import seed_oracle as oracle
+
+# The kinds of media vLLM receives from the built-in modalities.
+ENGINE_KEYS = builtin_registry().engine_keys()
 
 REGISTRY = builtin_registry()
 AUDIO = REGISTRY.modalities["audio"]
@@ -35,7 +38,7 @@ AUDIO = REGISTRY.modalities["audio"]
 
 def _expected_engine_args(seed: oracle.SeedRequest) -> dict[str, Any]:
     expected = dict(seed.engine_args)
-    expected["limit_mm_per_prompt"] = {m: 0 for m in VLLM_MODALITIES} | expected.get(
+    expected["limit_mm_per_prompt"] = {m: 0 for m in ENGINE_KEYS} | expected.get(
         "limit_mm_per_prompt", {}
     )
     return expected
@@ -43,7 +46,9 @@ def _expected_engine_args(seed: oracle.SeedRequest) -> dict[str, Any]:
 
 def _engine_args(key: str, model: str, count: int) -> dict[str, Any]:
     spec = REGISTRY.get("audio", key)
-    return compose_engine_args(spec, model=model, num_items=count, seed=None)
+    return compose_engine_args(
+        spec, model=model, num_items=count, seed=None, engine_keys=ENGINE_KEYS
+    )
 
 
 # --- gemma3n -----------------------------------------------------------------------------

@@ -17,7 +17,7 @@ import pytest
 
 from mmrun.plan import compose_engine_args
 from mmrun.plugins import builtin_registry
-from mmrun.request import LoaderContext
+from mmrun.request import ImageResize, LoaderContext
 from tests.helpers import seed_oracle as oracle
 
 REGISTRY = builtin_registry()
@@ -38,14 +38,22 @@ def build(modality: str, key: str) -> dict[str, Any]:
     return {
         "question": question,
         "num_items": count,
-        "engine_args": compose_engine_args(spec, model=spec.repo_id, num_items=count, seed=None),
+        "engine_args": compose_engine_args(
+            spec,
+            model=spec.repo_id,
+            num_items=count,
+            seed=None,
+            engine_keys=builtin_registry().engine_keys(),
+        ),
         "prompt": prompt.text,
         "prompt_token_ids": prompt.token_ids,
         "stop_tokens_looked_up": renderer.lookups,
         "stop_token_ids": list(prompt.stop_token_ids),
         "chat_template": spec.chat_template,
         "lora": dataclasses.asdict(spec.lora) if spec.lora else None,
-        "image_resize": dataclasses.asdict(spec.image_resize) if spec.image_resize else None,
+        "image_resize": dataclasses.asdict(spec.media_options)
+        if isinstance(spec.media_options, ImageResize)
+        else None,
         # The model's own sampling defaults, where it has any (deepseek_ocr).
         **({"sampling": dict(spec.sampling)} if spec.sampling else {}),
     }

@@ -12,11 +12,14 @@ import os
 
 import pytest
 
-from mmrun.plan import VLLM_MODALITIES, compose_engine_args
+from mmrun.plan import compose_engine_args
 from mmrun.plugins import builtin_registry
 from mmrun.request import LoaderContext, Prompt
 from tests.helpers import seed_oracle as oracle
 from tests.helpers.upstream_oracle import CHANGED_SINCE_SEED
+
+# The kinds of media vLLM receives from the built-in modalities.
+ENGINE_KEYS = builtin_registry().engine_keys()
 
 REGISTRY = builtin_registry()
 # What the seed scripts cover (the video loaders follow vLLM's video example instead).
@@ -70,10 +73,12 @@ def test_request_matches_seed(modality: str, key: str) -> None:
             question=question, num_items=count, model=model, templates=oracle.RecordingRenderer()
         )
         prompt = spec(ctx)
-        engine_args = compose_engine_args(spec, model=model, num_items=count, seed=None)
+        engine_args = compose_engine_args(
+            spec, model=model, num_items=count, seed=None, engine_keys=ENGINE_KEYS
+        )
 
         expected_args = dict(seed.engine_args)
-        expected_args["limit_mm_per_prompt"] = {m: 0 for m in VLLM_MODALITIES} | expected_args.get(
+        expected_args["limit_mm_per_prompt"] = {m: 0 for m in ENGINE_KEYS} | expected_args.get(
             "limit_mm_per_prompt", {}
         )
         assert engine_args == expected_args, (key, count)
@@ -103,7 +108,9 @@ def _image_request_and_seed(
         question=question, num_items=2, model=model, templates=oracle.RecordingRenderer()
     )
     prompt = spec(ctx)
-    engine_args = compose_engine_args(spec, model=model, num_items=2, seed=None)
+    engine_args = compose_engine_args(
+        spec, model=model, num_items=2, seed=None, engine_keys=ENGINE_KEYS
+    )
     expected = dict(seed.engine_args, limit_mm_per_prompt={"image": 2, "video": 0, "audio": 0})
     return engine_args, expected, prompt, seed
 

@@ -32,13 +32,16 @@ import pytest
 
 from mmrun.engine import chat_input
 from mmrun.errors import UsageError
-from mmrun.plan import VLLM_MODALITIES, RunOptions, plan
+from mmrun.plan import RunOptions, plan
 from mmrun.plugins import builtin_registry
 from mmrun.request import LoaderContext
 from mmrun.support import VllmInfo
 from tests.helpers import seed_oracle
 from tests.helpers import upstream_oracle as oracle
 from tools import upstream
+
+# The kinds of media vLLM receives from the built-in modalities.
+ENGINE_KEYS = builtin_registry().engine_keys()
 
 REGISTRY = builtin_registry()
 NO_VLLM = VllmInfo(None, frozenset(), {})
@@ -200,7 +203,7 @@ def _argv(modality: str, key: str, count: int, method: str) -> list[str]:
 
 
 def _limits(engine_args: dict[str, Any]) -> dict[str, Any]:
-    limits = {m: 0 for m in VLLM_MODALITIES} | dict(engine_args.get("limit_mm_per_prompt", {}))
+    limits = {m: 0 for m in ENGINE_KEYS} | dict(engine_args.get("limit_mm_per_prompt", {}))
     return {k: v for k, v in engine_args.items() if k != "seed"} | {"limit_mm_per_prompt": limits}
 
 

@@ -15,7 +15,8 @@ from pathlib import Path
 import pytest
 
 from mmrun.errors import DownloadError
-from mmrun.media import MediaItem, MediaResolver, _asset_path, _cache_path, parse_source
+from mmrun.media import MediaItem, MediaResolver, parse_source
+from mmrun.media.download import asset_path, cache_path
 from mmrun.modalities.audio import AUDIO
 from mmrun.modalities.image import IMAGE, VLLM_ASSETS
 from mmrun.registry import Asset, Modality
@@ -81,7 +82,7 @@ def _check(items: list[MediaItem]) -> None:
     photos = _photos()
     for name, item in zip(NAMES, items, strict=True):
         assert Path(item.path or "").read_bytes() == photos[name]
-        assert Path(item.path or "") == _asset_path(f"{name}.png")
+        assert Path(item.path or "") == asset_path(f"{name}.png")
 
 
 def test_the_bucket_answers_first(
@@ -142,7 +143,7 @@ def test_a_cache_keyed_by_url_still_serves(
     """Caches written before assets were keyed by name hold them under their (then) URL."""
     photos = _photos()
     for name in NAMES:
-        old = _cache_path(server.url(f"/wiki/{name}.png"))
+        old = cache_path(server.url(f"/wiki/{name}.png"))
         old.parent.mkdir(parents=True)
         old.write_bytes(photos[name])
     items = resolve()
@@ -176,5 +177,5 @@ def test_a_mirror_download_serves_the_default_source_later(
         finally:
             resolver.close()
         monkeypatch.delenv("MMRUN_ASSETS_BASE_URL", raising=False)  # now the bucket's URL
-    assert Path(item.path or "") == _asset_path("duck.jpg")
+    assert Path(item.path or "") == asset_path("duck.jpg")
     assert server.count("/mirror/duck.jpg") == 1

@@ -26,9 +26,11 @@ import numpy as np
 import pytest
 import soundfile
 
-from mmrun import media
 from mmrun.capture import library_output
 from mmrun.errors import MediaError
+from mmrun.media import budget as decoding_budget
+from mmrun.modalities.audio import decode as audio_decode
+from mmrun.modalities.image import decode as image_decode
 
 FIXTURES = Path(__file__).parent.parent / "fixtures" / "pillow"
 GIB = 1 << 30
@@ -172,9 +174,9 @@ def test_a_header_larger_than_its_file_is_refused_before_decoding(
     data: bytes, fragments: list[str], monkeypatch: pytest.MonkeyPatch
 ) -> None:
     reserved: list[int] = []
-    monkeypatch.setattr(media, "_reserve", reserved.append)
+    monkeypatch.setattr(image_decode, "reserve", reserved.append)
     with pytest.raises(MediaError) as info:
-        media.decode_image(data, "x")
+        image_decode.decode_image(data, "x")
     for fragment in fragments:
         assert fragment in str(info.value)
     assert reserved == []  # refused before anything was set aside for decoding
@@ -187,7 +189,7 @@ def test_valid_files_of_the_checked_formats_still_decode(fmt: str) -> None:
     buffer = io.BytesIO()
     image = Image.new("RGB", (64, 48), (10, 200, 30))
     (image.convert("P") if fmt in ("GIF", "BLP") else image).save(buffer, format=fmt)
-    rgb, info = media.decode_image(buffer.getvalue(), "x")
+    rgb, info = image_decode.decode_image(buffer.getvalue(), "x")
     assert info == {"width": 64, "height": 48}
     assert rgb.getpixel((5, 5))[1] > 150
 
@@ -202,13 +204,13 @@ def test_decodes_share_the_budget_and_an_oversized_one_runs_alone(
     they hold at once stays within the budget, except one decode larger than the budget, which
     runs with nothing else running; and no thread waits forever."""
     monkeypatch.setenv("MMRUN_DECODE_MEMORY_MB", "100")
-    budget = media._MemoryBudget()
+    budget = decoding_budget.MemoryBudget()
     mib = 1 << 20
     lock = threading.Lock()
     held = {"now": 0, "peak": 0, "running_with_big": 0}
 
     def job(first: int, second: int, reading_s: float) -> None:
-        ticket = media._Ticket()
+        ticket = decoding_budget.Ticket()
         budget.reserve(ticket, first * mib)
         time.sleep(reading_s)  # reading the file, between the two steps
         budget.reserve(ticket, second * mib)
@@ -309,9 +311,9 @@ def test_concurrent_decodes_leave_other_writers_alone(noisy: Path, capfd: Any) -
 
     jobs: list[Callable[[], Any]] = [
         open_tiff,
-        lambda: media.decode_image(tiff, "t.tif"),
-        lambda: media.decode_image(png, "a.png"),
-        lambda: media.decode_audio(mp3, "d.mp3"),
+        lambda: image_decode.decode_image(tiff, "t.tif"),
+        lambda: image_decode.decode_image(png, "a.png"),
+        lambda: audio_decode.decode_audio(mp3, "d.mp3"),
     ] * 3
     workers = [threading.Thread(target=decode, args=(job,), daemon=True) for job in jobs]
     for worker in workers:
@@ -383,7 +385,7 @@ def test_broken_audio_is_refused_in_mmruns_words(name: str, capfd: Any) -> None:
     if name == "flac-declares-2^36-frames":
         data = flac_declaring_2_to_the_36_frames()
     with pytest.raises(MediaError) as info:
-        media.decode_audio(data, "clip")
+        audio_decode.decode_audio(data, "clip")
     message = str(info.value)
     assert fragment in message, message
     for libsndfile_words in ("regular file", "pipe", "psf_fseek", "internal error", "SF_INFO"):
@@ -403,10 +405,10 @@ def test_broken_audio_is_refused_in_mmruns_words(name: str, capfd: Any) -> None:
     ],
 )
 def test_every_format_the_hint_names_decodes(fmt: str, subtype: str) -> None:
-    assert fmt.replace("OGG", "Ogg") in media.AUDIO_HINT
+    assert fmt.replace("OGG", "Ogg") in audio_decode.AUDIO_HINT
     if fmt == "OGG":
-        assert subtype.capitalize() in media.AUDIO_HINT
-    (waveform, rate), info = media.decode_audio(audio_bytes(fmt, subtype, rate=48000), "x")
+        assert subtype.capitalize() in audio_decode.AUDIO_HINT
+    (waveform, rate), info = audio_decode.decode_audio(audio_bytes(fmt, subtype, rate=48000), "x")
     assert rate == 48000 and 0.9 < info["duration_s"] < 1.2
     assert waveform.dtype == np.float32 and waveform.ndim == 1
 
@@ -417,7 +419,7 @@ def test_samples_that_are_not_numbers_are_refused() -> None:
     buffer = io.BytesIO()
     soundfile.write(buffer, samples, 16000, format="WAV", subtype="FLOAT")
     with pytest.raises(MediaError, match="invalid samples"):
-        media.decode_audio(buffer.getvalue(), "x")
+        audio_decode.decode_audio(buffer.getvalue(), "x")
 
 
 def test_a_stereo_clip_is_mixed_to_mono() -> None:
@@ -425,6 +427,6 @@ def test_a_stereo_clip_is_mixed_to_mono() -> None:
     left, right = np.sin(2 * np.pi * 440 * t), np.zeros_like(t)
     buffer = io.BytesIO()
     soundfile.write(buffer, np.stack([left, right], axis=1), 16000, format="WAV")
-    (waveform, _), _ = media.decode_audio(buffer.getvalue(), "x")
+    (waveform, _), _ = audio_decode.decode_audio(buffer.getvalue(), "x")
     assert waveform.shape == (16000,)
     assert np.allclose(waveform, (left + right) / 2, atol=1e-4)

@@ -23,9 +23,10 @@ from pathlib import Path
 
 import pytest
 
-from mmrun import media
 from mmrun.errors import DownloadError, MediaError
-from mmrun.media import Downloader, _cache_path
+from mmrun.media import download
+from mmrun.media import pool as media_pool
+from mmrun.media.download import Downloader, cache_path
 from tests.helpers.http import (
     PNG,
     Route,
@@ -52,7 +53,7 @@ def test_download_lands_complete_in_the_cache_and_is_reused(
 ) -> None:
     server.routes["/a.png"] = lambda h: reply(h, 200, PNG)
     path = fetch(server.url("/a.png"))
-    assert path.read_bytes() == PNG and path == _cache_path(server.url("/a.png"))
+    assert path.read_bytes() == PNG and path == cache_path(server.url("/a.png"))
     assert partial_files(isolated_cache) == []
     assert fetch(server.url("/a.png")) == path
     assert server.count("/a.png") == 1
@@ -62,7 +63,7 @@ def test_stale_partial_file_of_a_killed_run_is_removed(
     server: ScriptedServer, isolated_cache: Path
 ) -> None:
     server.routes["/a.png"] = lambda h: reply(h, 200, PNG)
-    target = _cache_path(server.url("/a.png"))
+    target = cache_path(server.url("/a.png"))
     target.parent.mkdir(parents=True)
     stale = target.with_name(f".{target.name}.99999.1.part")
     stale.write_bytes(PNG[:10])
@@ -91,14 +92,14 @@ def test_transient_errors_are_retried_a_bounded_number_of_times(
     server.routes["/x.png"] = lambda h: reply(h, status, b"busy")
     with pytest.raises(DownloadError, match=f"HTTP {status}"):
         fetch(server.url("/x.png"))
-    assert server.count("/x.png") == media.RETRIES == 3
+    assert server.count("/x.png") == download.RETRIES == 3
     assert trusted_files(isolated_cache) == []
 
 
 def test_retries_back_off_exponentially(
     server: ScriptedServer, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    monkeypatch.setattr(media, "RETRY_BACKOFF_S", 0.15)
+    monkeypatch.setattr(download, "RETRY_BACKOFF_S", 0.15)
     server.routes["/x.png"] = lambda h: reply(h, 500, b"busy")
     with pytest.raises(DownloadError):
         fetch(server.url("/x.png"))
@@ -145,7 +146,7 @@ def test_read_timeout(
         fetch(server.url("/x.png"))
     assert time.monotonic() - start < 5
     assert "MMRUN_DOWNLOAD_TIMEOUT" in str(info.value)
-    assert server.count("/x.png") == media.RETRIES  # a timeout is transient
+    assert server.count("/x.png") == download.RETRIES  # a timeout is transient
     assert trusted_files(isolated_cache) == [] and partial_files(isolated_cache) == []
 
 
@@ -226,7 +227,7 @@ def test_retries_stop_at_the_deadline(
     """Each try fails late; the deadline, not the number of tries, ends them."""
     monkeypatch.setenv("MMRUN_DOWNLOAD_TIMEOUT", "0.6")
     monkeypatch.setenv("MMRUN_DOWNLOAD_DEADLINE", "1")
-    monkeypatch.setattr(media, "RETRY_BACKOFF_S", 0.01)
+    monkeypatch.setattr(download, "RETRY_BACKOFF_S", 0.01)
 
     def stalls(h: http.server.BaseHTTPRequestHandler) -> None:
         h.send_response(200)
@@ -240,7 +241,7 @@ def test_retries_stop_at_the_deadline(
     with pytest.raises(DownloadError):
         fetch(server.url("/x.png"))
     assert time.monotonic() - start < 2.5
-    assert server.count("/x.png") < media.RETRIES
+    assert server.count("/x.png") < download.RETRIES
 
 
 @pytest.mark.parametrize("name", ["MMRUN_DOWNLOAD_DEADLINE", "MMRUN_MAX_DOWNLOAD_MB"])
@@ -292,7 +293,7 @@ def test_size_cap_counts_the_bytes_themselves(
 
 
 def test_redirects_are_followed_up_to_the_limit(server: ScriptedServer) -> None:
-    hops = media.MAX_REDIRECTS
+    hops = download.MAX_REDIRECTS
     for i in range(hops):
         server.routes[f"/r{i}"] = lambda h, i=i: reply(h, 302, headers={"Location": f"/r{i + 1}"})
     server.routes[f"/r{hops}"] = lambda h: reply(h, 200, PNG)
@@ -305,7 +306,7 @@ def test_redirect_loop_is_bounded_and_not_retried(
     server.routes["/loop"] = lambda h: reply(h, 302, headers={"Location": "/loop"})
     with pytest.raises(DownloadError, match="too many redirects"):
         fetch(server.url("/loop"))
-    assert server.count("/loop") == media.MAX_REDIRECTS + 1
+    assert server.count("/loop") == download.MAX_REDIRECTS + 1
     assert trusted_files(isolated_cache) == []
 
 
@@ -328,9 +329,9 @@ def test_connection_closed_mid_body_leaves_no_cached_file(
     server.routes["/x.png"] = lambda h: reply(h, 200, PNG[:20], length=len(PNG), close=True)
     with pytest.raises(DownloadError):
         fetch(server.url("/x.png"))
-    assert server.count("/x.png") == media.RETRIES  # a cut body is worth another try
+    assert server.count("/x.png") == download.RETRIES  # a cut body is worth another try
     assert trusted_files(isolated_cache) == [] and partial_files(isolated_cache) == []
-    assert not _cache_path(server.url("/x.png")).exists()
+    assert not cache_path(server.url("/x.png")).exists()
 
 
 def test_closing_the_downloader_stops_a_dripping_download(
@@ -438,7 +439,7 @@ def test_sigkill_mid_download_leaves_nothing_a_later_run_trusts(
     assert second.returncode == 0, err
     assert server.count("/k.png") == 2  # downloaded again, not trusted from the partial file
     assert json.loads(out)["media"][0]["sha256"] == hashlib.sha256(PNG).hexdigest()
-    assert _cache_path(url).read_bytes() == PNG
+    assert cache_path(url).read_bytes() == PNG
     assert partial_files(isolated_cache) == []  # the killed run's leftover is gone
 
 
@@ -508,7 +509,7 @@ def test_concurrent_downloads_share_one_http_client(media_server) -> None:  # ty
 def test_the_media_pool_runs_every_job_on_a_few_threads(monkeypatch: pytest.MonkeyPatch) -> None:
     """A run of 256 images started 256 threads before the engine could start (0.7 s on 2 busy
     cores): the pool now starts at most ``workers`` threads, and never runs more jobs at once."""
-    pool = media._DaemonPool(3, "test-pool")
+    pool = media_pool.DaemonPool(3, "test-pool")
     lock = threading.Lock()
     running, most = [0], [0]
     threads: set[str] = set()
@@ -538,8 +539,8 @@ def test_the_media_pool_runs_every_job_on_a_few_threads(monkeypatch: pytest.Monk
 def test_the_media_pool_cancels_queued_jobs_and_lets_idle_threads_end(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    monkeypatch.setattr(media._DaemonPool, "IDLE_S", 0.2)
-    pool = media._DaemonPool(1, "test-idle")
+    monkeypatch.setattr(media_pool.DaemonPool, "IDLE_S", 0.2)
+    pool = media_pool.DaemonPool(1, "test-idle")
     started, gate = threading.Event(), threading.Event()
 
     def hold() -> bool:

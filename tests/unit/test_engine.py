@@ -18,6 +18,8 @@ from typing import Any
 import pytest
 
 from mmrun import engine
+from mmrun.engine import environment
+from mmrun.engine import handle as engine_handle
 from mmrun.errors import EngineError
 
 
@@ -33,10 +35,10 @@ def temp(monkeypatch: pytest.MonkeyPatch) -> Iterator[Path]:
 
 
 def test_vllm_sockets_go_to_a_folder_that_is_removed(temp: Path) -> None:
-    engine._use_private_rpc_dir()
+    environment.use_private_rpc_dir()
     private = Path(os.environ[engine.RPC_DIR_ENV])
     assert private.parent == temp and private.is_dir()
-    engine._use_private_rpc_dir()  # one folder per process
+    environment.use_private_rpc_dir()  # one folder per process
     assert os.environ[engine.RPC_DIR_ENV] == str(private)
     (private / "5036b19a-b8be-4c28-b414-aee29ea15eaf").touch()  # what vLLM leaves
     engine.remove_temporary_files()
@@ -45,7 +47,7 @@ def test_vllm_sockets_go_to_a_folder_that_is_removed(temp: Path) -> None:
 
 def test_the_users_folder_is_kept(temp: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv(engine.RPC_DIR_ENV, str(temp))
-    engine._use_private_rpc_dir()
+    environment.use_private_rpc_dir()
     assert os.environ[engine.RPC_DIR_ENV] == str(temp) and list(temp.iterdir()) == []
 
 
@@ -57,7 +59,7 @@ def test_no_private_folder_where_socket_paths_would_be_too_long(
     )  # <deep>/<uuid> fits in 107 bytes, <deep>/mmrun-xxxxxxxx/<uuid> does not
     deep.mkdir()
     monkeypatch.setattr(tempfile, "tempdir", str(deep))
-    engine._use_private_rpc_dir()
+    environment.use_private_rpc_dir()
     assert engine.RPC_DIR_ENV not in os.environ  # vLLM's own default, which fits
     assert list(deep.iterdir()) == []
     deep.rmdir()
@@ -231,11 +233,12 @@ _FORKED_ENGINE_CORE = r"""
 import json, multiprocessing, os, sys, types
 import torch
 from mmrun import engine, support
+from mmrun.engine import handle
 
 support.vllm_device = lambda: "gpu"
 os.sched_getaffinity = lambda pid: set(range(4))
-engine._use_private_rpc_dir = lambda: None
-engine.use_engine_log = lambda: None
+handle.use_private_rpc_dir = lambda: None
+handle.use_engine_log = lambda: None
 
 
 def processor_work():
@@ -266,7 +269,7 @@ class FakeLLM:
         core.join()
 
 
-engine.import_vllm = lambda: types.SimpleNamespace(LLM=FakeLLM)
+handle.import_vllm = lambda: types.SimpleNamespace(LLM=FakeLLM)
 llm = engine.start({"model": "m"})
 parent = (os.environ["OMP_NUM_THREADS"], torch.get_num_threads())
 print(json.dumps({"child": llm.child, "parent": parent}))
@@ -316,9 +319,9 @@ def test_a_users_own_threads_are_kept_and_vllm_starts_on_one(
 
     monkeypatch.setenv("OMP_NUM_THREADS", "3")
     monkeypatch.setattr(support, "vllm_device", lambda: "gpu")
-    monkeypatch.setattr(engine, "import_vllm", lambda: types.SimpleNamespace(LLM=FakeLLM))
-    monkeypatch.setattr(engine, "_use_private_rpc_dir", lambda: None)
-    monkeypatch.setattr(engine, "use_engine_log", lambda: None)
+    monkeypatch.setattr(engine_handle, "import_vllm", lambda: types.SimpleNamespace(LLM=FakeLLM))
+    monkeypatch.setattr(engine_handle, "use_private_rpc_dir", lambda: None)
+    monkeypatch.setattr(engine_handle, "use_engine_log", lambda: None)
     before = torch.get_num_threads()
     try:
         engine.start({"model": "m"})
@@ -358,10 +361,10 @@ def test_the_engine_starts_with_this_process_s_objects_frozen(
             seen["kept_walked"] = any(o is kept for o in gc.get_objects())
             seen["garbage_gone"] = dead() is None
 
-    monkeypatch.setattr(engine, "import_vllm", lambda: types.SimpleNamespace(LLM=FakeLLM))
-    monkeypatch.setattr(engine, "_use_private_rpc_dir", lambda: None)
-    monkeypatch.setattr(engine, "use_engine_log", lambda: None)
-    monkeypatch.setattr(engine, "use_frontend_threads", lambda engines_on_host=1: None)
+    monkeypatch.setattr(engine_handle, "import_vllm", lambda: types.SimpleNamespace(LLM=FakeLLM))
+    monkeypatch.setattr(engine_handle, "use_private_rpc_dir", lambda: None)
+    monkeypatch.setattr(engine_handle, "use_engine_log", lambda: None)
+    monkeypatch.setattr(engine_handle, "use_frontend_threads", lambda engines_on_host=1: None)
     assert gc.get_freeze_count() == 0
     engine.start({"model": "m"})
     assert seen["frozen"] > 0
@@ -378,10 +381,10 @@ def test_a_failed_start_leaves_nothing_frozen(monkeypatch: pytest.MonkeyPatch) -
         def __init__(self, **kwargs: Any) -> None:
             raise RuntimeError("boom")
 
-    monkeypatch.setattr(engine, "import_vllm", lambda: types.SimpleNamespace(LLM=FailingLLM))
-    monkeypatch.setattr(engine, "_use_private_rpc_dir", lambda: None)
-    monkeypatch.setattr(engine, "use_engine_log", lambda: None)
-    monkeypatch.setattr(engine, "use_frontend_threads", lambda engines_on_host=1: None)
+    monkeypatch.setattr(engine_handle, "import_vllm", lambda: types.SimpleNamespace(LLM=FailingLLM))
+    monkeypatch.setattr(engine_handle, "use_private_rpc_dir", lambda: None)
+    monkeypatch.setattr(engine_handle, "use_engine_log", lambda: None)
+    monkeypatch.setattr(engine_handle, "use_frontend_threads", lambda engines_on_host=1: None)
     with pytest.raises(Exception, match="boom"):
         engine.start({"model": "m"})
     assert gc.get_freeze_count() == 0

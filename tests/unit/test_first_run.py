@@ -267,14 +267,16 @@ def test_help_reads_at_80_columns(modality: str) -> None:
         assert word not in text
 
 
-def test_each_short_option_means_one_thing_in_every_command() -> None:
+def test_each_short_option_means_one_thing_in_every_run_command() -> None:
+    """Across the commands that run a model (one per modality) and `mmrun models`."""
     from typer.main import get_command
 
     from mmrun.cli.main import app
 
     meanings: dict[str, set[str]] = {}
     root: Any = get_command(app)
-    for command in root.commands.values():
+    names = [*get_registry().modalities, "models"]
+    for command in (root.commands[name] for name in names):
         for param in command.params:
             for opt in param.opts:
                 if not opt.startswith("--"):
@@ -408,3 +410,29 @@ def test_batch_rates_come_from_the_results_not_from_the_start() -> None:
         progress.close()
     assert line.startswith("11/100 prompts, 0 failed, 1.0 prompts/s · 8 tok/s"), line
     assert line.endswith("about 1m29s left"), line
+
+
+# --- the CPU KV cache, sized for the run ------------------------------------------------------
+
+
+def test_the_cpu_kv_cache_is_what_the_run_needs_within_the_free_memory() -> None:
+    from mmrun.engine.cpu import GIB, HEADROOM_BYTES, choose
+
+    # Qwen2.5-VL-3B's language model: 36 layers x 2 KV heads x 128 x bf16 x (K, V).
+    per_token = 2 * 36 * 2 * 128 * 2
+    small = choose(per_token, 4096, 5, free_bytes=20 * GIB)
+    assert small.gib == 1  # 0.83 GiB needed, whole GiB as vLLM reads it
+    big = choose(per_token, 32768, 256, free_bytes=20 * GIB)
+    assert big.gib == int((20 * GIB - HEADROOM_BYTES) // GIB)  # what is free, not more
+    assert "room for" in big.reason
+
+
+def test_a_kv_cache_that_cannot_fit_is_one_line_naming_what_to_lower() -> None:
+    from mmrun.engine.cpu import GIB, choose
+    from mmrun.errors import EngineError
+
+    with pytest.raises(EngineError) as caught:
+        choose(2 * 36 * 2 * 128 * 2, 128_000, 1, free_bytes=4 * GIB)
+    line = str(caught.value)
+    assert "\n" not in line
+    assert "max_model_len=128000" in line and "lower --engine-arg max_model_len=" in line

@@ -23,8 +23,8 @@ from hypothesis import HealthCheck, event, given, settings
 from hypothesis import strategies as st
 from typer.testing import CliRunner
 
-from mmrun import media
 from mmrun.cli.main import app
+from mmrun.media import download
 from mmrun.plugins import builtin_registry
 
 runner = CliRunner()
@@ -223,7 +223,7 @@ def command_lines(draw: st.DrawFn, media_dir: Path, server: str) -> list[str]:
 
 @pytest.fixture
 def fuzz_env(monkeypatch: pytest.MonkeyPatch, media_server: Any) -> None:
-    monkeypatch.setattr(media, "RETRY_BACKOFF_S", 0.0)
+    monkeypatch.setattr(download, "RETRY_BACKOFF_S", 0.0)
     monkeypatch.setenv("MMRUN_DOWNLOAD_TIMEOUT", "2")
     monkeypatch.setenv("MMRUN_ASSETS_BASE_URL", media_server.url)  # default media, locally
 

@@ -25,8 +25,8 @@ from typer.testing import CliRunner
 from mmrun import hub
 from mmrun.cli.main import app
 from mmrun.errors import DownloadError
+from mmrun.hub import lora_path
 from mmrun.request import LoraAdapter
-from mmrun.runner import lora_path
 from tests.helpers.http import ScriptedServer
 
 

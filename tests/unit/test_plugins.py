@@ -21,12 +21,13 @@ def toy_vl(ctx: LoaderContext) -> Prompt:
     return Prompt(text="USER: " + "<image>" * ctx.num_items + ctx.question + " ASSISTANT:")
 
 def register(register: Register) -> None:
-    register(toy_vl)
+    register.model(toy_vl)
 """
 
 # A modality of its own: thermal camera frames written as text (rows of temperatures), shown
 # to a vision-language model as grey images. It owns its command (`mmrun thermal -t FILE`),
-# its decoding, its chat part, and what vLLM receives (an image).
+# its decoding, its check of each frame against the model, its chat part, and what vLLM
+# receives (an image).
 MODALITY_PLUGIN = """
 from mmrun import LoaderContext, MediaError, Modality, Prompt, Register, chatml, loader
 
@@ -45,6 +46,20 @@ def decode(data, label):
     return image.convert("RGB"), {"width": len(rows[0]), "height": len(rows), "max_c": high}
 
 
+# Each frame against the model: no hotter than what the model was calibrated for.
+def calibrated_range(spec):
+    limit = (spec.media_options or {}).get("max_c")
+    if limit is None:
+        return None
+
+    def check(source, info):
+        if info["max_c"] > limit:
+            return f"{source} reads {info['max_c']} C; {spec.key} knows frames up to {limit} C"
+        return None
+
+    return check
+
+
 THERMAL = Modality(
     name="thermal",
     assets=(),
@@ -60,18 +75,26 @@ THERMAL = Modality(
     short_option="-t",
     extensions=(".thermal",),
     describe=lambda info: f"{info['width']}x{info['height']}, max {info['max_c']} C",
+    item_check=calibrated_range,
     summary="Run a model on thermal camera frames.",
     vllm_modality="image",
 )
 
 
-@loader("toy_thermal", "thermal", repo_id="acme/thermal-vl", architecture="Mistral3ForConditionalGeneration")
+@loader(
+    "toy_thermal",
+    "thermal",
+    repo_id="acme/thermal-vl",
+    architecture="Mistral3ForConditionalGeneration",
+    media_options={"max_c": 100.0},
+)
 def toy_thermal(ctx: LoaderContext) -> Prompt:
     return Prompt(text=chatml("[IMG]" * ctx.num_items + ctx.question))
 
 
 def register(register: Register) -> None:
-    register(THERMAL, toy_thermal)
+    register.modality(THERMAL)
+    register.model(toy_thermal)
 """
 
 BROKEN = """
@@ -82,7 +105,7 @@ DUPLICATE = """
 from mmrun.plugins import builtin_registry
 
 def register(register):
-    register(builtin_registry().get("image", "llava"))
+    register.model(builtin_registry().get("image", "llava"))
 """
 
 
@@ -182,6 +205,33 @@ def test_a_modality_plugin_adds_its_command_and_runs_through_the_engine(
     )
     assert refused.returncode == 2 and refused.stderr.count("\n") == 1
     assert "is not a thermal frame" in refused.stderr
+
+
+def test_a_modality_plugin_checks_each_item_against_the_model(
+    plugin_path: Path, frames: Path, fake_vllm_env: dict[str, str]
+) -> None:
+    """The plugin's item check (a frame hotter than the model's media_options allow) runs
+    where the built-in audio length check runs: before the engine for named media, and as
+    the item's own error line in a batch."""
+    hot = frames / "f1.thermal"
+    hot.write_text("20,21\n20,150.5\n")
+    refused = _mmrun(
+        ["thermal", "-t", str(hot), "--dry-run"], plugin_path, MMRUN_PLUGINS="thermalplugin"
+    )
+    assert refused.returncode == 2, refused.stderr
+    assert refused.stderr.count("\n") == 1
+    assert "reads 150.5 C; toy_thermal knows frames up to 100.0 C" in refused.stderr
+    run = _mmrun(
+        ["thermal", "-t", str(frames), "--json"],
+        plugin_path,
+        fake_vllm_env["PYTHONPATH"],
+        HF_HUB_OFFLINE="1",
+    )
+    assert run.returncode == 3, run.stderr  # a batch with a failed item
+    rows = {Path(r["media"][0]).name: r for r in map(json.loads, run.stdout.splitlines())}
+    assert rows["f1.thermal"]["error"]["stage"] == "media"
+    assert "knows frames up to 100.0 C" in rows["f1.thermal"]["error"]["message"]
+    assert rows["f0.thermal"]["error"] is None and rows["f2.thermal"]["error"] is None
 
 
 def test_plugins_lists_what_each_plugin_registered(plugin_path: Path) -> None:

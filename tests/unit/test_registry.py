@@ -23,17 +23,20 @@ def test_builtin_registry_has_every_seed_and_upstream_key_once() -> None:
 def test_duplicate_key_is_an_error() -> None:
     registry = builtin_registry()
     with pytest.raises(PluginError, match="registered twice"):
-        registry.registrar("again")(registry.get("image", "llava"))
+        registry.registrar("again").model(registry.get("image", "llava"))
 
 
 def test_unknown_modality_is_an_error() -> None:
     with pytest.raises(PluginError, match="unknown modality"):
-        Registry().registrar("toy")(toy)
+        Registry().registrar("toy").model(toy)
 
 
 def test_anything_else_registered_is_an_error() -> None:
-    with pytest.raises(PluginError, match="registered 'str'"):
-        builtin_registry().registrar("odd")("qwen2_vl")
+    register = builtin_registry().registrar("odd")
+    with pytest.raises(PluginError, match=r"register.model\(\) was given 'str'"):
+        register.model("qwen2_vl")  # type: ignore[arg-type]
+    with pytest.raises(PluginError, match=r"register.modality\(\) was given 'LoaderSpec'"):
+        register.modality(toy)  # type: ignore[arg-type]
 
 
 def test_each_plugin_s_registrations_are_recorded() -> None:

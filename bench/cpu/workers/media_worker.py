@@ -120,7 +120,8 @@ def clients_built(cache: Path) -> int:
 def suite() -> dict:
     import hashlib
 
-    import mmrun.media as media
+    from mmrun.media import download, resolver
+    from mmrun.modalities.image.decode import decode_image
 
     counter = [0]
 
@@ -130,7 +131,7 @@ def suite() -> dict:
 
     sequential()
     clients = clients_built(fresh())
-    default_workers = media.DOWNLOAD_WORKERS
+    default_workers = resolver.DOWNLOAD_WORKERS
     baseline, cold, cold_requests = [], [], []
     # What-ifs, run only where mmrun's code differs from them: one HTTP client built before
     # the workers start (when one resolve builds several), one worker per image (when there
@@ -142,7 +143,7 @@ def suite() -> dict:
         what_if["12_workers"] = []
         if clients > 1:
             what_if["shared_client_12_workers"] = []
-    if "os.fsync(" in Path(media.__file__).read_text():
+    if "os.fsync(" in Path(download.__file__).read_text():
         what_if["no_fsync"] = []  # each downloaded file is not forced to disk before use
     cache = fresh()
     for _ in range(CONFIG["cold_reps"]):
@@ -154,14 +155,14 @@ def suite() -> dict:
         if "shared_client" in what_if:
             what_if["shared_client"].append(timed(resolve, fresh(), shared_client=True))
         if "no_fsync" in what_if:
-            fsync = media.os.fsync
-            media.os.fsync = lambda fd: None
+            fsync = download.os.fsync
+            download.os.fsync = lambda fd: None
             try:
                 what_if["no_fsync"].append(timed(resolve, fresh()))
             finally:
-                media.os.fsync = fsync
+                download.os.fsync = fsync
         if "12_workers" in what_if:
-            media.DOWNLOAD_WORKERS = len(NAMES)
+            resolver.DOWNLOAD_WORKERS = len(NAMES)
             try:
                 what_if["12_workers"].append(timed(resolve, fresh()))
                 if "shared_client_12_workers" in what_if:
@@ -169,7 +170,7 @@ def suite() -> dict:
                         timed(resolve, fresh(), shared_client=True)
                     )
             finally:
-                media.DOWNLOAD_WORKERS = default_workers
+                resolver.DOWNLOAD_WORKERS = default_workers
     warm, warm_requests = [], []
     for _ in range(CONFIG["warm_reps"]):
         before = requests()
@@ -185,7 +186,7 @@ def suite() -> dict:
     read_hash = time.perf_counter() - start
     start = time.perf_counter()
     for blob in blobs:
-        media.decode_image(blob, "x")
+        decode_image(blob, "x")
     decode = time.perf_counter() - start
     return {
         "download_workers": default_workers,

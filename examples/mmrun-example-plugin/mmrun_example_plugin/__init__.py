@@ -30,5 +30,5 @@ def llava_interleave(ctx: LoaderContext) -> Prompt:
 
 
 def register(register: Register) -> None:
-    """The entry point mmrun calls: hand this package's loaders to ``register``."""
-    register(llava_interleave)
+    """The entry point mmrun calls: register this package's model key."""
+    register.model(llava_interleave)

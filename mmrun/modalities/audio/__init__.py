@@ -4,10 +4,13 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from importlib import import_module
+from pathlib import Path
 from typing import Any
 
-from mmrun.media import decode_audio
-from mmrun.registry import Asset, LoaderSpec, Modality, Register
+from mmrun.modalities.audio.checks import clip_length_check
+from mmrun.modalities.audio.decode import decode_audio
+from mmrun.plugins import Register
+from mmrun.registry import Asset, LoaderSpec, Modality
 
 
 def _chat_part(clip: Any, spec: LoaderSpec) -> dict[str, Any]:
@@ -26,6 +29,17 @@ def _chat_part(clip: Any, spec: LoaderSpec) -> dict[str, Any]:
 
 def _describe(info: Mapping[str, Any]) -> str:
     return f"{info['duration_s']:.2f}s @ {info['sample_rate']} Hz"
+
+
+def _write_samples(folder: Path) -> list[str]:
+    """A two-second 440 Hz tone at 16 kHz."""
+    import numpy as np
+    import soundfile
+
+    t = np.linspace(0, 2.0, 32000, dtype=np.float32)
+    path = folder / "tone.wav"
+    soundfile.write(path, 0.3 * np.sin(2 * np.pi * 440 * t), 16000)
+    return [str(path)]
 
 
 _VLLM_ASSETS = "https://vllm-public-assets.s3.us-west-2.amazonaws.com/multimodal_asset"
@@ -52,6 +66,8 @@ AUDIO = Modality(
     short_option="-a",
     extensions=(".wav", ".flac", ".ogg", ".oga", ".opus", ".mp3", ".aif", ".aiff"),
     describe=_describe,
+    item_check=clip_length_check,
+    write_samples=_write_samples,
     summary="Run an audio-language model on audio clips through vLLM.",
     examples=(
         "mmrun audio -m whisper",
@@ -80,4 +96,6 @@ FAMILIES = (
 
 def register(register: Register) -> None:
     """The built-in plugin's hook, called as any third-party plugin's is."""
-    register(AUDIO, *(import_module(f"{__name__}.{family}") for family in FAMILIES))
+    register.modality(AUDIO)
+    for family in FAMILIES:
+        register.models(import_module(f"{__name__}.{family}"))

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from mmrun.modalities.audio.checks import AudioLimits
 from mmrun.registry import loader
 from mmrun.request import LoaderContext, Prompt
 
@@ -15,7 +16,8 @@ from mmrun.request import LoaderContext, Prompt
     min_items=1,
     max_items=1,
     methods=("generate",),
-    max_audio_seconds=30.0,  # the encoder's fixed 30 s window; longer clips need long-form models
+    # the encoder's fixed 30 s window; longer clips need long-form models
+    media_options=AudioLimits(max_seconds=30.0),
 )
 def whisper(ctx: LoaderContext) -> Prompt:
     # An encoder-decoder transcriber: the decoder prompt only starts the transcript and

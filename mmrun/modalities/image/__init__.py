@@ -4,10 +4,13 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from importlib import import_module
+from pathlib import Path
 from typing import Any
 
-from mmrun.media import decode_image
-from mmrun.registry import Asset, LoaderSpec, Modality, Register
+from mmrun.modalities.image.decode import decode_image
+from mmrun.plugins import Register
+from mmrun.registry import Asset, LoaderSpec, Modality
+from mmrun.request import ImageResize
 
 # vLLM's public asset bucket, where vLLM's examples fetch the default photos since Wikimedia
 # rate-limited them; the Wikimedia originals (the seed's URLs) remain the fallback.
@@ -24,8 +27,8 @@ def _chat_part(image: Any, spec: LoaderSpec) -> dict[str, Any]:
 
 
 def _resized(image: Any, spec: LoaderSpec) -> Any:
-    rule = spec.image_resize
-    if rule is None:
+    rule = spec.media_options
+    if not isinstance(rule, ImageResize):
         return image
     size = smart_resize_size(
         image.width, image.height, rule.factor, rule.min_pixels, rule.max_pixels
@@ -35,6 +38,18 @@ def _resized(image: Any, spec: LoaderSpec) -> Any:
 
 def _describe(info: Mapping[str, Any]) -> str:
     return f"{info['width']}x{info['height']}"
+
+
+def _write_samples(folder: Path) -> list[str]:
+    """Two small plain PNGs, red and green."""
+    from PIL import Image
+
+    paths = []
+    for i, color in enumerate(((200, 30, 30), (30, 200, 30))):
+        path = folder / f"image{i}.png"
+        Image.new("RGB", (96, 64), color).save(path)
+        paths.append(str(path))
+    return paths
 
 
 def smart_resize_size(
@@ -115,6 +130,7 @@ IMAGE = Modality(
     extensions=(".jpg", ".jpeg", ".png", ".webp", ".gif", ".bmp", ".tif", ".tiff"),
     to_engine=_resized,
     describe=_describe,
+    write_samples=_write_samples,
     summary="Run an image-language model on images through vLLM.",
     examples=(
         "mmrun image -m qwen2_5_vl -n 4",
@@ -180,4 +196,6 @@ FAMILIES = (
 
 def register(register: Register) -> None:
     """The built-in plugin's hook, called as any third-party plugin's is."""
-    register(IMAGE, *(import_module(f"{__name__}.{family}") for family in FAMILIES))
+    register.modality(IMAGE)
+    for family in FAMILIES:
+        register.models(import_module(f"{__name__}.{family}"))

@@ -60,7 +60,7 @@ def qwen_vl_chat(ctx: LoaderContext) -> Prompt:
     repo_id="Qwen/Qwen2-VL-7B-Instruct",
     architecture="Qwen2VLForConditionalGeneration",
     engine_args=_QWEN2_VL_ENGINE_ARGS,
-    image_resize=QWEN2_VL_RESIZE,
+    media_options=QWEN2_VL_RESIZE,
 )
 def qwen2_vl(ctx: LoaderContext) -> Prompt:
     return _qwen2_vl_prompt(ctx)
@@ -72,7 +72,7 @@ def qwen2_vl(ctx: LoaderContext) -> Prompt:
     repo_id="Qwen/Qwen2.5-VL-3B-Instruct",
     architecture="Qwen2_5_VLForConditionalGeneration",
     engine_args=_QWEN2_VL_ENGINE_ARGS,
-    image_resize=QWEN2_VL_RESIZE,
+    media_options=QWEN2_VL_RESIZE,
 )
 def qwen2_5_vl(ctx: LoaderContext) -> Prompt:
     return _qwen2_vl_prompt(ctx)

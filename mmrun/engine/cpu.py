@@ -1,4 +1,4 @@
-"""The KV cache of vLLM's CPU build, sized for the run when the user has not.
+"""vLLM's CPU build: its KV cache sized for the run when the user has not.
 
 Without ``VLLM_CPU_KVCACHE_SPACE``, vLLM 0.32's CPU worker reserves ``gpu_memory_utilization``
 (0.92 by default) of the machine's whole memory and refuses to start when that much is not
@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import math
 import os
+import sys
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
@@ -168,3 +169,16 @@ def _weights_bytes(engine_args: Mapping[str, Any]) -> int:
             except OSError:
                 continue
     return total
+
+
+def size_the_cpu_kv_cache(engine_args: Mapping[str, Any]) -> None:
+    """On vLLM's CPU build: VLLM_CPU_KVCACHE_SPACE for this run, unless the user set it;
+    said on stderr with -v."""
+    from mmrun.engine.environment import is_quiet
+    from mmrun.support import vllm_device
+
+    if vllm_device() != "cpu":
+        return
+    choice = size_for_the_run(engine_args)
+    if choice is not None and not is_quiet():
+        print(f"mmrun: {ENV}={choice.gib} (GiB) for this run: {choice.reason}", file=sys.stderr)

@@ -1,0 +1,361 @@
+"""The vLLM handle, the only module that imports vLLM (inside functions): start the engine,
+shape requests as vLLM's examples do, submit them and collect each result as it finishes."""
+
+from __future__ import annotations
+
+import contextlib
+import importlib
+import threading
+from collections.abc import Callable, Mapping, Sequence
+from typing import Any
+
+from mmrun.engine.cpu import size_the_cpu_kv_cache
+from mmrun.engine.environment import (
+    heap_frozen,
+    is_quiet,
+    one_thread_until_forked,
+    use_engine_log,
+    use_private_rpc_dir,
+)
+from mmrun.engine.failures import (
+    OOM_PATTERNS,
+    engine_failure,
+    engine_is_dead,
+    one_line,
+    rejection_reason,
+)
+from mmrun.engine.gpu import use_frontend_threads, users_gpu_threads
+from mmrun.engine.processes import (
+    WARM_JOIN_S,
+    engine_core_processes,
+    interruptible,
+    kill_engine_processes,
+    warm_up_when_forked,
+    watch_engine_core,
+)
+from mmrun.errors import MissingDependencyError, UsageError
+from mmrun.request import Prompt
+from mmrun.results import Completion
+
+
+def import_vllm() -> Any:
+    try:
+        import vllm
+    except ImportError as exc:
+        raise MissingDependencyError(
+            f"vLLM is not installed or cannot be imported ({exc})",
+            hint="run `make install` (CPU) or `pip install vllm` (GPU)",
+        ) from exc
+    return vllm
+
+
+def vllm_module(name: str) -> Any:
+    """A module of vLLM (``vllm.multimodal.video``, ...), for a modality that uses vLLM's own
+    media loaders."""
+    import_vllm()
+    return importlib.import_module(name)
+
+
+class StartAborted(Exception):
+    """``start`` was asked to stop (its ``abort`` event was set) and did."""
+
+
+def start(
+    engine_args: Mapping[str, Any],
+    abort: threading.Event | None = None,
+    engines_on_host: int = 1,
+    warm_up: Callable[[], None] | None = None,
+) -> Any:
+    """Create ``vllm.LLM`` from the composed engine arguments. Setting ``abort`` while it
+    starts (e.g. a download failed meanwhile) stops the start and raises StartAborted.
+    ``engines_on_host``: how many engines share this host's cores (``-dp N``). ``warm_up``:
+    work that the first request would otherwise wait for (mmrun's first prompt, which loads
+    the model's processor or tokenizer), done in a thread during the start (see ``warm_up_when_forked``)."""
+    aborted = abort.is_set if abort is not None else lambda: False
+    if aborted():
+        raise StartAborted
+    use_private_rpc_dir()
+    use_engine_log()
+    threads = use_frontend_threads(engines_on_host) or users_gpu_threads()
+    vllm = import_vllm()  # seconds, and not interrupted by ``abort``: checked again after it
+    if aborted():
+        raise StartAborted
+    size_the_cpu_kv_cache(engine_args)
+    constructed, failed = threading.Event(), threading.Event()
+    warm = None
+    if warm_up is not None:
+        warm = threading.Thread(
+            target=warm_up_when_forked,
+            args=(warm_up, constructed, failed),
+            name="mmrun-warm",
+            daemon=True,
+        )
+    try:
+        with interruptible(abort) as interrupted:
+            if warm is not None:
+                warm.start()
+            try:
+                with heap_frozen(), one_thread_until_forked(threads):
+                    llm = _construct(vllm, engine_args)
+            except BaseException:
+                failed.set()  # nothing to warm up for
+                raise
+            finally:
+                constructed.set()
+            if warm is not None:
+                warm.join(WARM_JOIN_S)
+            if interrupted.is_set():  # vLLM swallowed the interrupt and finished starting anyway
+                shutdown(llm, now=True)
+                raise KeyboardInterrupt
+    except Exception:
+        if aborted():  # vLLM's error is only the consequence
+            raise StartAborted from None
+        raise
+    if aborted():  # an engine without processes of its own (it runs in this one) started
+        shutdown(llm, now=True)
+        raise StartAborted
+    return llm
+
+
+def _construct(vllm: Any, engine_args: Mapping[str, Any]) -> Any:
+    args = dict(engine_args)
+    if is_quiet():  # vLLM's "Loading safetensors checkpoint shards" bars, one per engine process
+        args.setdefault("use_tqdm_on_load", False)
+    try:
+        return vllm.LLM(**args)
+    except Exception as exc:
+        message = str(exc).strip()
+        if isinstance(exc, TypeError) and "argument" in message:
+            raise UsageError(
+                f"vLLM rejected an engine argument: {message}",
+                hint="check --engine-arg names against `vllm serve --help`",
+            ) from exc
+        rejected = isinstance(exc, ValueError) or type(exc).__name__ == "ValidationError"
+        if rejected and not OOM_PATTERNS.search(message):
+            raise UsageError(
+                f"vLLM rejected the engine arguments: {rejection_reason(message, exc)}",
+                hint="check --engine-arg values and the model id",
+            ) from exc
+        raise engine_failure(exc, model=args.get("model")) from exc
+
+
+def sampling_params(
+    *,
+    temperature: float,
+    max_tokens: int,
+    stop_token_ids: Sequence[int],
+    seed: int | None,
+    extra: Mapping[str, Any] | None = None,
+) -> Any:
+    vllm = import_vllm()
+    kwargs: dict[str, Any] = {"temperature": temperature, "max_tokens": max_tokens}
+    if stop_token_ids:
+        kwargs["stop_token_ids"] = list(stop_token_ids)
+    if seed is not None:
+        kwargs["seed"] = seed
+    kwargs.update(extra or {})
+    try:
+        return vllm.SamplingParams(**kwargs)
+    except (TypeError, ValueError) as exc:
+        raise UsageError(f"invalid sampling parameters: {exc}") from exc
+
+
+def lora_request(name: str, int_id: int, path: str) -> Any:
+    from vllm.lora.request import LoRARequest
+
+    return LoRARequest(name, int_id, path)
+
+
+def device_name() -> str:
+    """The kind of device the installed vLLM runs on ("cuda", "cpu", ...)."""
+    try:
+        from vllm.platforms import current_platform
+
+        return str(current_platform.device_type or "unknown")
+    except Exception:  # an install too broken to tell: the selftest reports its own failure
+        return "unknown"
+
+
+# Shaping requests, as vLLM's own examples do in run_generate / run_chat.
+
+
+def generate_input(prompt: Prompt, modality: str, media: Sequence[Any]) -> dict[str, Any]:
+    """One ``LLM.generate`` prompt: the text (or token ids) and its media."""
+    request: dict[str, Any] = (
+        {"prompt": prompt.text}
+        if prompt.text is not None
+        else {"prompt_token_ids": list(prompt.token_ids or ())}
+    )
+    data = list(prompt.multi_modal_data) if prompt.multi_modal_data is not None else list(media)
+    if data:
+        request["multi_modal_data"] = {modality: data}
+    return request
+
+
+def chat_input(question: str, parts: Sequence[Mapping[str, Any]]) -> list[dict[str, Any]]:
+    """One ``LLM.chat`` conversation: a user turn with the question, then the media parts."""
+    return [{"role": "user", "content": [{"type": "text", "text": question}, *parts]}]
+
+
+class RequestRejected(Exception):
+    """vLLM refused one request (too many items, a prompt longer than the model takes, media
+    its processor cannot use); the engine itself is fine."""
+
+
+Finished = tuple[str, "Completion | str"]  # request id, and its completion or why it failed
+
+
+class Engine:
+    """A started ``vllm.LLM``: requests go in one at a time and come out as they finish.
+
+    Use it inside ``interruptible()``. Each request is checked and prepared by vLLM when it is
+    submitted, so one that vLLM
+    refuses fails alone (``RequestRejected``) and the others go on; results come back per
+    request, as soon as each is finished, from the engine's own loop (what ``LLM.generate``
+    runs internally, without waiting for the whole batch). Only the thread that started it
+    may use it.
+    """
+
+    def __init__(self, llm: Any) -> None:
+        self.llm = llm
+        self._streaming = hasattr(llm, "enqueue") and hasattr(llm, "llm_engine")
+        self._pending: list[tuple[str, Any, Any, Any, str | None]] = []
+        self._ids = 0
+        self.in_flight = 0
+        self._closed = threading.Event()
+        if self._streaming:
+            watch_engine_core(llm, self._closed)
+
+    def submit(
+        self, request: Any, params: Any, lora: Any | None, *, chat: bool, template: str | None
+    ) -> str:
+        """Queue one request (a generate prompt, or a chat conversation); its request id."""
+        if not self._streaming:  # an older vLLM: the request goes with the next batched call
+            self._ids += 1
+            request_id = f"w{self._ids}"
+            self._pending.append((request_id, request, params, lora, template if chat else "-"))
+            self.in_flight += 1
+            return request_id
+        try:
+            if chat:
+                ids = self.llm.enqueue_chat(
+                    [request], params, use_tqdm=False, lora_request=lora, chat_template=template
+                )
+            else:
+                ids = self.llm.enqueue([request], params, lora_request=lora, use_tqdm=False)
+        except Exception as exc:
+            if engine_is_dead(exc):
+                raise engine_failure(exc) from exc
+            raise RequestRejected(one_line(exc)) from exc
+        self.in_flight += 1
+        return _external_id(str(ids[0]))
+
+    def has_output(self) -> bool:
+        """Whether results are waiting, so that ``poll`` would return at once. Only an engine
+        core in processes of its own tells (its output queue); otherwise False."""
+        if not self._streaming:
+            return False
+        queue = getattr(getattr(self.llm.llm_engine, "engine_core", None), "outputs_queue", None)
+        try:
+            return queue is not None and not queue.empty()
+        except Exception:  # another vLLM layout
+            return False
+
+    def poll(self) -> list[Finished]:
+        """The requests that finished since the last call; waits for at least one engine
+        step. Only call it with requests in flight."""
+        if not self._streaming:
+            return self._run_pending()
+        try:
+            outputs = self.llm.llm_engine.step()
+        except Exception as exc:
+            raise engine_failure(exc) from exc
+        finished: list[Finished] = []
+        for output in outputs:
+            if not getattr(output, "finished", False):
+                continue
+            self.in_flight -= 1
+            finished.append((str(output.request_id), _finished(output)))
+        return finished
+
+    def _run_pending(self) -> list[Finished]:
+        """Older vLLM (no ``LLM.enqueue``): one ``generate`` or ``chat`` call for what was
+        submitted; a call vLLM refuses is split in halves until the request at fault is alone."""
+        batch, self._pending = self._pending, []
+        self.in_flight -= len(batch)
+        return self._call(batch)
+
+    def _call(self, batch: list[tuple[str, Any, Any, Any, str | None]]) -> list[Finished]:
+        if not batch:
+            return []
+        _, _, params, lora, template = batch[0]
+        try:
+            if template != "-":
+                outputs = self.llm.chat(
+                    [r for _, r, *_ in batch],
+                    params,
+                    use_tqdm=False,
+                    lora_request=lora,
+                    chat_template=template,
+                )
+            else:
+                outputs = self.llm.generate(
+                    [r for _, r, *_ in batch],
+                    sampling_params=params,
+                    lora_request=lora,
+                    use_tqdm=False,
+                )
+        except Exception as exc:
+            if engine_is_dead(exc):
+                raise engine_failure(exc) from exc
+            if len(batch) == 1:
+                return [(batch[0][0], one_line(exc))]
+            half = len(batch) // 2
+            return self._call(batch[:half]) + self._call(batch[half:])
+        return [(rid, _finished(out)) for (rid, *_), out in zip(batch, outputs, strict=True)]
+
+    def close(self) -> None:
+        """Stop the engine now (the results are in)."""
+        self._closed.set()
+        shutdown(self.llm, now=True)
+
+
+def _external_id(request_id: str) -> str:
+    """The id a request's outputs carry. ``LLM.enqueue`` answers with vLLM's internal id, the
+    counter's id and 8 random characters ("12-1f3a9c0e", vllm/v1/engine/input_processor.py
+    assign_request_id); the outputs carry the counter's id alone."""
+    head, sep, _ = request_id.partition("-")
+    return head if sep and head.isdigit() else request_id
+
+
+def _finished(output: Any) -> Completion | str:
+    best = output.outputs[0]
+    if best.finish_reason in ("abort", "error"):
+        return f"vLLM ended the request ({best.finish_reason})"
+    return Completion(
+        text=best.text,
+        prompt_tokens=len(output.prompt_token_ids or []),
+        completion_tokens=len(best.token_ids),
+        finish_reason=best.finish_reason,
+    )
+
+
+def shutdown(llm: Any, *, now: bool = False) -> None:
+    """Stop the engine's processes now, not at interpreter exit.
+
+    vLLM's own stop sends SIGTERM and waits for the engine core to tear down its workers:
+    about 4.5 s on the CPU engine (measured), for nothing once the results are in. With
+    ``now``, the engine's processes are killed first, and vLLM's stop then only closes its
+    sockets (0.05 s)."""
+    engine = getattr(llm, "llm_engine", None)
+    core = getattr(engine, "engine_core", None)
+    if now:
+        processes = engine_core_processes(core)
+        if processes:
+            kill_engine_processes(processes)
+    for target in (core, engine):
+        stop = getattr(target, "shutdown", None)
+        if callable(stop):
+            with contextlib.suppress(Exception):  # best effort during teardown
+                stop()
+            return
