@@ -19,17 +19,18 @@ INSTALL_INPUTS := pyproject.toml requirements/torch-cpu-host.txt requirements/vl
 	examples/mmrun-example-plugin/pyproject.toml
 STAMP := $(VENV)/.mmrun-installed-$(VLLM)
 
-install: $(STAMP) upstream chromium
+install: $(STAMP) upstream
 
-# The browser the report tests (tests/browser) drive through Playwright: Debian's chromium,
-# since Playwright's own browser download needs a CDN that may be out of reach.
+# The browser the report tests (tests/browser) drive through Playwright: Debian's chromium
+# (installed with apt-get, as root, when it is missing), since Playwright's own browser
+# download needs a CDN that may be out of reach. `make test` needs it; `make install` does not.
 chromium:
 	test -x /usr/bin/chromium || (apt-get update -q && apt-get install -y -q chromium)
 
 # mmrun, then the example third-party plugin (docs/writing-plugins.md), which the tests load.
 $(STAMP): $(INSTALL_INPUTS) | $(BIN)/python
 	$(MAKE) install-vllm
-	$(PIP) install -q -e '.[test,ray,review]'
+	$(PIP) install -q -e '.[test,ray,review,datasets]'
 	$(PIP) install -q -e examples/mmrun-example-plugin
 	rm -f $(VENV)/.mmrun-installed-*
 	touch $@
@@ -74,7 +75,7 @@ vllm-envs:
 test-outside-ci: install vllm-envs
 	MMRUN_TEST_OUTSIDE_CI=1 $(BIN)/python -m pytest -m outside_ci
 
-test: install docs-check
+test: install docs-check chromium
 	$(BIN)/python -m pytest
 
 docs:
@@ -100,7 +101,7 @@ demo:
 	if nvidia-smi >/dev/null 2>&1; then $(MAKE) install VLLM=cuda; else $(MAKE) install; fi
 	$(BIN)/python -m tools.demo
 
-test-fast:
+test-fast: chromium
 	$(BIN)/python -m pytest -m "not e2e"
 
 test-e2e:

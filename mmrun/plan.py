@@ -30,7 +30,7 @@ from mmrun.errors import (
     UnsupportedModelError,
     UsageError,
 )
-from mmrun.inputs import Item, Manifest, expand_sources
+from mmrun.inputs import InputOptions, Item, expand_sources, open_input
 from mmrun.registry import LoaderSpec, Method, Modality, Registry
 from mmrun.support import VllmInfo
 
@@ -79,6 +79,8 @@ class RunOptions:
     data_parallel_size: int = 1
     backend: str = "local"
     replicas: int | None = None
+    input_options: InputOptions = field(default_factory=InputOptions)
+    output_format: str | None = None
 
 
 class Items:
@@ -122,6 +124,9 @@ class Plan:
     vllm_version: str | None
     backend: str = "local"
     replicas: tuple[Replica, ...] = ()
+    # The engine arguments mmrun chose for this run's size on a GPU, each with why ("KEY=VALUE
+    # (why)"): shown with --verbose and --dry-run.
+    choices: tuple[str, ...] = ()
 
     def engines(self) -> dict[str, Any]:
         """Where the engines run, for the dry run and the output file's record."""
@@ -141,6 +146,7 @@ class Plan:
             modality=self.modality.name,
             key=self.spec.key,
             model=self.model,
+            method=self.method,
             question=self.question,
             count=self.count,
             max_count=self.items.max_count,
@@ -204,6 +210,7 @@ class Recipe:
     modality: str
     key: str
     model: str
+    method: Method
     question: str | None
     count: int | None
     max_count: int
@@ -221,7 +228,7 @@ def replica_plan(recipe: Recipe, registry: Registry, vllm: VllmInfo) -> Plan:
         modality=modality,
         spec=registry.get(recipe.modality, recipe.key),
         model=recipe.model,
-        method=recipe.options.method,
+        method=recipe.method,
         question=recipe.question,
         count=recipe.count,
         items=Items([], 0, recipe.max_count),
@@ -244,17 +251,33 @@ def plan(opts: RunOptions, registry: Registry, vllm: VllmInfo, gpus: Sequence[st
     # Several engines run a batch; a dry run of a command line's prompts stays one document.
     parallel = (opts.data_parallel_size > 1 or opts.backend != "local") and not opts.dry_run
     batch = opts.input is not None or expanded or opts.output is not None or parallel
+    method = opts.method
+    chat_input = False  # an OpenAI batch file: each line's own messages
     if opts.input is not None:
         if opts.sources:
             raise UsageError(
                 f"--input and {modality.option} name the prompts twice",
                 hint="put the media in the manifest, or drop --input",
             )
-        manifest = Manifest(opts.input, modality)
-        manifest.check()
-        items = Items(manifest, manifest.total, manifest.max_count)
+        reader = open_input(opts.input, modality, opts.input_options)
+        reader.check()
+        items = Items(reader, reader.total, reader.max_count)
         count = None
+        chat_input = bool(getattr(reader, "chat", False))
+        if chat_input:  # the user's own messages run through LLM.chat
+            if "chat" not in spec.methods:
+                raise UsageError(
+                    f"{spec.key} cannot run chat messages (an OpenAI batch file)",
+                    hint="choose a model that runs --method chat (see `mmrun models`)",
+                )
+            method = "chat"
     else:
+        if opts.input_options != InputOptions():
+            raise UsageError(
+                "--input-format, --columns, --keep-columns, --split, --dataset-config, "
+                "--revision, --limit and --shard are for --input",
+                hint="add --input FILE, or drop them",
+            )
         per_prompt_opts = opts
         if expanded and opts.per_prompt is None:  # a folder or pattern: one file per prompt
             if opts.num_prompts != 1 and opts.num_prompts != len(sources):
@@ -285,10 +308,24 @@ def plan(opts: RunOptions, registry: Registry, vllm: VllmInfo, gpus: Sequence[st
         engine_key=modality.engine_key,
         engine_keys=registry.engine_keys(),
     )
+    choices: tuple[str, ...] = ()
     if vllm.device == "gpu":
-        apply_gpu_defaults(engine_args, items.total, opts.engine_args, vllm.version)
+        choices = apply_gpu_defaults(
+            engine_args,
+            items.total,
+            opts.engine_args,
+            vllm.version,
+            architecture=spec.architecture,
+            per_prompt=max(limit, 0),
+            engines=max(1, opts.data_parallel_size),
+        )
+    if opts.output_format == "openai" and not chat_input:
+        raise UsageError(
+            "--output-format openai answers an OpenAI batch file",
+            hint="pass one with --input, or drop --output-format",
+        )
     if opts.backend == "ray":
-        if opts.method != "generate":
+        if method != "generate":
             raise UsageError(
                 "--backend ray runs --method generate", hint="drop --method chat, or use -dp N"
             )
@@ -306,7 +343,7 @@ def plan(opts: RunOptions, registry: Registry, vllm: VllmInfo, gpus: Sequence[st
         modality=modality,
         spec=spec,
         model=model,
-        method=opts.method,
+        method=method,
         question=question,
         count=count,
         items=items,
@@ -316,6 +353,7 @@ def plan(opts: RunOptions, registry: Registry, vllm: VllmInfo, gpus: Sequence[st
         vllm_version=vllm_version,
         backend=opts.backend,
         replicas=replicas,
+        choices=choices,
     )
 
 

@@ -16,6 +16,7 @@ from __future__ import annotations
 import contextlib
 import json
 import os
+import stat
 import time
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -167,7 +168,7 @@ def line(outcome: Outcome, dry_run: bool = False) -> dict[str, Any]:
     row: dict[str, Any] = {
         "id": outcome.item.id,
         "index": outcome.item.index,
-        "media": list(outcome.item.sources),
+        "media": list(outcome.item.media_names),
         "question": outcome.question,
         "text": completion.text if completion else None,
         "prompt_tokens": completion.prompt_tokens if completion else None,
@@ -232,8 +233,12 @@ class OutputFile:
             raise UsageError(
                 f"cannot write {path}: {exc.strerror or exc}", hint="choose a writable -o path"
             ) from exc
-        self._lock()
         self.existing = Existing()
+        if not stat.S_ISREG(os.fstat(self._fd).st_mode):
+            # A device or a pipe (`-o /dev/null`, `-o /dev/stdout`): lines stream through it,
+            # with nothing to resume, so no lock and no record beside it.
+            return
+        self._lock()
         wanted = identity(plan)
         try:
             if overwrite:
@@ -315,7 +320,8 @@ class OutputFile:
         existing = Existing()
         for _, raw in self._lines():
             row = json.loads(raw)
-            ident = str(row.get("id"))
+            # An OpenAI batch output line (--output-format openai) is known by its custom_id.
+            ident = str(row["custom_id"] if "custom_id" in row else row.get("id"))
             if row.get("error") is None:
                 existing.done.add(ident)
                 existing.failed.discard(ident)

@@ -30,6 +30,7 @@ from mmrun.errors import (
 )
 from mmrun.hub import check_reachable, lora_path
 from mmrun.inputs import Item
+from mmrun.inputs.openai_batch import fill_media
 from mmrun.media import MediaItem, MediaResolver, ProgressFn, decoded_bytes, prefetch_budget
 from mmrun.plan import Plan
 from mmrun.request import LoaderContext, Prompt, TemplateRenderer
@@ -138,7 +139,7 @@ class MediaPipeline:
                 return
             if item is None:
                 return
-            problem = self._plan.count_problem(item)
+            problem = item.problem or self._plan.count_problem(item)
             if problem is not None:
                 self._queue.append((item, ItemError("request", problem)))
                 continue
@@ -404,12 +405,23 @@ class Runner:
             extra=extra,
         )
 
-    def engine_request(self, question: str, prompt: Prompt, media: Sequence[MediaItem]) -> Any:
+    def engine_request(
+        self,
+        question: str,
+        prompt: Prompt,
+        media: Sequence[MediaItem],
+        messages: Sequence[Mapping[str, Any]] | None = None,
+    ) -> Any:
+        """``messages``: the user's own conversation (an OpenAI batch line), whose media parts
+        the decoded media replace; None: one user turn with the question and the media."""
         from mmrun import engine
 
         modality, spec = self.plan.modality, self.plan.spec
         if self.plan.method == "chat":
-            return engine.chat_input(question, [modality.chat_part(m.data, spec) for m in media])
+            parts = [modality.chat_part(m.data, spec) for m in media]
+            if messages is not None:
+                return fill_media(messages, modality.name, parts)
+            return engine.chat_input(question, parts)
         data = [modality.to_engine(m.data, spec) for m in media]
         return engine.generate_input(prompt, modality.engine_key, data)
 
@@ -463,7 +475,9 @@ class Runner:
                     if stops not in params_cache:
                         params_cache[stops] = self.sampling(stops)
                     params = params_cache[stops]
-                request = self.engine_request(question, outcome.prompt, outcome.media)
+                request = self.engine_request(
+                    question, outcome.prompt, outcome.media, ready.item.messages
+                )
                 # The result line needs the sources, not the pixels: the engine has its own
                 # copy now, so the decoded data is not held while the prompt runs.
                 outcome.media = [dataclasses.replace(m, data=None) for m in outcome.media]

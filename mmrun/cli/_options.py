@@ -110,9 +110,10 @@ InputOpt = Annotated[
     str | None,
     typer.Option(
         "--input",
-        help="A JSONL manifest of prompts (- for standard input): one object per line "
-        '({"id": ..., "image": [...], "question": ..., "meta": {...}}, with the '
-        "command's media key) or a bare path.",
+        help="The prompts: a JSONL manifest (- for standard input; one object per line, "
+        '{"id": ..., "<modality>": [...], "question": ..., "meta": {...}}, or a bare path), '
+        "a CSV/TSV, Parquet (file, folder or glob) or Arrow table, a datasets save_to_disk "
+        "folder, hf://datasets/ORG/NAME, WebDataset .tar shards or an OpenAI batch file.",
         show_default=False,
         metavar="FILE",
     ),
@@ -122,7 +123,8 @@ OutputOpt = Annotated[
     typer.Option(
         "--output",
         "-o",
-        help="Write one JSON line per prompt to this file as each finishes; run again to resume.",
+        help="Write one JSON line per prompt to this file as each finishes; run again to resume. "
+        "A .parquet or .csv name: the lines go to NAME.jsonl, the table is written at the end.",
         show_default=False,
         metavar="FILE",
     ),
@@ -170,5 +172,92 @@ ReplicasOpt = Annotated[
         min=1,
         show_default=False,
         metavar="N",
+    ),
+]
+InputFormatOpt = Annotated[
+    str | None,
+    typer.Option(
+        "--input-format",
+        help="The --input's format when its name does not say: jsonl (mmrun's manifest), "
+        "openai (an OpenAI batch file), csv, tsv, parquet, arrow, webdataset or hf.",
+        show_default=False,
+        metavar="FORMAT",
+    ),
+]
+ColumnsOpt = Annotated[
+    str | None,
+    typer.Option(
+        "--columns",
+        help="A table's columns for mmrun's fields, e.g. id=uid,image=img,question=prompt. "
+        "Default: a datasets Image/Audio column, and columns named like image, audio, id, "
+        "question or prompt.",
+        show_default=False,
+        metavar="MAP",
+    ),
+]
+KeepColumnsOpt = Annotated[
+    str | None,
+    typer.Option(
+        "--keep-columns",
+        help="Input columns copied to each result line's meta (and to -o tables), e.g. label,url.",
+        show_default=False,
+        metavar="NAMES",
+    ),
+]
+SplitOpt = Annotated[
+    str | None,
+    typer.Option(
+        "--split",
+        help="The split of a data set (hf://datasets/ORG/NAME or a saved DatasetDict). "
+        "Default: train.",
+        show_default=False,
+        metavar="NAME",
+    ),
+]
+DatasetConfigOpt = Annotated[
+    str | None,
+    typer.Option(
+        "--dataset-config",
+        help="The config (subset) of a Hub data set.",
+        show_default=False,
+        metavar="NAME",
+    ),
+]
+RevisionOpt = Annotated[
+    str | None,
+    typer.Option(
+        "--revision",
+        help="A Hub data set's branch, tag or commit.",
+        show_default=False,
+        metavar="REV",
+    ),
+]
+LimitOpt = Annotated[
+    int | None,
+    typer.Option(
+        "--limit",
+        help="Run at most this many prompts of --input.",
+        min=1,
+        show_default=False,
+        metavar="N",
+    ),
+]
+ShardOpt = Annotated[
+    str | None,
+    typer.Option(
+        "--shard",
+        help="Run shard I of N of --input: every N-th row starting at row I (e.g. 0/4).",
+        show_default=False,
+        metavar="I/N",
+    ),
+]
+OutputFormatOpt = Annotated[
+    str | None,
+    typer.Option(
+        "--output-format",
+        help="-o's format when its name does not say: jsonl, parquet, csv, or openai "
+        "(vLLM run-batch's output lines, for an OpenAI batch --input).",
+        show_default=False,
+        metavar="FORMAT",
     ),
 ]

@@ -29,15 +29,24 @@ from mmrun.runner import run_batch as run_items
 
 def run_batch(plan: Plan, *, json_out: bool, quiet: bool, verbose: bool = False) -> int:
     """Run a batch; the exit code (0: every prompt has a result; 3: some failed)."""
+    from mmrun.export import table_format
     from mmrun.templates import HFTemplateRenderer
 
     opts = plan.options
     err = stderr_console()
+    # A table (-o results.parquet or .csv) is written from its JSONL ledger when the run ends;
+    # the ledger is what a resumed run reads.
+    table = None
+    if opts.output is not None and opts.output_format != "openai":
+        table = opts.output_format if opts.output_format in ("parquet", "csv") else None
+        table = table or table_format(opts.output)
+    ledger = f"{opts.output}.jsonl" if table and opts.output else opts.output
     out = (
-        OutputFile(opts.output, plan, overwrite=opts.overwrite, retry_errors=opts.retry_errors)
-        if opts.output is not None
+        OutputFile(ledger, plan, overwrite=opts.overwrite, retry_errors=opts.retry_errors)
+        if ledger is not None
         else None
     )
+    openai = opts.output_format == "openai"
     existing = out.existing if out is not None else Existing()
     skipped = {"done": 0, "failed": 0}
 
@@ -58,10 +67,15 @@ def run_batch(plan: Plan, *, json_out: bool, quiet: bool, verbose: bool = False)
 
     def emit(outcome: Outcome) -> None:
         row = line(outcome, dry_run=dry_run)
+        written = row
+        if openai:
+            from mmrun.inputs.openai_batch import output_line
+
+            written = output_line(row, plan.model)
         if out is not None:
-            out.write(row)
+            out.write(written)
         elif json_out:
-            write_json_line(row, results[0])
+            write_json_line(written, results[0])
         elif not quiet or outcome.error is None:
             print_outcome(outcome, row, stdout_console(results[0]), quiet=quiet)
         if progress is not None:
@@ -127,6 +141,12 @@ def run_batch(plan: Plan, *, json_out: bool, quiet: bool, verbose: bool = False)
                 engine.close()
     stats.skipped = skipped["done"] + skipped["failed"]
     stats.failed_before = skipped["failed"]
+    if table and ledger and opts.output:
+        from mmrun.export import export
+
+        rows = export(ledger, opts.output, table)
+        if not quiet:
+            err.print(f"[dim]mmrun: {rows} rows in {opts.output} (from {ledger})[/]")
     if not quiet:
         end = time.monotonic()
         err.print(

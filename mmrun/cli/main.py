@@ -11,6 +11,7 @@ import typer
 from mmrun import __version__
 from mmrun.cli._errors import OneLineErrorsGroup, stdout_closed
 from mmrun.cli._output import color_disabled
+from mmrun.cli.export import export
 from mmrun.cli.models import models
 from mmrun.cli.plugins import plugins
 from mmrun.cli.review import (
@@ -63,6 +64,7 @@ app.command("selftest")(selftest)
 app.command("report", epilog=REPORT_EXAMPLES)(report)
 app.command("score", epilog=SCORE_EXAMPLES)(score)
 app.command("compare", epilog=COMPARE_EXAMPLES)(compare)
+app.command("export", epilog="Example:\n\n  mmrun export results.jsonl results.parquet")(export)
 
 
 def main() -> None:

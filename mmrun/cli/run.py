@@ -30,6 +30,7 @@ def _execute(modality: str, **kw: Any) -> None:
     from mmrun.capture import show_library_output
     from mmrun.devices import visible_gpus
     from mmrun.engine import configure_environment
+    from mmrun.inputs import InputOptions
     from mmrun.plan import RunOptions, parse_key_values, plan
     from mmrun.plugins import get_registry
     from mmrun.support import vllm_info
@@ -64,6 +65,17 @@ def _execute(modality: str, **kw: Any) -> None:
         data_parallel_size=kw["data_parallel_size"],
         backend=kw["backend"].value,
         replicas=kw["replicas"],
+        input_options=InputOptions(
+            format=kw["input_format"],
+            columns=kw["columns"],
+            keep_columns=kw["keep_columns"],
+            split=kw["split"],
+            dataset_config=kw["dataset_config"],
+            revision=kw["revision"],
+            limit=kw["limit"],
+            shard=kw["shard"],
+        ),
+        output_format=_output_format(kw["output_format"]),
     )
     configure_environment(verbose)
     show_library_output(verbose)
@@ -73,6 +85,13 @@ def _execute(modality: str, **kw: Any) -> None:
         os.environ[VERBOSE_ENV] = "1"
     gpus = visible_gpus() if opts.data_parallel_size > 1 else []
     the_plan = plan(opts, get_registry(), vllm_info(), gpus)
+    if the_plan.choices and (verbose or opts.dry_run) and not quiet:
+        from mmrun.cli._output import stderr_console
+
+        for choice in the_plan.choices:
+            stderr_console().print(
+                f"mmrun: for this GPU run: {choice}", highlight=False, markup=False
+            )
     if the_plan.batch:
         from mmrun.cli.batch import run_batch
 
@@ -81,6 +100,14 @@ def _execute(modality: str, **kw: Any) -> None:
             raise typer.Exit(code)
         return
     _run_named(the_plan, json_out=json_out, quiet=quiet, verbose=verbose)
+
+
+def _output_format(value: str | None) -> str | None:
+    if value is not None and value not in ("jsonl", "parquet", "csv", "openai"):
+        raise UsageError(
+            f"unknown --output-format {value!r}", hint="use jsonl, parquet, csv or openai"
+        )
+    return value
 
 
 def _run_named(the_plan: Any, *, json_out: bool, quiet: bool, verbose: bool = False) -> None:
@@ -225,7 +252,16 @@ def make_command(modality: Modality) -> Callable[..., None]:
             ),
         ] = None,
         input: o.InputOpt = None,
+        input_format: o.InputFormatOpt = None,
+        columns: o.ColumnsOpt = None,
+        keep_columns: o.KeepColumnsOpt = None,
+        split: o.SplitOpt = None,
+        dataset_config: o.DatasetConfigOpt = None,
+        revision: o.RevisionOpt = None,
+        limit: o.LimitOpt = None,
+        shard: o.ShardOpt = None,
         output: o.OutputOpt = None,
+        output_format: o.OutputFormatOpt = None,
         question: Annotated[
             str | None,
             typer.Option(

@@ -1,10 +1,19 @@
 """GPU defaults: what mmrun changes on a GPU build of vLLM and why (each measured; see
-docs/performance.md): torch's frontend threads, the batch size of a large run, and vLLM's
-own RMSNorm kernels. Nothing here applies to vLLM's CPU build."""
+docs/performance.md and bench/gpu/README.md): torch's frontend threads, the batch size of a
+large run, vLLM's own RMSNorm kernels, and, for a run large enough to pay for it, the compiled
+vision encoder. The user's own engine arguments always win. Nothing here applies to vLLM's
+CPU build.
+
+Measured and left at vLLM's defaults, since they gained less than the run-to-run spread (H200,
+Qwen2.5-VL-3B shape, 256 prompts x 4 images): ``max_num_batched_tokens`` 32768 (1.02x),
+``mm_processor_cache_gb=0`` for distinct images (0.98x), prefix caching (on by default; the
+prompts share only their first ~20 tokens).
+"""
 
 from __future__ import annotations
 
 import copy
+import json
 import os
 from collections.abc import Mapping
 from typing import Any
@@ -126,10 +135,80 @@ def _release(version: str) -> tuple[int, ...]:
     return tuple(numbers)
 
 
+# The compiled vision encoder (``compilation_config.compile_mm_encoder``) runs a batch faster
+# once running, but vLLM compiles it lazily, on the engine's first requests: about 11 s after
+# every start even from a warm compile cache, the GPU idle meanwhile. Measured on an H200
+# (vLLM 0.26.0, Qwen2.5-VL-3B shape, dummy weights, 448x448 images, 4 per prompt, 64 tokens,
+# streamed through mmrun, to the last result): 1,024 prompts 0.87x, 2,048 prompts 0.98x, with
+# 1.30x and 1.12x the prompts/s once running. With 1.12x once running and 11 s to pay back,
+# it breaks even at ~103 s of uncompiled work, ~2,700 prompts of 4 images (~10,800 images) at
+# the 26 prompts/s measured; mmrun compiles from 12,000 images per engine (a margin for the
+# +-6 s spread of a start). Larger images reach the break-even with fewer (the encoder's work
+# grows with their pixels). vLLM compiles the encoders of a few architectures only; mmrun asks
+# for the one it was measured with.
+ENCODER_COMPILE_ARCHITECTURES = frozenset({"Qwen2_5_VLForConditionalGeneration"})
+ENCODER_COMPILE_MIN_IMAGES = 12_000
+
+
+def images_per_engine(prompts: int, per_prompt: int, engines: int) -> int:
+    """The most images one engine runs: a run's prompts spread over its engines."""
+    return -(-max(prompts, 0) // max(engines, 1)) * max(per_prompt, 0)
+
+
+def compile_the_encoder(
+    engine_args: dict[str, Any], architecture: str, images: int, overrides: Mapping[str, Any]
+) -> str | None:
+    """Ask vLLM to compile the vision encoder of a run of at least ENCODER_COMPILE_MIN_IMAGES
+    ``images`` per engine on a model of ENCODER_COMPILE_ARCHITECTURES, unless the user set
+    ``compilation_config``, nothing is compiled (``enforce_eager``) or the model's own
+    settings decide it. Why it was chosen, or None."""
+    if architecture not in ENCODER_COMPILE_ARCHITECTURES or images < ENCODER_COMPILE_MIN_IMAGES:
+        return None
+    if "compilation_config" in overrides or engine_args.get("enforce_eager") is True:
+        return None
+    current = engine_args.get("compilation_config")
+    current = {} if current is None else current
+    if not isinstance(current, Mapping) or current.get("compile_mm_encoder") is not None:
+        return None
+    engine_args["compilation_config"] = {**copy.deepcopy(dict(current)), "compile_mm_encoder": True}
+    return (
+        f"{images:,} images on one engine: the compiled vision encoder pays back its start "
+        f"from {ENCODER_COMPILE_MIN_IMAGES:,}"
+    )
+
+
 def apply_gpu_defaults(
-    engine_args: dict[str, Any], prompts: int, overrides: Mapping[str, Any], version: str | None
-) -> None:
+    engine_args: dict[str, Any],
+    prompts: int,
+    overrides: Mapping[str, Any],
+    version: str | None,
+    *,
+    architecture: str = "",
+    per_prompt: int = 1,
+    engines: int = 1,
+) -> tuple[str, ...]:
     """Everything this module changes in a GPU run's engine arguments (``prompts``: the run's
-    prompt count; ``overrides``: the user's own engine arguments, which always win)."""
+    prompt count, each with at most ``per_prompt`` media items, spread over ``engines``;
+    ``overrides``: the user's own engine arguments, which always win). What was chosen and
+    why, one ``KEY=VALUE (why)`` line each, for --verbose and --dry-run."""
+    before = copy.deepcopy(engine_args)
     size_for_a_gpu_batch(engine_args, prompts, overrides)
+    why = {
+        "max_num_seqs": f"{prompts:,} prompts: up to that many run together "
+        f"(the model's own setting is {before.get('max_num_seqs')})",
+        "ir_op_priority": "vLLM's CUDA RMSNorm kernels for the uncompiled vision encoder",
+    }
+    images = images_per_engine(prompts, per_prompt, engines)
+    encoder = compile_the_encoder(engine_args, architecture, images, overrides)
+    if encoder is not None:
+        why["compilation_config"] = encoder
     prefer_vllm_norm_kernels(engine_args, overrides, version)
+    return tuple(
+        f"{key}={_show(value)} ({why.get(key, 'a GPU default')})"
+        for key, value in engine_args.items()
+        if key not in before or before[key] != value
+    )
+
+
+def _show(value: Any) -> str:
+    return value if isinstance(value, str) else json.dumps(value, separators=(",", ":"))

@@ -465,3 +465,19 @@ def test_a_bad_prefetch_budget_is_a_usage_error(
     result = cli("-i", str(photos), "-o", "/dev/null")
     assert result.exit_code == EXIT_USAGE
     assert "MMRUN_PREFETCH_MB='lots' is not a positive number of megabytes" in result.stderr
+
+
+def test_output_to_a_device_streams_without_a_lock_or_a_record_beside_it(
+    fake_vllm: Any, photos: Path
+) -> None:
+    # Another process holding /dev/null's lock (a second mmrun writing there) must not make
+    # this run refuse, and nothing may be written into /dev beside it.
+    import fcntl
+
+    record = Path(os.devnull + ".mmrun.json")
+    record.unlink(missing_ok=True)
+    with open(os.devnull, "rb") as other:
+        fcntl.flock(other, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        result = cli("-i", str(photos), "-o", os.devnull)
+    assert result.exit_code == 0, result.stderr
+    assert not record.exists()

@@ -433,7 +433,7 @@ def test_fast_commands_import_nothing_heavy(args: list[str]) -> None:
     code = (
         "import sys\nfrom mmrun.cli.main import app\n"
         f"try:\n    app({args!r})\nexcept SystemExit:\n    pass\n"
-        "heavy = sorted(m for m in ('vllm', 'torch', 'transformers') if m in sys.modules)\n"
+        "heavy = sorted(m for m in ('vllm', 'torch', 'transformers', 'pyarrow', 'datasets') if m in sys.modules)\n"
         "print('HEAVY', heavy, file=sys.stderr)\n"
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)

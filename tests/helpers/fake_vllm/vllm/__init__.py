@@ -55,8 +55,8 @@ class _Output:
 
 def _describe(request: Any) -> tuple[str, int]:
     """(text that decides the answer, number of media items) of a prompt or conversation."""
-    if isinstance(request, list):  # a chat conversation
-        parts = request[0]["content"]
+    if isinstance(request, list):  # a chat conversation: its last user turn
+        parts = next(m["content"] for m in reversed(request) if m["role"] == "user")
         text = next(p["text"] for p in parts if p["type"] == "text")
         return text, len(parts) - 1
     data = request.get("multi_modal_data") or {}

@@ -1,1 +1,0 @@
-/opt/torch/.venv/bin/python3 -m mmrun image -m deepseek_vl_v2 --model /tmp/tiny/image__deepseek_vl_v2 -n 2 --num-prompts 3 --max-tokens 6 --json --trust-remote-code -tp 1 --engine-arg enforce_eager=true --engine-arg gpu_memory_utilization=0.05 --engine-arg kv_cache_memory_bytes=1073741824 --engine-arg=load_format="dummy" --engine-arg=max_num_seqs=2 --engine-arg=max_model_len=2048

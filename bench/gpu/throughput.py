@@ -1,0 +1,310 @@
+"""Side by side on one GPU: the same prompts through raw vLLM (defaults, and tuned with
+OMP_NUM_THREADS=8), `vllm run-batch` and mmrun's streamed batch, each a fresh process.
+
+For each run: seconds from spawn to the engine ready (vLLM's "init engine ... took" line) and
+to the last result, prompts/s from engine ready to the last result, the GPU's busy share over
+that window (nvidia-smi's utilization, sampled every 200 ms), and whether every greedy text is
+identical to the first run's. A prompt count of 1 gives the start-up figures.
+
+usage: throughput.py --bench ROOT --model DIR --prompts N --variants mmrun,tuned,runbatch,raw
+                     --res DIR [--rounds R] [--budget S] [--warm VARIANT:N,...] [--dry]
+  ROOT: media.py's folder (mN.jsonl, bN.jsonl). --warm: first run these variants at once, on
+  N prompts each with a small share of the GPU, so that each configuration's compile cache is
+  filled before anything is timed (an mmrun warm-up on the full manifest, for the same
+  engine arguments, is stopped at its first result). --budget: skip what would not end in
+  time. --dry: print the commands only.
+Writes RES/<variant>-<N>[-<round>]/ (log.txt, texts) and RES/summary.json (with a digest of
+each run's texts, to compare runs of separate calls), RES/summary.md.
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import hashlib
+import json
+import os
+import re
+import shlex
+import signal
+import subprocess
+import sys
+import threading
+import time
+from pathlib import Path
+
+HERE = Path(__file__).resolve().parent
+READY = re.compile(r"init engine \(profile, create kv cache, warmup model\) took|RAW_READY")
+# Expected prompts/s (from earlier runs), only to skip what would not fit the budget.
+RATE = {"raw": 18, "tuned": 28, "runbatch": 14, "mmrun": 30, "mmrun-eagerenc": 28}
+START_S = 40
+WARM_MEMORY = {"gpu_memory_utilization": 0.2, "kv_cache_memory_bytes": 6_000_000_000}
+MMRUN_FLAGS = [
+    "--max-tokens", "64", "--temperature", "0", "--sampling-arg", "ignore_eos=true",
+    "--engine-arg", "load_format=dummy", "--engine-arg", "max_model_len=8192",
+]  # fmt: skip
+
+
+def command(variant: str, n: int, bench: Path, model: str, run: Path, extra: dict) -> tuple:
+    """(argv, environment changes, result file or None) of one run."""
+    py = sys.executable
+    env: dict[str, str | None] = {"OMP_NUM_THREADS": None}
+    if variant in ("raw", "tuned"):
+        if variant == "tuned":
+            env["OMP_NUM_THREADS"] = "8"
+        argv = [py, str(HERE / "raw_vllm.py"), "--model", model, "--manifest"]
+        argv += [str(bench / f"m{n}.jsonl"), "--out", str(run / "texts.json")]
+        if extra:
+            argv += ["--args", json.dumps(extra)]
+        return argv, env, None
+    if variant == "runbatch":
+        argv = [py, "-m", "vllm.entrypoints.openai.run_batch", "-i", str(bench / f"b{n}.jsonl")]
+        argv += ["-o", str(run / "out.jsonl"), "--model", model, "--load-format", "dummy"]
+        argv += ["--dtype", "bfloat16", "--max-model-len", "8192", "--seed", "0"]
+        argv += ["--limit-mm-per-prompt", '{"image": 4, "video": 0}']
+        argv += ["--allowed-local-media-path", str(bench)]
+        for key, value in extra.items():
+            argv += [f"--{key.replace('_', '-')}", str(value)]
+        if os.environ.get("RUNBATCH_SITE"):  # its server's dependencies, after vLLM's
+            env["PYTHONPATH"] = os.environ.get("PYTHONPATH", "") + ":" + os.environ["RUNBATCH_SITE"]
+        return argv, env, run / "out.jsonl"
+    if variant.startswith("mmrun"):
+        argv = [py, "-m", "mmrun", "image", "-m", "qwen2_5_vl", "--model", model, "--input"]
+        argv += [str(bench / f"m{n}.jsonl"), "-o", str(run / "out.jsonl"), "-v", *MMRUN_FLAGS]
+        if variant == "mmrun-eagerenc":
+            argv += ["--engine-arg", 'compilation_config={"compile_mm_encoder": false}']
+        for key, value in extra.items():
+            argv += ["--engine-arg", f"{key}={json.dumps(value)}"]
+        return argv, env, run / "out.jsonl"
+    raise SystemExit(f"unknown variant {variant!r}")
+
+
+class GpuBusy:
+    """nvidia-smi's GPU utilization every 200 ms, with the wall-clock time of each sample."""
+
+    def __init__(self) -> None:
+        self.samples: list[tuple[float, float]] = []
+        try:
+            self.proc = subprocess.Popen(
+                ["nvidia-smi", "--query-gpu=utilization.gpu", "--format=csv,noheader,nounits",
+                 "-lms", "200"],
+                stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True,
+            )  # fmt: skip
+        except OSError:
+            self.proc = None
+            return
+        threading.Thread(target=self._read, daemon=True).start()
+
+    def _read(self) -> None:
+        assert self.proc is not None and self.proc.stdout is not None
+        for line in self.proc.stdout:
+            with contextlib.suppress(ValueError):
+                self.samples.append((time.time(), float(line.split(",")[0])))
+
+    def busy(self, start: float, end: float) -> float | None:
+        window = [u for t, u in self.samples if start <= t <= end]
+        return round(sum(window) / len(window), 1) if window else None
+
+    def stop(self) -> None:
+        if self.proc is not None:
+            self.proc.terminate()
+
+
+def gpu_free(limit: float = 60) -> None:
+    """Wait until the GPU's memory is given back (a killed engine's processes take seconds)."""
+    end = time.time() + limit
+    while time.time() < end:
+        try:
+            used = subprocess.run(
+                ["nvidia-smi", "--query-gpu=memory.used", "--format=csv,noheader,nounits"],
+                capture_output=True, text=True, timeout=10,
+            ).stdout.split()  # fmt: skip
+        except (OSError, subprocess.SubprocessError):
+            return
+        if not used or max(float(u) for u in used) < 2000:
+            return
+        time.sleep(0.5)
+
+
+def lines_in(path: Path | None) -> int:
+    try:
+        with open(path, "rb") as f:  # type: ignore[arg-type]
+            return f.read().count(b"\n")
+    except (OSError, TypeError):
+        return 0
+
+
+def run_one(argv, env_changes, result: Path | None, n: int, run: Path, timeout: float,
+            stop_at_first: bool = False) -> dict:  # fmt: skip
+    """Run a command; the wall-clock times of its spawn, ready, first and last result, exit."""
+    run.mkdir(parents=True, exist_ok=True)
+    env = dict(os.environ)
+    for key, value in env_changes.items():
+        if value is None:
+            env.pop(key, None)
+        else:
+            env[key] = value
+    (run / "cmd.txt").write_text(shlex.join(argv) + "\n" + json.dumps(env_changes) + "\n")
+    rec: dict = {"spawn": time.time()}
+    proc = subprocess.Popen(argv, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                            start_new_session=True)  # fmt: skip
+    log = open(run / "log.txt", "w", encoding="utf-8", errors="replace")  # noqa: SIM115
+
+    def read() -> None:
+        assert proc.stdout is not None
+        for raw in proc.stdout:
+            t = time.time()
+            text = raw.decode(errors="replace").rstrip("\n")
+            log.write(f"{t - rec['spawn']:8.2f} {text}\n")
+            if "ready" not in rec and READY.search(text):
+                rec["ready"] = t
+            if text.startswith("RAW_DONE"):
+                rec["last"] = t
+
+    reader = threading.Thread(target=read, daemon=True)
+    reader.start()
+    while proc.poll() is None:
+        time.sleep(0.1)
+        done = lines_in(result) if result is not None else 0
+        if done and "first" not in rec:
+            rec["first"] = time.time()
+            if stop_at_first:
+                break
+        if result is not None and done >= n and "last" not in rec:
+            rec["last"] = time.time()
+        if time.time() - rec["spawn"] > timeout:
+            rec["timed_out"] = True
+            break
+    with contextlib.suppress(ProcessLookupError):  # the engine core too, which may outlive it
+        os.killpg(proc.pid, signal.SIGKILL)
+    proc.wait()
+    reader.join(5)
+    log.close()
+    rec["exit"] = time.time()
+    rec["rc"] = proc.returncode
+    return rec
+
+
+def texts_of(variant: str, run: Path) -> dict[str, str]:
+    if variant in ("raw", "tuned"):
+        path = run / "texts.json"
+        return json.loads(path.read_text()) if path.exists() else {}
+    texts = {}
+    path = run / "out.jsonl"
+    for line in path.read_text().splitlines() if path.exists() else ():
+        row = json.loads(line)
+        if variant == "runbatch":
+            body = (row.get("response") or {}).get("body") or {}
+            choices = body.get("choices") or [{}]
+            texts[row["custom_id"]] = (choices[0].get("message") or {}).get("content")
+        else:
+            texts[row["id"]] = row.get("text")
+    return texts
+
+
+def summarise(variant: str, n: int, rec: dict, gpu: GpuBusy) -> dict:
+    spawn, ready, last = rec["spawn"], rec.get("ready"), rec.get("last")
+    out = {"variant": variant, "prompts": n, "rc": rec["rc"]}
+    if ready is not None:
+        out["spawn_to_ready_s"] = round(ready - spawn, 1)
+    if last is not None:
+        out["spawn_to_last_s"] = round(last - spawn, 1)
+    if ready is not None and last is not None and last > ready:
+        out["ready_to_last_s"] = round(last - ready, 1)
+        out["prompts_per_s"] = round(n / (last - ready), 2)
+        out["gpu_busy_pct"] = gpu.busy(ready, last)
+    if ready is not None and rec.get("first") is not None:
+        out["first_result_after_ready_s"] = round(rec["first"] - ready, 1)
+    if rec.get("timed_out"):
+        out["timed_out"] = True
+    return out
+
+
+def table(rows: list[dict]) -> str:
+    head = ("| variant | prompts | prompts/s from engine ready | spawn to ready (s) | spawn to "
+            "all results (s) | GPU busy % | texts identical |\n|---|---|---|---|---|---|---|\n")  # fmt: skip
+    body = "".join(
+        f"| {r['variant']} | {r['prompts']} | {r.get('prompts_per_s', '-')} | "
+        f"{r.get('spawn_to_ready_s', '-')} | {r.get('spawn_to_last_s', '-')} | "
+        f"{r.get('gpu_busy_pct', '-')} | {r.get('texts_identical', '-')} |\n"
+        for r in rows
+    )
+    return head + body
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--bench", required=True, type=Path)
+    ap.add_argument("--model", required=True)
+    ap.add_argument("--prompts", required=True, type=int)
+    ap.add_argument("--variants", required=True)
+    ap.add_argument("--res", required=True, type=Path)
+    ap.add_argument("--rounds", type=int, default=1)
+    ap.add_argument("--budget", type=float, default=3600)
+    ap.add_argument("--warm", default="")
+    ap.add_argument("--dry", action="store_true")
+    args = ap.parse_args()
+    t0 = time.time()
+    n, variants = args.prompts, args.variants.split(",")
+    for v in variants:  # unknown names fail here, not after the warm-ups
+        command(v, n, args.bench, args.model, args.res, {})
+    args.res.mkdir(parents=True, exist_ok=True)
+    if args.warm:
+        warm = [(v, int(k)) for v, _, k in (s.partition(":") for s in args.warm.split(","))]
+        procs = []
+        for v, k in warm:
+            run = args.res / f"warm-{v}-{k}"
+            argv, env, result = command(v, k, args.bench, args.model, run, WARM_MEMORY)
+            if args.dry:
+                print("WARM", shlex.join(argv))
+                continue
+            procs.append((v, k, threading.Thread(
+                target=lambda *a: print(f"warm {a[0]}:{a[1]}", json.dumps(run_one(*a[2:], stop_at_first=True))),
+                args=(v, k, argv, env, result, k, run, args.budget / 2),
+            )))  # fmt: skip
+        for *_, thread in procs:
+            thread.start()
+            time.sleep(2)
+        for *_, thread in procs:
+            thread.join()
+        print(f"warm-ups done after {time.time() - t0:.0f}s", flush=True)
+    gpu = GpuBusy()
+    rows: list[dict] = []
+    reference: dict[str, str] | None = None
+    for r in range(args.rounds):
+        for v in variants:
+            name = f"{v}-{n}" + (f"-{r + 1}" if args.rounds > 1 else "")
+            run = args.res / name
+            argv, env, result = command(v, n, args.bench, args.model, run, {})
+            if args.dry:
+                print("RUN", json.dumps({k: x for k, x in env.items() if x}), shlex.join(argv))
+                continue
+            left = args.budget - (time.time() - t0)
+            if left < START_S + n / RATE.get(v, 15):
+                print(f"{name}: skipped ({left:.0f}s of the budget left)", flush=True)
+                continue
+            gpu_free()
+            rec = run_one(argv, env, result, n, run, left - 5)
+            row = summarise(v, n, rec, gpu)
+            texts = texts_of(v, run)
+            row["texts"] = len(texts)
+            # compares runs of separate calls too (the texts themselves stay on the machine)
+            digest = hashlib.sha256(json.dumps(texts, sort_keys=True).encode()).hexdigest()
+            row["texts_sha256"] = digest[:16]
+            if len(texts) == n and reference is None:
+                reference, row["texts_identical"] = texts, "reference"
+            elif reference is not None and texts:
+                same = sum(texts.get(k) == t for k, t in reference.items())
+                row["texts_identical"] = "yes" if same == n else f"{same}/{n}"
+            rows.append(row)
+            print(json.dumps(row), flush=True)
+            (args.res / "summary.json").write_text(json.dumps(rows, indent=1) + "\n")
+            (args.res / "summary.md").write_text(table(rows))
+    gpu.stop()
+    if rows:
+        print(table(rows))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,245 @@
+"""OpenAI batch files (what ``vllm run-batch`` reads) as prompts, and answers in the shape it
+writes.
+
+A line is ``{"custom_id": ..., "method": "POST", "url": "/v1/chat/completions", "body":
+{"model": ..., "messages": [...]}}``. The messages run as they are, through ``LLM.chat``; their
+media parts (``image_url``, ``input_audio``, ``audio_url``, ``video_url``) of the run's
+modality are fetched and decoded by mmrun like any source, then put back in their place.
+With ``--output-format openai`` each answer is a ``BatchRequestOutput`` line as vLLM's
+run-batch writes it (vllm/entrypoints/openai/run_batch.py), keyed by ``custom_id``.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+import uuid
+from collections.abc import Iterator, Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+from mmrun.errors import UsageError
+from mmrun.inputs.columns import resolve_path
+from mmrun.inputs.items import Item
+from mmrun.inputs.selection import Selection
+from mmrun.registry import Modality
+
+CHAT_URL = "/v1/chat/completions"
+# A message part's type -> the modality whose media it carries.
+MEDIA_PARTS = {
+    "image_url": "image",
+    "input_audio": "audio",
+    "audio_url": "audio",
+    "video_url": "video",
+}
+
+
+def looks_like_batch(path: Path) -> bool:
+    """Whether a JSONL file's first line is an OpenAI batch request."""
+    try:
+        with open(path, encoding="utf-8") as lines:
+            for raw in lines:
+                if raw.strip():
+                    row = json.loads(raw)
+                    return isinstance(row, dict) and "custom_id" in row and "body" in row
+    except (OSError, ValueError):
+        return False
+    return False
+
+
+def part_source(part: Mapping[str, Any]) -> str | None:
+    """The source a media part names (a URL, a data URI, or a path), None if it names none."""
+    kind = part.get("type")
+    payload = part.get(kind) if isinstance(kind, str) else None
+    if kind == "input_audio" and isinstance(payload, Mapping):
+        data, form = payload.get("data"), payload.get("format") or "wav"
+        return f"data:audio/{form};base64,{data}" if isinstance(data, str) and data else None
+    if isinstance(payload, Mapping):
+        url = payload.get("url")
+        return url if isinstance(url, str) and url else None
+    return payload if isinstance(payload, str) and payload else None
+
+
+def fill_media(
+    messages: Sequence[Mapping[str, Any]], modality: str, parts: Sequence[Mapping[str, Any]]
+) -> list[dict[str, Any]]:
+    """The messages with their media parts of ``modality`` replaced, in order, by ``parts``
+    (the decoded media as the model's chat parts)."""
+    remaining = iter(parts)
+    filled: list[dict[str, Any]] = []
+    for message in messages:
+        content = message.get("content")
+        if isinstance(content, list):
+            content = [
+                next(remaining) if MEDIA_PARTS.get(str(part.get("type"))) == modality else part
+                for part in content
+            ]
+        filled.append({**message, "content": content})
+    return filled
+
+
+class OpenAIBatch:
+    """An OpenAI batch JSONL file."""
+
+    chat = True
+
+    def __init__(
+        self, path: Path, modality: Modality, *, label: str, selection: Selection | None = None
+    ) -> None:
+        self.path = path
+        self.modality = modality
+        self.label = label
+        self.selection = selection or Selection()
+        self.total = 0
+        self.max_count = 0
+
+    def check(self) -> None:
+        seen: dict[str, int] = {}
+        for item, line_no in self._read():
+            if item.id in seen:
+                raise UsageError(
+                    f"{self.label} line {line_no}: custom_id {item.id!r} already used on line "
+                    f"{seen[item.id]}",
+                    hint="give each request a unique custom_id",
+                )
+            seen[item.id] = line_no
+            self.max_count = max(self.max_count, len(item.sources))
+        self.total = len(seen)
+        if not self.total:
+            raise UsageError(f"{self.label} holds no requests", hint="one JSON object per line")
+
+    def __iter__(self) -> Iterator[Item]:
+        for item, _ in self._read():
+            yield item
+
+    def _read(self) -> Iterator[tuple[Item, int]]:
+        selection, taken, index = self.selection, 0, 0
+        try:
+            with open(self.path, encoding="utf-8") as lines:
+                for line_no, raw in enumerate(lines, start=1):
+                    if not raw.strip():
+                        continue
+                    if selection.keeps(index):
+                        if taken == selection.limit:
+                            return
+                        taken += 1
+                        yield self._item(raw, line_no, index), line_no
+                    index += 1
+        except UnicodeDecodeError as exc:
+            raise UsageError(f"{self.label} is not UTF-8 text ({exc.reason})") from exc
+        except OSError as exc:
+            raise UsageError(f"cannot read {self.label}: {exc.strerror or exc}") from exc
+
+    def _item(self, raw: str, line_no: int, index: int) -> Item:
+        where = f"{self.label} line {line_no}"
+        try:
+            row = json.loads(raw)
+        except ValueError as exc:
+            raise UsageError(f"{where} is not valid JSON ({exc})") from exc
+        ident = row.get("custom_id") if isinstance(row, dict) else None
+        if not isinstance(ident, str) or not ident:
+            raise UsageError(
+                f"{where} has no custom_id", hint="each request needs a string custom_id"
+            )
+        body = row.get("body")
+        messages = body.get("messages") if isinstance(body, dict) else None
+        if row.get("url", CHAT_URL) != CHAT_URL or not isinstance(messages, list) or not messages:
+            return Item(
+                ident,
+                index,
+                (),
+                problem=f"request {ident} is not a chat completion with messages "
+                f"(mmrun runs {CHAT_URL})",
+            )
+        sources: list[str] = []
+        other: set[str] = set()
+        texts: list[str] = []
+        for message in messages:
+            content = message.get("content") if isinstance(message, dict) else None
+            if not isinstance(content, list):
+                if isinstance(content, str) and message.get("role") == "user":
+                    texts.append(content)
+                continue
+            for part in content:
+                if not isinstance(part, dict):
+                    continue
+                kind = MEDIA_PARTS.get(str(part.get("type")))
+                if kind is None:
+                    if part.get("type") == "text" and message.get("role") == "user":
+                        texts.append(str(part.get("text", "")))
+                    continue
+                if kind != self.modality.name:
+                    other.add(kind)
+                    continue
+                source = part_source(part)
+                if source is None:
+                    return Item(
+                        ident, index, (), problem=f"request {ident}: a {kind} part names no media"
+                    )
+                sources.append(resolve_path(source, self.path.parent))
+        question = "\n".join(t for t in texts if t) or None
+        names = tuple(
+            s if not s.startswith("data:") else f"{ident} {self.modality.name} {i}"
+            for i, s in enumerate(sources)
+        )
+        if other:
+            return Item(
+                ident,
+                index,
+                (),
+                question,
+                problem=f"request {ident} carries {', '.join(sorted(other))}: this run is "
+                f"`mmrun {self.modality.name}`",
+            )
+        return Item(
+            ident,
+            index,
+            tuple(sources),
+            question,
+            names=names if names != tuple(sources) else None,
+            messages=tuple(messages),
+        )
+
+
+def output_line(row: Mapping[str, Any], model: str) -> dict[str, Any]:
+    """A result line (``mmrun.batch/1``) as vLLM run-batch's ``BatchRequestOutput``."""
+    error = row.get("error")
+    request_id = f"vllm-batch-{uuid.uuid4().hex}"
+    if error is not None:
+        message = f"{error.get('stage')}: {error.get('message')}"
+        return {
+            "id": f"vllm-{uuid.uuid4().hex}",
+            "custom_id": row["id"],
+            "response": {"status_code": 400, "request_id": request_id, "body": None},
+            "error": {
+                "error": {"message": message, "type": "BadRequestError", "param": None, "code": 400}
+            },
+        }
+    prompt_tokens = row.get("prompt_tokens") or 0
+    completion_tokens = row.get("completion_tokens") or 0
+    body = {
+        "id": f"chatcmpl-{uuid.uuid4().hex}",
+        "object": "chat.completion",
+        "created": int(time.time()),
+        "model": model,
+        "choices": [
+            {
+                "index": 0,
+                "message": {"role": "assistant", "content": row.get("text")},
+                "logprobs": None,
+                "finish_reason": row.get("finish_reason"),
+                "stop_reason": None,
+            }
+        ],
+        "usage": {
+            "prompt_tokens": prompt_tokens,
+            "total_tokens": prompt_tokens + completion_tokens,
+            "completion_tokens": completion_tokens,
+        },
+    }
+    return {
+        "id": f"vllm-{uuid.uuid4().hex}",
+        "custom_id": row["id"],
+        "response": {"status_code": 200, "request_id": request_id, "body": body},
+        "error": None,
+    }

@@ -1,0 +1,174 @@
+"""The size-aware GPU settings: the rule on its own, through the plan, and what the CLI says."""
+
+from __future__ import annotations
+
+import copy
+import json
+from dataclasses import replace
+from pathlib import Path
+from typing import Any
+
+import pytest
+from typer.testing import CliRunner
+
+from mmrun.cli.main import app
+from mmrun.engine.gpu import (
+    ENCODER_COMPILE_ARCHITECTURES,
+    ENCODER_COMPILE_MIN_IMAGES,
+    compile_the_encoder,
+    images_per_engine,
+)
+
+QWEN = "Qwen2_5_VLForConditionalGeneration"
+LIMIT = ENCODER_COMPILE_MIN_IMAGES
+
+
+def test_the_measured_architecture_is_the_one_the_rule_names() -> None:
+    assert QWEN in ENCODER_COMPILE_ARCHITECTURES
+
+
+@pytest.mark.parametrize(
+    ("images", "args", "named", "expected"),
+    [
+        (LIMIT, {}, {}, {"compile_mm_encoder": True}),
+        (LIMIT - 1, {}, {}, None),  # below the break-even: the start costs more than it gains
+        (
+            10 * LIMIT,
+            {"compilation_config": {"mode": 3}},
+            {},
+            {"mode": 3, "compile_mm_encoder": True},
+        ),
+        (LIMIT, {}, {"compilation_config": {"mode": 0}}, None),  # the user's own
+        (LIMIT, {"enforce_eager": True}, {}, None),  # nothing is compiled
+        (LIMIT, {"compilation_config": {"compile_mm_encoder": False}}, {}, None),  # the model's
+        (LIMIT, {"compilation_config": 3}, {}, None),  # a level: left as it is
+    ],
+    ids=["at", "below", "merged", "named", "eager", "model-says-no", "level"],
+)
+def test_the_encoder_is_compiled_from_the_break_even_on(
+    images: int, args: dict[str, Any], named: dict[str, Any], expected: dict[str, Any] | None
+) -> None:
+    given = copy.deepcopy(args.get("compilation_config"))
+    why = compile_the_encoder(args, QWEN, images, named)
+    if expected is None:
+        assert why is None
+        assert args.get("compilation_config") == given  # left as it was
+        return
+    assert args["compilation_config"] == expected
+    assert why is not None and f"{images:,} images" in why
+    if given is not None:
+        assert given != expected  # the model's own mapping was copied, not changed
+
+
+def test_only_architectures_it_was_measured_with_get_the_compiled_encoder() -> None:
+    args: dict[str, Any] = {}
+    assert compile_the_encoder(args, "LlavaForConditionalGeneration", 10 * LIMIT, {}) is None
+    assert args == {}
+
+
+@pytest.mark.parametrize(
+    ("prompts", "per", "engines", "expected"),
+    [(4096, 4, 1, 16384), (4096, 4, 2, 8192), (5, 4, 2, 12), (0, 4, 1, 0), (7, 1, 0, 7)],
+)
+def test_images_per_engine(prompts: int, per: int, engines: int, expected: int) -> None:
+    assert images_per_engine(prompts, per, engines) == expected
+
+
+def write_manifest(folder: Path, image: Path, images: int) -> Path:
+    """A manifest of ``images`` images, 4 per prompt (the last prompt takes the rest)."""
+    manifest = folder / f"m{images}.jsonl"
+    with manifest.open("w") as f:
+        for i, start in enumerate(range(0, images, 4)):
+            count = min(4, images - start)
+            f.write(json.dumps({"id": f"p{i}", "image": [str(image)] * count}) + "\n")
+    return manifest
+
+
+def planned(
+    media_dir: Path,
+    tmp_path: Path,
+    images: int,
+    named: dict[str, Any],
+    device: str = "gpu",
+    dp: int = 1,
+) -> tuple[dict[str, Any], tuple[str, ...]]:
+    from mmrun.plan import RunOptions, plan
+    from mmrun.plugins import get_registry
+    from mmrun.support import vllm_info
+
+    opts = RunOptions(
+        modality="image",
+        key="qwen2_5_vl",
+        model="x",
+        input=str(write_manifest(tmp_path, media_dir / "blue.png", images)),
+        engine_args=named,
+        data_parallel_size=dp,
+    )
+    info = replace(vllm_info(), device=device, version="0.26.0")
+    the_plan = plan(opts, get_registry(), info, [str(i) for i in range(dp)])
+    return the_plan.engine_args, the_plan.choices
+
+
+def test_a_large_gpu_run_compiles_the_encoder_and_says_why(media_dir: Path, tmp_path: Path) -> None:
+    args, choices = planned(media_dir, tmp_path, LIMIT, {})
+    assert args["compilation_config"] == {"compile_mm_encoder": True}
+    assert "ir_op_priority" not in args  # Inductor fuses the compiled encoder's norms
+    assert args["max_num_seqs"] == 256
+    said = "\n".join(choices)
+    assert "compilation_config=" in said and f"{LIMIT:,} images on one engine" in said
+    assert "max_num_seqs=256" in said and "the model's own setting is 5" in said
+
+
+def test_a_smaller_gpu_run_keeps_the_encoder_uncompiled_with_vllms_kernels(
+    media_dir: Path, tmp_path: Path
+) -> None:
+    args, choices = planned(media_dir, tmp_path, LIMIT - 4, {})
+    assert "compilation_config" not in args
+    assert "ir_op_priority" in args
+    assert not any(c.startswith("compilation_config") for c in choices)
+    assert any(c.startswith("ir_op_priority") for c in choices)
+
+
+def test_replicas_share_the_images(media_dir: Path, tmp_path: Path) -> None:
+    args, _ = planned(media_dir, tmp_path, LIMIT, {}, dp=2)
+    assert "compilation_config" not in args  # half of them per engine: below the break-even
+
+
+def test_the_users_engine_args_win(media_dir: Path, tmp_path: Path) -> None:
+    named = {"compilation_config": {"compile_mm_encoder": False}, "max_num_seqs": 32}
+    args, choices = planned(media_dir, tmp_path, LIMIT, named)
+    assert args["compilation_config"] == {"compile_mm_encoder": False}
+    assert args["max_num_seqs"] == 32
+    assert not any(c.split("=")[0] in named for c in choices)
+
+
+def test_nothing_is_chosen_on_vllms_cpu_build(media_dir: Path, tmp_path: Path) -> None:
+    args, choices = planned(media_dir, tmp_path, LIMIT, {}, device="cpu")
+    assert choices == ()
+    assert "compilation_config" not in args
+
+
+def test_verbose_and_dry_run_say_what_was_chosen(
+    media_dir: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import mmrun.engine.gpu
+    import mmrun.support
+
+    real = mmrun.support.vllm_info()
+    monkeypatch.setattr(
+        mmrun.support, "vllm_info", lambda: replace(real, device="gpu", version="0.26.0")
+    )
+    monkeypatch.setattr(mmrun.engine.gpu, "ENCODER_COMPILE_MIN_IMAGES", 80)  # a short manifest
+    manifest = write_manifest(tmp_path, media_dir / "blue.png", 80)
+    model = tmp_path / "model"  # a folder without a processor: the dry run stops there
+    model.mkdir()
+    args = ["image", "-m", "qwen2_5_vl", "--model", str(model), "--input", str(manifest)]
+    args.append("--dry-run")
+    result = CliRunner().invoke(app, [*args, "--quiet"])
+    assert "for this GPU run" not in result.stderr
+    result = CliRunner().invoke(app, args)
+    # said before anything is loaded (the empty model folder fails next)
+    assert "cannot load the processor" in result.stderr, result.stderr
+    lines = [line for line in result.stderr.splitlines() if "for this GPU run" in line]
+    assert any("80 images on one engine" in line for line in lines), result.stderr
+    assert any("max_num_seqs=64" in line for line in lines)
