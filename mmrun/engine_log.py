@@ -34,7 +34,7 @@ class _Tee:
     def write(self, text: str) -> int:
         sys.stderr.write(text)
         path = os.environ.get(ENV)
-        if path and self._written < MAX_BYTES:
+        if path and self._written < MAX_BYTES and not _is_stderr(path):
             try:
                 if self._file is None or self._path != path:
                     # Appends: several processes write to one file, a line at a time.
@@ -55,6 +55,17 @@ class _Tee:
 
 
 STREAM = _Tee()
+
+
+def _is_stderr(path: str) -> bool:
+    """Whether stderr already is the file at ``path`` (mmrun points the engine's output there
+    without -v): the record is in it once."""
+    try:
+        here, there = os.fstat(2), os.stat(path)
+    except OSError:
+        return False
+    return (here.st_dev, here.st_ino) == (there.st_dev, there.st_ino)
+
 
 # "(EngineCore pid=4803) ERROR 11-30 02:21:39 [core.py:1510] " before each line of a record
 # (vLLM 0.32); vLLM 0.26 adds the process part outside the log stream, so it is optional.

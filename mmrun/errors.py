@@ -7,6 +7,8 @@ Exit codes (documented in the README and docs/usage.md):
   3  a batch finished, but some of its prompts failed (their error lines say why)
   4  mmrun score: a metric's mean is beyond --fail-below or --fail-above
   130 interrupted (Ctrl-C)
+  141 standard output was closed by its reader (`mmrun ... | head`): stopped quietly, as a
+      Unix tool that SIGPIPE ends (128 + 13)
 """
 
 from __future__ import annotations
@@ -17,6 +19,7 @@ EXIT_USAGE = 2
 EXIT_PARTIAL = 3
 EXIT_BELOW_THRESHOLD = 4
 EXIT_INTERRUPTED = 130
+EXIT_BROKEN_PIPE = 141
 
 
 class MmrunError(Exception):
@@ -61,6 +64,16 @@ class UnsupportedModelError(UsageError):
 
 class MissingDependencyError(UsageError):
     """A package mmrun needs for this command is not installed."""
+
+
+class TemplateUnavailableError(MmrunError):
+    """The model's processor or tokenizer, which renders its prompt, cannot be loaded now
+    (no network, not in the Hugging Face cache). A dry run goes on without the prompt."""
+
+    def __init__(self, message: str, hint: str | None, *, model: str, source: str) -> None:
+        super().__init__(message, hint)
+        self.model = model
+        self.source = source
 
 
 class EngineError(MmrunError):

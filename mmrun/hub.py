@@ -44,6 +44,19 @@ def endpoint() -> str:
     return (os.environ.get(ENDPOINT_ENV) or DEFAULT_ENDPOINT).rstrip("/")
 
 
+def offline_hint(model: str) -> str:
+    """What to do when ``model``'s files cannot be fetched, for the environment as it is."""
+    if offline():
+        return (
+            f"{OFFLINE_ENV} is set and {model} is not in the Hugging Face cache: download it "
+            f"once with network access (`hf download {model}`), or pass --model a local folder"
+        )
+    return (
+        f"offline, set {OFFLINE_ENV}=1 to run from the Hugging Face cache, with the model "
+        "downloaded there beforehand; else check the network, the proxy or HF_ENDPOINT"
+    )
+
+
 def check_reachable(model: str, what: str) -> None:
     """Raise one line at once if fetching ``what`` of ``model`` from the Hub cannot work."""
     if offline() or not model or Path(model).expanduser().exists():
@@ -53,8 +66,7 @@ def check_reachable(model: str, what: str) -> None:
     if problem is not None:
         raise DownloadError(
             f"cannot reach the Hugging Face Hub at {url} ({problem}) to fetch {what} of {model}",
-            hint="offline, set HF_HUB_OFFLINE=1 to run from the Hugging Face cache, with the "
-            "model downloaded there beforehand; else check the network, the proxy or HF_ENDPOINT",
+            hint=offline_hint(model),
         )
 
 
@@ -128,7 +140,6 @@ def snapshot(model: str) -> str:
     except failures as exc:
         first = next(iter(str(exc).strip().splitlines()), "") or type(exc).__name__
         raise DownloadError(
-            f"cannot fetch the snapshot of {model} (for its LoRA adapter): {first[:300]}",
-            hint="check the model id and the network; offline, set HF_HUB_OFFLINE=1 with the "
-            "model in the Hugging Face cache",
+            f"cannot fetch the snapshot of {model} (for its LoRA adapter): {first}",
+            hint=offline_hint(model),
         ) from exc

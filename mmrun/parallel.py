@@ -32,6 +32,9 @@ from mmrun.plan import Plan, Recipe
 from mmrun.results import Completion, ItemError, Outcome
 from mmrun.runner import Hooks, Stats
 
+# Set by the CLI for -v: the replicas (processes of their own) show vLLM's log too.
+VERBOSE_ENV = "MMRUN_VERBOSE"
+
 # How many prompts a replica asks for at a time (it asks again as soon as it has room).
 CHUNK = 8
 
@@ -95,7 +98,7 @@ def replica_main(conn: Connection, recipe: Recipe, replica: Replica, quiet: bool
 
     engine = None
     try:
-        with engine_output(quiet):
+        with engine_output(quiet, verbose=os.environ.get(VERBOSE_ENV) == "1"):
             the_plan = replica_plan(recipe, get_registry(), vllm_info())
             hooks = Hooks(on_started=lambda total: conn.send(("ready", None)))
             _, engine = run_batch(

@@ -18,9 +18,10 @@ import math
 import os
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from mmrun import structured
+from mmrun import structured, vllm_args
 from mmrun.devices import Replica, layout
 from mmrun.engine.gpu import apply_gpu_defaults
 from mmrun.errors import (
@@ -268,7 +269,7 @@ def plan(opts: RunOptions, registry: Registry, vllm: VllmInfo, gpus: Sequence[st
     check_numbers(opts, modality)
     sampling = compose_sampling(spec, modality, opts)
     vllm_version = vllm.version if opts.dry_run else check_supported(spec, vllm)
-    model = opts.model or spec.repo_id
+    model = resolved_model(opts.model) or spec.repo_id
     sources, expanded = expand_sources(opts.sources, modality)
     # Several engines run a batch; a dry run of a command line's prompts stays one document.
     parallel = (opts.data_parallel_size > 1 or opts.backend != "local") and not opts.dry_run
@@ -304,6 +305,12 @@ def plan(opts: RunOptions, registry: Registry, vllm: VllmInfo, gpus: Sequence[st
             )
         per_prompt_opts = opts
         if expanded and opts.per_prompt is None:  # a folder or pattern: one file per prompt
+            if opts.num_prompts != 1 and opts.num_prompts != len(sources):
+                raise UsageError(
+                    f"--num-prompts {opts.num_prompts} does not match the {len(sources)} "
+                    f"{modality.name} files named, one prompt each",
+                    hint="drop --num-prompts; a folder or pattern gives one prompt per file",
+                )
             per_prompt_opts = _with(opts, per_prompt=1)
         count, groups = choose_sources(
             _with(per_prompt_opts, sources=tuple(sources)), spec, modality
@@ -375,6 +382,15 @@ def plan(opts: RunOptions, registry: Registry, vllm: VllmInfo, gpus: Sequence[st
         replicas=replicas,
         choices=choices,
     )
+
+
+def resolved_model(model: str | None) -> str | None:
+    """A local folder as its absolute path (``./ckpt`` and ``ckpt`` are one model to a resumed
+    run, from wherever it is started); a Hub repo id as given."""
+    if not model:
+        return model
+    path = Path(model).expanduser()
+    return str(path.resolve()) if path.exists() else model
 
 
 def _item_id(groups: list[list[str]], index: int) -> str:
@@ -507,8 +523,10 @@ def check_numbers(opts: RunOptions, modality: Modality) -> None:
         raise UsageError("--replicas is for --backend ray", hint="on one host, use -dp N")
     if opts.retry_errors and opts.output is None:
         raise UsageError("--retry-errors needs the output file of the earlier run", hint="add -o")
-    # vLLM takes any value here and fails only in the engine, at the first request.
+    # Before anything starts: a misspelled key or a value vLLM refuses would otherwise be found
+    # after a minute or more of engine start (or, for sampling, at the first request).
     check_sampling(opts.sampling_args, "--sampling-arg")
+    vllm_args.check_engine_args(opts.engine_args)
 
 
 def _count_bounds(
@@ -582,7 +600,8 @@ def _groups(opts: RunOptions, count: int, noun: str) -> list[list[str]]:
     groups = [list(opts.sources[i : i + count]) for i in range(0, total, count)]
     if opts.num_prompts not in (1, len(groups)):
         raise UsageError(
-            f"--num-prompts {opts.num_prompts} does not match the {len(groups)} groups of {count}",
+            f"--num-prompts {opts.num_prompts} does not match the {len(groups)} prompts "
+            f"that --per-prompt {count} makes",
             hint="drop --num-prompts with --per-prompt",
         )
     return groups

@@ -148,6 +148,19 @@ def postprocess(row: dict[str, Any]) -> dict[str, Any]:
 # --- on the driver -------------------------------------------------------------------------
 
 
+def _quiet_ray_data(verbose: bool) -> None:
+    """Ray Data's progress bars and its execution notes, on stderr only with -v."""
+    import ray.data
+
+    context = ray.data.DataContext.get_current()
+    for name in ("enable_progress_bars", "print_on_execution_start"):
+        if hasattr(context, name):
+            setattr(context, name, verbose)
+    if not verbose:
+        logging.getLogger("ray.data").setLevel(logging.ERROR)
+        logging.getLogger("ray").setLevel(logging.ERROR)
+
+
 def run_ray(
     plan: Plan,
     emit: Callable[[Outcome], None],
@@ -155,8 +168,11 @@ def run_ray(
     *,
     quiet: bool,
     hooks: Hooks | None = None,
+    verbose: bool = False,
 ) -> Stats:
-    """Run the batch on Ray; each finished row to ``emit`` as it comes back."""
+    """Run the batch on Ray; each finished row to ``emit`` as it comes back. Ray's and its
+    workers' logs and Ray Data's progress bars reach stderr only with ``verbose`` (-v):
+    without, a run printed some 290 lines of them."""
     try:
         import ray
         from ray.data.llm import build_processor, vLLMEngineProcessorConfig
@@ -175,9 +191,10 @@ def run_ray(
         ray.init(
             address=os.environ.get("RAY_ADDRESS") or None,
             runtime_env=runtime_env,
-            log_to_driver=not quiet,
-            logging_level=logging.ERROR,
+            log_to_driver=verbose,
+            logging_level=logging.INFO if verbose else logging.ERROR,
         )
+    _quiet_ray_data(verbose)
     engine_kwargs = {k: v for k, v in plan.engine_args.items() if k != "model"}
     cpu = plan.vllm_version is not None and _on_cpu()
     config = vLLMEngineProcessorConfig(

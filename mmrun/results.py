@@ -72,6 +72,8 @@ class Outcome:
     question: str
     media: Sequence[MediaItem] = ()
     prompt: Prompt | None = None
+    # A dry run whose prompt could not be rendered (the model's processor is not at hand): why.
+    prompt_note: str | None = None
     completion: Completion | None = None
     error: ItemError | None = None
     replica: int | None = None
@@ -83,13 +85,15 @@ class RunResult:
 
     plan: Plan
     question: str
-    prompt: Prompt
+    prompt: Prompt | None
     lora_path: str | None
     media: list[MediaItem] = field(default_factory=list)
     media_per_prompt: list[list[int]] = field(default_factory=list)
     outputs: list[Completion] = field(default_factory=list)
     errors: dict[int, ItemError] = field(default_factory=dict)  # by output index: stage output
     timings: dict[str, float] = field(default_factory=dict)
+    # A dry run whose prompt could not be rendered (the model's processor is not at hand): why.
+    prompt_note: str | None = None
 
     @property
     def dry_run(self) -> bool:
@@ -148,8 +152,11 @@ def document(result: RunResult) -> dict[str, Any]:
         "method": plan.method,
         "dry_run": result.dry_run,
         "question": result.question,
-        "prompt": prompt.text,
-        "prompt_token_ids": list(prompt.token_ids) if prompt.token_ids is not None else None,
+        "prompt": prompt.text if prompt is not None else None,
+        "prompt_token_ids": (
+            list(prompt.token_ids) if prompt is not None and prompt.token_ids is not None else None
+        ),
+        **({"prompt_note": result.prompt_note} if result.prompt_note else {}),
         "request": request_json(plan, prompt, result.lora_path),
         "media": [media_json(item) for item in result.media],
         "media_per_prompt": result.media_per_prompt,
@@ -200,6 +207,9 @@ def line(outcome: Outcome, dry_run: bool = False) -> dict[str, Any]:
         "settings": settings_digest(outcome.item),
         "error": _error_json(error),
     }
+    if dry_run and outcome.prompt_note:
+        row["prompt"] = None
+        row["prompt_note"] = outcome.prompt_note
     if dry_run and outcome.prompt is not None:
         row["prompt"] = outcome.prompt.text
         if outcome.prompt.token_ids is not None:

@@ -21,7 +21,13 @@ from concurrent.futures import Future
 from dataclasses import dataclass, field
 from typing import Any
 
-from mmrun.errors import DownloadError, EngineError, MediaError, MmrunError
+from mmrun.errors import (
+    DownloadError,
+    EngineError,
+    MediaError,
+    MmrunError,
+    TemplateUnavailableError,
+)
 from mmrun.hub import check_reachable, lora_path
 from mmrun.inputs import Item
 from mmrun.inputs.openai_batch import fill_media
@@ -276,6 +282,14 @@ class Prompts:
         )
 
 
+def pending_prompt_note(exc: TemplateUnavailableError) -> str:
+    return (
+        f"not rendered: the model's {exc.source} ({exc.model}) renders the prompt at run time "
+        f"and cannot be loaded now ({exc.message.rstrip('.')}). To see it rendered now: "
+        f"{exc.hint}"
+    )
+
+
 class Runner:
     """One run of a plan."""
 
@@ -365,6 +379,19 @@ class Runner:
             first = Item(id="", index=0, sources=("",) * max(1, self.plan.items.max_count))
         self.prompts.build(self.plan.question_for(first), first.sources)
 
+    def prompt_or_note(
+        self, question: str, media: Sequence[Any]
+    ) -> tuple[Prompt | None, str | None]:
+        """The prompt; for a dry run whose model's processor cannot be loaded now (no network,
+        not in the Hugging Face cache), no prompt and a note saying so: a dry run shows
+        everything else and needs no network."""
+        try:
+            return self.prompts.build(question, media), None
+        except TemplateUnavailableError as exc:
+            if not self.plan.options.dry_run:
+                raise
+            return None, pending_prompt_note(exc)
+
     def sampling(
         self,
         stop_token_ids: Sequence[int],
@@ -436,12 +463,14 @@ class Runner:
                     sink(outcome)
                     continue
                 try:
-                    outcome.prompt = self.prompts.build(question, outcome.media)
+                    outcome.prompt, outcome.prompt_note = self.prompt_or_note(
+                        question, outcome.media
+                    )
                 except MediaError as exc:
                     outcome.error = ItemError("request", str(exc), exc)
                     sink(outcome)
                     continue
-                if llm is None:  # dry run
+                if llm is None or outcome.prompt is None:  # dry run
                     sink(outcome)
                     continue
                 stops = outcome.prompt.stop_token_ids
@@ -518,6 +547,8 @@ def run_named(
             # long) fails in a second.
             _raise_first_problem(plan, pipeline.futures)
         handle = runner.start(resolver, pipeline, abort_on_media=True)
+        if handle is not None and runner.hooks.on_started is not None:
+            runner.hooks.on_started(len(items))
         t_started = time.perf_counter()
         _raise_first_problem(plan, pipeline.futures)
         runner.timings["media_wait_s"] = time.perf_counter() - t_started
@@ -525,7 +556,7 @@ def run_named(
         lora = _lora(plan, resolve=not plan.options.dry_run)
         t_render = time.perf_counter()
         question = plan.question_for(items[0])
-        prompt = runner.prompts.build(question, pipeline.media_of(items[0]))
+        prompt, note = runner.prompt_or_note(question, pipeline.media_of(items[0]))
         runner.timings["render_s"] = time.perf_counter() - t_render
         sources = list(dict.fromkeys(s for item in items for s in item.sources))
         result = RunResult(
@@ -535,6 +566,7 @@ def run_named(
             lora_path=lora[0],
             media=[pipeline.resolved[s].result() for s in sources],
             media_per_prompt=[[sources.index(s) for s in item.sources] for item in items],
+            prompt_note=note,
         )
         if handle is not None:
             result.outputs, result.errors = _generate_all(

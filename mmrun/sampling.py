@@ -111,10 +111,18 @@ FIELDS: dict[str, Check] = {
 def check_sampling(values: Mapping[str, Any], where: str) -> None:
     """Raise a UsageError naming ``where`` (``--sampling-arg``, ``m.jsonl line 3: sampling``)
     for the first key that is not a sampling field, or whose value is of the wrong kind."""
+    if not values:
+        return
+    from mmrun.vllm_args import fields
+
+    # The installed vLLM's own field names where its source can be read (a newer vLLM may take
+    # more), else the fields above.
+    installed = fields("sampling")
+    known = set(installed.annotations) if installed is not None else set(FIELDS)
     for key, value in values.items():
-        check = FIELDS.get(key)
+        check = FIELDS.get(key, _anything) if key in known else None
         if check is None:
-            close = difflib.get_close_matches(key, FIELDS, n=1)
+            close = difflib.get_close_matches(key, known, n=1)
             hint = f"did you mean {close[0]}?" if close else "see vLLM's SamplingParams fields"
             raise UsageError(f"{where}: unknown sampling setting {key!r}", hint=hint)
         wanted = check(value)

@@ -8,10 +8,11 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from functools import cached_property
+from pathlib import Path
 from typing import Any
 
-from mmrun.errors import MediaError, MmrunError
-from mmrun.hub import check_reachable, offline
+from mmrun.errors import DownloadError, MediaError, TemplateUnavailableError
+from mmrun.hub import check_reachable, offline, offline_hint
 from mmrun.request import Message, TemplateSource
 
 
@@ -21,9 +22,25 @@ class HFTemplateRenderer:
     def __init__(self, model: str, trust_remote_code: bool = False) -> None:
         self.model = model
         self.trust_remote_code = trust_remote_code
+        # A dry run goes on without a processor it cannot load, and asks again per prompt.
+        self._unavailable: dict[str, TemplateUnavailableError] = {}
 
     def _load(self, source: TemplateSource) -> Any:
-        check_reachable(self.model, f"the {source}")
+        if source in self._unavailable:
+            raise self._unavailable[source]
+        try:
+            return self._fetch(source)
+        except TemplateUnavailableError as exc:
+            self._unavailable[source] = exc
+            raise
+
+    def _fetch(self, source: TemplateSource) -> Any:
+        try:
+            check_reachable(self.model, f"the {source}")
+        except DownloadError as exc:
+            raise TemplateUnavailableError(
+                exc.message, exc.hint, model=self.model, source=source
+            ) from exc
         import transformers
 
         auto = transformers.AutoProcessor if source == "processor" else transformers.AutoTokenizer
@@ -35,10 +52,14 @@ class HFTemplateRenderer:
             )
         except (OSError, ValueError) as exc:  # missing files, or a folder with no such class
             first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
-            raise MmrunError(
+            hint = "check the model id or path"
+            if not Path(self.model).expanduser().exists():
+                hint += "; " + offline_hint(self.model)
+            raise TemplateUnavailableError(
                 f"cannot load the {source} of {self.model}: {first}",
-                hint="check the model id or path; offline, set HF_HUB_OFFLINE=1 with a "
-                "populated Hugging Face cache",
+                hint=hint,
+                model=self.model,
+                source=source,
             ) from exc
 
     @cached_property

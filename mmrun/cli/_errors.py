@@ -3,8 +3,10 @@
 from __future__ import annotations
 
 import contextlib
+import difflib
 import functools
 import os
+import re
 import sys
 import traceback
 from collections.abc import Callable, Iterator
@@ -13,7 +15,7 @@ from typing import Any, ParamSpec, TypeVar
 import typer
 from typer.core import TyperGroup
 
-from mmrun.errors import EXIT_FAILURE, EXIT_INTERRUPTED, MmrunError
+from mmrun.errors import EXIT_BROKEN_PIPE, EXIT_FAILURE, EXIT_INTERRUPTED, MmrunError
 
 DEBUG_ENV = "MMRUN_DEBUG"
 P = ParamSpec("P")
@@ -31,6 +33,18 @@ def report(message: str) -> None:
     print(f"mmrun: error: {line}", file=sys.stderr, flush=True)
 
 
+def stdout_closed() -> int:
+    """The reader of standard output went away (`mmrun ... --json | head -3`): stop without a
+    word, as Unix tools that SIGPIPE ends do, and with their status (141). What is still
+    buffered for stdout goes to /dev/null, so that the interpreter's last flush does not
+    print a second error."""
+    with contextlib.suppress(OSError, ValueError):
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+        os.close(devnull)
+    return EXIT_BROKEN_PIPE
+
+
 def error_boundary(command: Callable[P, R]) -> Callable[P, R]:
     """Wrap a command so user errors end as one line and a documented exit code."""
 
@@ -46,6 +60,8 @@ def error_boundary(command: Callable[P, R]) -> Callable[P, R]:
         except KeyboardInterrupt:
             print("mmrun: interrupted", file=sys.stderr, flush=True)
             raise typer.Exit(EXIT_INTERRUPTED) from None
+        except BrokenPipeError:
+            raise typer.Exit(stdout_closed()) from None
         except (typer.Exit, typer.Abort):
             raise
         except Exception as exc:  # a bug or an unexpected failure: still one line
@@ -80,9 +96,30 @@ def _one_line_click_errors() -> Iterator[None]:
         if message[:1].isupper() and message[1:2].islower():  # "No such ..." -> "no such ..."
             message = message[0].lower() + message[1:]
         ctx = getattr(exc, "ctx", None)
-        hint = f" (see `{ctx.command_path if ctx is not None else 'mmrun'} --help`)"
+        message, suggestion = _closer_suggestion(message, ctx)
+        hint = f" ({suggestion}see `{ctx.command_path if ctx is not None else 'mmrun'} --help`)"
         report(message + hint)
         raise typer.Exit(getattr(exc, "exit_code", 2)) from None
+
+
+_NO_SUCH_OPTION = re.compile(r"^no such option: (\S+)")
+
+
+def _closer_suggestion(message: str, ctx: Any) -> tuple[str, str]:
+    """Typer's parser suggests any option that shares a few letters (`--bogus`: "Possible
+    options: --verbose"); mmrun names one only when it is a likely typo of what was typed."""
+    match = _NO_SUCH_OPTION.match(message)
+    if match is None:
+        return message, ""
+    typed = match.group(1).split("=", 1)[0]
+    known = [
+        name
+        for param in (getattr(getattr(ctx, "command", None), "params", None) or ())
+        for name in (*getattr(param, "opts", ()), *getattr(param, "secondary_opts", ()))
+        if name.startswith("--")
+    ]
+    close = difflib.get_close_matches(typed, known, n=1, cutoff=0.75)
+    return f"no such option: {typed}", f"did you mean {close[0]}? " if close else ""
 
 
 class OneLineErrorsGroup(TyperGroup):

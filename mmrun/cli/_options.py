@@ -1,4 +1,10 @@
-"""Options shared by commands, declared once."""
+"""Options shared by commands, declared once.
+
+Help texts are short (the option table must read at 80 columns) and are shown literally:
+``literal`` escapes what Rich would read as markup (``pip install 'mmrun[ray]'``). A flag's
+metavar is empty, a value's names what it takes (N, FILE, KEY=VALUE), so the type column
+stays narrow.
+"""
 
 from __future__ import annotations
 
@@ -6,47 +12,35 @@ from typing import Annotated
 
 import typer
 
-QuestionOpt = Annotated[
-    str | None,
-    typer.Option(
-        "--question",
-        "-q",
-        help="The question to ask. Default: the seed's question.",
-        show_default=False,
-    ),
-]
+
+def literal(text: str) -> str:
+    """``text`` as Typer's help shows it literally, whichever help formatter is on."""
+    from mmrun.cli._output import color_disabled
+
+    if color_disabled():  # the plain formatter prints the text as it is
+        return text
+    from rich.markup import escape
+
+    return escape(text)
+
+
 NumPromptsOpt = Annotated[
     int,
     typer.Option(
-        "--num-prompts", help="Number of prompts, sent to vLLM in one batched call.", min=1
+        "--num-prompts",
+        help="Number of prompts, sent to vLLM in one batched call.",
+        min=1,
+        metavar="N",
     ),
 ]
-# The sampling options' help, with the command's own default (its modality's).
-
-
-def seed_help(default: int | None) -> str:
-    shown = "none" if default is None else str(default)
-    return (
-        "Engine seed. With a temperature above 0 each prompt also samples with its own seed, "
-        "drawn from this one and the prompt's id, so a rerun, a resumed run or -dp gives the "
-        f"same texts. Default: {shown} (as vLLM's example)."
-    )
-
-
-def max_tokens_help(default: int) -> str:
-    return f"Tokens to generate per prompt. Default: {default}."
-
-
-def temperature_help(default: float) -> str:
-    return f"Sampling temperature. Default: {default:g}."
-
-
 ModelOpt = Annotated[
     str | None,
     typer.Option(
         "--model",
-        help="Hugging Face repo id or local path replacing the key's default checkpoint.",
+        help="The checkpoint to run for -m's key: a Hugging Face repo id or a local folder "
+        "(default: the key's repo id in `mmrun models`).",
         show_default=False,
+        metavar="PATH",
     ),
 ]
 TensorParallelOpt = Annotated[
@@ -57,14 +51,16 @@ TensorParallelOpt = Annotated[
         help="GPUs to shard the model over.",
         min=1,
         show_default=False,
+        metavar="N",
     ),
 ]
 EngineArgOpt = Annotated[
     list[str] | None,
     typer.Option(
         "--engine-arg",
-        help="Extra vllm.LLM argument KEY=VALUE (VALUE read as JSON if it parses). Repeatable.",
+        help="Extra vllm.LLM argument KEY=VALUE, VALUE read as JSON if it parses. Repeatable.",
         show_default=False,
+        metavar="K=V",
     ),
 ]
 SamplingArgOpt = Annotated[
@@ -73,12 +69,15 @@ SamplingArgOpt = Annotated[
         "--sampling-arg",
         help="Extra SamplingParams field KEY=VALUE, e.g. ignore_eos=true. Repeatable.",
         show_default=False,
+        metavar="K=V",
     ),
 ]
 TrustRemoteCodeOpt = Annotated[
     bool,
     typer.Option(
-        "--trust-remote-code", help="Allow models that run Python code from their repository."
+        "--trust-remote-code",
+        help="Allow models that run Python code from their repository.",
+        metavar="",
     ),
 ]
 DryRunOpt = Annotated[
@@ -86,17 +85,26 @@ DryRunOpt = Annotated[
     typer.Option(
         "--dry-run",
         help="Resolve the model, media and full request and print them; do not start vLLM.",
+        metavar="",
     ),
 ]
 JsonOpt = Annotated[
     bool,
     typer.Option(
-        "--json", help="Print JSON on stdout: one document, or for a batch one line per prompt."
+        "--json",
+        help="Print JSON on stdout: one document, or for a batch one line per prompt.",
+        metavar="",
     ),
 ]
-VerboseOpt = Annotated[bool, typer.Option("--verbose", "-v", help="Show vLLM's own log on stderr.")]
+VerboseOpt = Annotated[
+    bool,
+    typer.Option(
+        "--verbose", "-v", help="Show vLLM's own log (the engine log) on stderr.", metavar=""
+    ),
+]
 QuietOpt = Annotated[
-    bool, typer.Option("--quiet", help="Print only the results: no progress or notes.")
+    bool,
+    typer.Option("--quiet", help="Print only the results: no progress or notes.", metavar=""),
 ]
 InputOpt = Annotated[
     str | None,
@@ -108,6 +116,7 @@ InputOpt = Annotated[
         "a CSV/TSV, Parquet (file, folder or glob) or Arrow table, a datasets save_to_disk "
         "folder, hf://datasets/ORG/NAME, WebDataset .tar shards or an OpenAI batch file.",
         show_default=False,
+        metavar="FILE",
     ),
 ]
 OutputOpt = Annotated[
@@ -118,24 +127,33 @@ OutputOpt = Annotated[
         help="Write one JSON line per prompt to this file as each finishes; run again to resume. "
         "A .parquet or .csv name: the lines go to NAME.jsonl, the table is written at the end.",
         show_default=False,
+        metavar="FILE",
     ),
 ]
 WarmupOpt = Annotated[
     int,
     typer.Option(
-        "--warmup", help="Run the first N prompts once before the timed batch (benchmarks).", min=0
+        "--warmup",
+        help="Run the first N prompts once before the timed batch (benchmarks).",
+        min=0,
+        metavar="N",
     ),
 ]
 FailFastOpt = Annotated[
-    bool, typer.Option("--fail-fast", help="Batch: stop at the first prompt that fails.")
+    bool,
+    typer.Option("--fail-fast", help="Batch: stop at the first prompt that fails.", metavar=""),
 ]
 RetryErrorsOpt = Annotated[
     bool,
-    typer.Option("--retry-errors", help="Resuming -o: also redo the prompts that failed before."),
+    typer.Option(
+        "--retry-errors", help="Resuming -o: also redo the prompts that failed before.", metavar=""
+    ),
 ]
 OverwriteOpt = Annotated[
     bool,
-    typer.Option("--overwrite", help="Start -o afresh, even if it holds another run's results."),
+    typer.Option(
+        "--overwrite", help="Start -o afresh, even if it holds another run's results.", metavar=""
+    ),
 ]
 DataParallelOpt = Annotated[
     int,
@@ -144,12 +162,17 @@ DataParallelOpt = Annotated[
         "-dp",
         help="Engines on this host, each on its own GPUs (-tp each), fed from one queue.",
         min=1,
+        metavar="N",
     ),
 ]
 ReplicasOpt = Annotated[
     int | None,
     typer.Option(
-        "--replicas", help="--backend ray: engine actors (default 1).", min=1, show_default=False
+        "--replicas",
+        help="--backend ray: engine actors (default 1).",
+        min=1,
+        show_default=False,
+        metavar="N",
     ),
 ]
 JsonSchemaOpt = Annotated[
@@ -194,6 +217,7 @@ InputFormatOpt = Annotated[
         help="The --input's format when its name does not say: jsonl (mmrun's manifest), "
         "openai (an OpenAI batch file), csv, tsv, parquet, arrow, webdataset or hf.",
         show_default=False,
+        metavar="FORMAT",
     ),
 ]
 ColumnsOpt = Annotated[
@@ -204,6 +228,7 @@ ColumnsOpt = Annotated[
         "Default: a datasets Image/Audio column, and columns named like image, audio, id, "
         "question or prompt.",
         show_default=False,
+        metavar="MAP",
     ),
 ]
 KeepColumnsOpt = Annotated[
@@ -212,6 +237,7 @@ KeepColumnsOpt = Annotated[
         "--keep-columns",
         help="Input columns copied to each result line's meta (and to -o tables), e.g. label,url.",
         show_default=False,
+        metavar="NAMES",
     ),
 ]
 SplitOpt = Annotated[
@@ -221,22 +247,35 @@ SplitOpt = Annotated[
         help="The split of a data set (hf://datasets/ORG/NAME or a saved DatasetDict). "
         "Default: train.",
         show_default=False,
+        metavar="NAME",
     ),
 ]
 DatasetConfigOpt = Annotated[
     str | None,
     typer.Option(
-        "--dataset-config", help="The config (subset) of a Hub data set.", show_default=False
+        "--dataset-config",
+        help="The config (subset) of a Hub data set.",
+        show_default=False,
+        metavar="NAME",
     ),
 ]
 RevisionOpt = Annotated[
     str | None,
-    typer.Option("--revision", help="A Hub data set's branch, tag or commit.", show_default=False),
+    typer.Option(
+        "--revision",
+        help="A Hub data set's branch, tag or commit.",
+        show_default=False,
+        metavar="REV",
+    ),
 ]
 LimitOpt = Annotated[
     int | None,
     typer.Option(
-        "--limit", help="Run at most this many prompts of --input.", min=1, show_default=False
+        "--limit",
+        help="Run at most this many prompts of --input.",
+        min=1,
+        show_default=False,
+        metavar="N",
     ),
 ]
 ShardOpt = Annotated[
@@ -245,6 +284,7 @@ ShardOpt = Annotated[
         "--shard",
         help="Run shard I of N of --input: every N-th row starting at row I (e.g. 0/4).",
         show_default=False,
+        metavar="I/N",
     ),
 ]
 OutputFormatOpt = Annotated[
@@ -254,5 +294,6 @@ OutputFormatOpt = Annotated[
         help="-o's format when its name does not say: jsonl, parquet, csv, or openai "
         "(vLLM run-batch's output lines, for an OpenAI batch --input).",
         show_default=False,
+        metavar="FORMAT",
     ),
 ]

@@ -11,13 +11,15 @@ from __future__ import annotations
 import json
 import os
 import sys
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any, TextIO
 
 from rich.console import Console
 from rich.markup import escape
 from rich.panel import Panel
 from rich.table import Table
+
+from mmrun.engine.environment import terminal_stderr
 
 if TYPE_CHECKING:
     from mmrun.plan import Plan
@@ -45,8 +47,28 @@ def stdout_console(file: TextIO | None = None) -> Console:
     return _console(stderr=False, file=file)
 
 
+class _Stderr:
+    """mmrun's own stderr, wherever the engine's output is meanwhile (see
+    mmrun.engine.environment.engine_output)."""
+
+    def write(self, text: str) -> int:
+        return terminal_stderr().write(text)
+
+    def flush(self) -> None:
+        terminal_stderr().flush()
+
+    def isatty(self) -> bool:
+        return terminal_stderr().isatty()
+
+    def fileno(self) -> int:
+        return terminal_stderr().fileno()
+
+
+STDERR: TextIO = _Stderr()  # type: ignore[assignment]  # a TextIO in all a Console uses
+
+
 def stderr_console() -> Console:
-    return _console(stderr=True)
+    return _console(stderr=False, file=STDERR)
 
 
 def print_json(document: Any) -> None:
@@ -59,6 +81,10 @@ def print_texts(result: RunResult) -> None:
     a blank line; for a dry run, the request's prompt (or its token ids) once."""
     if result.dry_run:
         prompt = result.prompt
+        if prompt is None:  # the prompt is all this prints: without it, a failure
+            from mmrun.errors import MmrunError
+
+            raise MmrunError(f"--quiet --dry-run prints the prompt, which is {result.prompt_note}")
         blocks = [
             prompt.text if prompt.text is not None else json.dumps(list(prompt.token_ids or ()))
         ]
@@ -91,9 +117,7 @@ def print_result(result: RunResult, console: Console) -> None:
         error = result.errors.get(i)
         if error is not None:
             title += f" · [red]failed ({error.stage})[/]"
-        console.print(
-            Panel(escape(output.text.strip()) or "[dim](empty)[/]", title=title, title_align="left")
-        )
+        console.print(_panel(output.text.strip(), title=title), soft_wrap=False)
         if error is not None:
             console.print(f"[red]{escape(error.message)}[/]")
     timings = " · ".join(f"{k.removesuffix('_s')} {v:.2f}s" for k, v in result.timings.items())
@@ -119,8 +143,8 @@ def _print_plan(result: RunResult, console: Console) -> None:
         table.add_row("chat template", escape(request["chat_template"]))
     table.add_row("prompts", str(request["num_prompts"]))
     table.add_row("engines", describe_engines(result.plan))
-    console.print(table)
-    _print_prompt(result.prompt, console)
+    console.print(table, soft_wrap=False)
+    _print_prompt(result.prompt, result.prompt_note, console)
 
 
 def describe_engines(plan: Plan) -> str:
@@ -135,12 +159,34 @@ def describe_engines(plan: Plan) -> str:
     return text + " | ".join(r.describe() for r in plan.replicas)
 
 
-def _print_prompt(prompt: Prompt, console: Console) -> None:
-    if prompt.text is not None:
-        console.print(Panel(escape(prompt.text), title="prompt", title_align="left"))
+def _panel(text: str, *, title: str, subtitle: str | None = None, dim: bool = False) -> Panel:
+    """A panel whose text wraps at the terminal's width, and folds what has no space to wrap
+    at (a run of image placeholder tokens): nothing a user checks is cut. The console's
+    soft wrap (which keeps long result lines whole when piped) must be off when it prints."""
+    from rich.text import Text
+
+    body = (
+        Text(text, overflow="fold", style="dim" if dim else "")
+        if text
+        else Text("(empty)", style="dim")
+    )
+    return Panel(
+        body,
+        title=title,
+        title_align="left",
+        subtitle=subtitle,
+        subtitle_align="left",
+    )
+
+
+def _print_prompt(prompt: Prompt | None, note: str | None, console: Console) -> None:
+    if prompt is None:
+        console.print(_panel(note or "", title="prompt (not rendered)", dim=True), soft_wrap=False)
+    elif prompt.text is not None:
+        console.print(_panel(prompt.text, title="prompt"), soft_wrap=False)
     else:
         console.print(
-            Panel(str(list(prompt.token_ids or ())), title="prompt token ids", title_align="left")
+            _panel(str(list(prompt.token_ids or ())), title="prompt token ids"), soft_wrap=False
         )
 
 
@@ -159,36 +205,111 @@ def print_outcome(
         console.file.write((row["text"] or "").strip() + "\n\n")
         console.file.flush()
         return
+    dim = False
     if outcome.error is not None:
         title = f"{escape(outcome.item.id)} · [red]failed ({outcome.error.stage})[/]"
-        body = escape(outcome.error.message)
+        body = outcome.error.message
         if outcome.completion is not None:  # an answer its constraint does not allow
-            body += "\n" + escape(outcome.completion.text.strip())
+            body += "\n" + outcome.completion.text.strip()
     elif outcome.completion is None:  # a dry run: the prompt it would send
         title = f"{escape(outcome.item.id)} · dry run"
-        body = escape(outcome.prompt.text or "") if outcome.prompt is not None else ""
+        prompt = outcome.prompt
+        if prompt is None:
+            body, dim = outcome.prompt_note or "", True
+        elif prompt.text is not None:
+            body = prompt.text
+        else:
+            body = str(list(prompt.token_ids or ()))
     else:
         done = outcome.completion
         title = (
             f"{escape(outcome.item.id)} · {done.prompt_tokens} prompt tokens · "
             f"{done.completion_tokens} generated · {done.finish_reason}"
         )
-        body = escape(done.text.strip()) or "[dim](empty)[/]"
-    sources = ", ".join(outcome.item.sources)
+        body = done.text.strip()
     console.print(
-        Panel(
-            body,
-            title=title,
-            title_align="left",
-            subtitle=escape(sources[:100]),
-            subtitle_align="left",
-        )
+        _panel(body, title=title, subtitle=escape(_sources(outcome.item.sources)), dim=dim),
+        soft_wrap=False,
     )
+
+
+def _sources(sources: Sequence[str], room: int = 100) -> str:
+    """The prompt's media for a panel's subtitle (one line): the whole list, or as many as
+    fit and how many more (``--json`` and ``-o`` lines list them all)."""
+    text = ", ".join(sources)
+    if len(text) <= room:
+        return text
+    shown: list[str] = []
+    for source in sources:
+        if len(", ".join([*shown, source])) > room - 12:
+            break
+        shown.append(source)
+    more = len(sources) - len(shown)
+    if not shown:  # one long source: its start, marked as cut
+        return sources[0][: room - 13] + "…" + (f", +{more - 1} more" if more > 1 else "")
+    return ", ".join(shown) + f", +{more} more"
+
+
+class StartProgress:
+    """While vLLM starts (tens of seconds on a CPU, minutes for a large model): a spinner
+    with the seconds so far on a terminal; elsewhere (a CI log) a plain line every
+    ``every_s`` seconds, so that a log shows the run is alive."""
+
+    def __init__(self, console: Console, every_s: float = 10.0, spinner: bool = True) -> None:
+        """``spinner``: False where other output shares the terminal (-v: vLLM's log), which
+        a spinner's redraws would garble; plain lines then."""
+        import threading
+        import time
+
+        self._console = console
+        self._every_s = every_s
+        self._spinner = spinner
+        self._clock = time.monotonic
+        self._stop = threading.Event()
+        self._thread: threading.Thread | None = None
+        self._status: Any = None
+        self._t0 = self._clock()
+
+    def start(self, what: str | Callable[[], str] = "starting vLLM") -> None:
+        """``what``: the words, or a function that gives the whole line each time."""
+        import threading
+
+        self._t0 = self._clock()
+        if self._spinner and self._console.is_terminal and isinstance(what, str):
+            self._status = self._console.status(f"[dim]mmrun: {escape(what)}...[/]")
+            self._status.start()
+        self._thread = threading.Thread(
+            target=self._tick, args=(what,), name="mmrun-progress", daemon=True
+        )
+        self._thread.start()
+
+    def _tick(self, what: str | Callable[[], str]) -> None:
+        while not self._stop.wait(1.0 if self._status is not None else self._every_s):
+            seconds = self._clock() - self._t0
+            text = f"{what}... {seconds:.0f}s" if isinstance(what, str) else what()
+            if self._status is not None:
+                self._status.update(f"[dim]mmrun: {escape(text)}[/]")
+            else:
+                self._console.print(f"mmrun: {text}", highlight=False, markup=False)
+
+    def stop(self) -> None:
+        """Idempotent: the engine is up, or the run ended before it was."""
+        self._stop.set()
+        if self._thread is not None:
+            self._thread.join()
+            self._thread = None
+        if self._status is not None:
+            self._status.stop()
+            self._status = None
 
 
 class BatchProgress:
     """A batch's progress on stderr: a bar on a terminal (done/total, failed, prompts/s,
-    tokens/s, time left); elsewhere (a CI log) a plain line at most every ``every_s`` seconds."""
+    tokens/s, time left); elsewhere (a CI log) a plain line at most every ``every_s`` seconds.
+
+    Rates and the time left come from the results: from the first result on (the prompts
+    of a batch run together, so the first ones finish only after a while, and a rate over the
+    time before that would be far too low), and only once there are two results to measure."""
 
     def __init__(self, console: Console, total: int, every_s: float = 10.0) -> None:
         import time
@@ -202,21 +323,26 @@ class BatchProgress:
         self._tokens = 0
         self._skipped = 0
         self._started = self._clock()
-        self._last_line = self._started
+        self._first: float | None = None
+        self._first_tokens = 0
         self._bar: Any = None
         self._task: Any = None
+        self._ticker: StartProgress | None = None
 
     def start(self, skipped: int) -> None:
         self._skipped = skipped
-        self._started = self._last_line = self._clock()
+        self._started = self._clock()
         if not self._console.is_terminal:
+            # A line every few seconds whether or not a prompt finished meanwhile (the first
+            # ones of a large batch take a while): the log shows the run is alive.
+            self._ticker = StartProgress(self._console, self._every_s)
+            self._ticker.start(self.line)
             return
         from rich.progress import (
             BarColumn,
             MofNCompleteColumn,
             Progress,
             TextColumn,
-            TimeRemainingColumn,
         )
 
         self._bar = Progress(
@@ -224,40 +350,63 @@ class BatchProgress:
             BarColumn(),
             MofNCompleteColumn(),
             TextColumn("{task.fields[failed]} failed · {task.fields[rate]}"),
-            TimeRemainingColumn(),
             console=self._console,
             transient=True,
         )
         self._bar.start()
         self._task = self._bar.add_task(
-            "prompts", total=self._total, completed=skipped, failed=0, rate=""
+            "prompts", total=self._total, completed=skipped, failed=0, rate="measuring"
         )
 
+    def _rates(self, now: float) -> tuple[str, float | None]:
+        """``"2.1 prompts/s · 140 tok/s · about 5m12s left"`` and the prompts/s, or a note
+        while there is nothing to measure yet."""
+        if self._first is None or self._done < 2 or now - self._first < 1e-3:
+            return "measuring", None
+        window = now - self._first
+        per_s = (self._done - 1) / window
+        tokens = (self._tokens - self._first_tokens) / window
+        left = self._total - self._skipped - self._done
+        text = f"{per_s:.1f} prompts/s · {tokens:.0f} tok/s"
+        if left > 0 and per_s > 0:
+            text += f" · about {duration(left / per_s)} left"
+        return text, per_s
+
     def advance(self, outcome: Outcome) -> None:
+        now = self._clock()
         self._done += 1
         if outcome.error is not None:
             self._failed += 1
         if outcome.completion is not None:
             self._tokens += outcome.completion.completion_tokens
-        now = self._clock()
-        elapsed = max(now - self._started, 1e-6)
-        rate = f"{self._done / elapsed:.1f} prompts/s · {self._tokens / elapsed:.0f} tok/s"
+        if self._first is None:
+            self._first, self._first_tokens = now, self._tokens
         if self._bar is not None:
+            rate, _ = self._rates(now)
             self._bar.update(self._task, advance=1, failed=self._failed, rate=rate)
-        elif now - self._last_line >= self._every_s:
-            self._last_line = now
-            finished = self._skipped + self._done
-            left = self._total - finished
-            eta = left / (self._done / elapsed) if self._done else 0.0
-            self._console.print(
-                f"mmrun: {finished}/{self._total} prompts, {self._failed} failed, {rate}, "
-                f"about {eta:.0f}s left",
-                highlight=False,
-            )
+
+    def line(self) -> str:
+        """The plain progress line: ``12/300 prompts, 0 failed, 2.1 prompts/s · ...``."""
+        rate, _ = self._rates(self._clock())
+        finished = self._skipped + self._done
+        return f"{finished}/{self._total} prompts, {self._failed} failed, {rate}"
 
     def close(self) -> None:
+        if self._ticker is not None:
+            self._ticker.stop()
         if self._bar is not None:
             self._bar.stop()
+
+
+def duration(seconds: float) -> str:
+    """``3m12s``, ``1h02m03s``, ``4.2s``."""
+    minutes, secs = divmod(round(seconds), 60)
+    hours, minutes = divmod(minutes, 60)
+    if hours:
+        return f"{hours}h{minutes:02d}m{secs:02d}s"
+    if minutes:
+        return f"{minutes}m{secs:02d}s"
+    return f"{seconds:.1f}s"
 
 
 class DownloadProgress:

@@ -10,7 +10,9 @@ from typing import Any, TextIO
 
 from mmrun.cli._output import (
     BatchProgress,
+    StartProgress,
     describe_engines,
+    duration,
     print_outcome,
     stderr_console,
     stdout_console,
@@ -25,7 +27,7 @@ from mmrun.runner import Hooks, Stats
 from mmrun.runner import run_batch as run_items
 
 
-def run_batch(plan: Plan, *, json_out: bool, quiet: bool) -> int:
+def run_batch(plan: Plan, *, json_out: bool, quiet: bool, verbose: bool = False) -> int:
     """Run a batch; the exit code (0: every prompt has a result; 3: some failed)."""
     from mmrun.export import table_format
     from mmrun.templates import HFTemplateRenderer
@@ -59,8 +61,10 @@ def run_batch(plan: Plan, *, json_out: bool, quiet: bool) -> int:
         return True
 
     progress = None if quiet else BatchProgress(err, plan.items.total)
+    starting = None if quiet else StartProgress(err, spinner=not verbose)
     results: list[TextIO] = []  # standard output, as it was before the engine's redirection
     dry_run = opts.dry_run
+    engine_ready: list[float] = []
 
     def emit(outcome: Outcome) -> None:
         row = line(outcome, dry_run=dry_run)
@@ -79,10 +83,14 @@ def run_batch(plan: Plan, *, json_out: bool, quiet: bool) -> int:
             progress.advance(outcome)
 
     def announce() -> None:
-        if not quiet:
+        if starting is not None:
             err.print("[dim]mmrun: starting vLLM (this takes a while the first time)...[/]")
+            starting.start()
 
     def started(total: int) -> None:
+        engine_ready.append(time.monotonic())
+        if starting is not None:
+            starting.stop()
         if progress is not None:
             progress.start(skipped=skipped["done"] + skipped["failed"])
 
@@ -92,7 +100,7 @@ def run_batch(plan: Plan, *, json_out: bool, quiet: bool) -> int:
     todo = (item for item in plan.items if not skip(item))
     first = next(todo, None)
     try:
-        with engine_output(quiet) as stdout:
+        with engine_output(quiet, verbose) as stdout:
             results.append(stdout)
             if first is None:  # everything is done already: no engine to start
                 stats = Stats()
@@ -116,19 +124,21 @@ def run_batch(plan: Plan, *, json_out: bool, quiet: bool) -> int:
                 from mmrun.ray_backend import run_ray
 
                 items = itertools.chain([first], todo)
-                stats = run_ray(plan, emit, items, quiet=quiet, hooks=hooks)
+                stats = run_ray(plan, emit, items, quiet=quiet, hooks=hooks, verbose=verbose)
             else:  # one local engine, or a dry run (the plan's engines, none started)
                 if dry_run and (plan.replicas or plan.backend != "local") and not quiet:
                     err.print(f"[dim]mmrun: engines: {describe_engines(plan)}[/]")
                 items = itertools.chain([first], todo)
                 stats, engine = run_items(plan, HFTemplateRenderer, emit, items, hooks=hooks)
     finally:
+        if starting is not None:
+            starting.stop()
         if progress is not None:
             progress.close()
         if out is not None:
             out.close()
         if engine is not None:
-            with engine_output(quiet):
+            with engine_output(quiet, verbose):
                 engine.close()
     stats.skipped = skipped["done"] + skipped["failed"]
     stats.failed_before = skipped["failed"]
@@ -139,7 +149,17 @@ def run_batch(plan: Plan, *, json_out: bool, quiet: bool) -> int:
         if not quiet:
             err.print(f"[dim]mmrun: {rows} rows in {opts.output} (from {ledger})[/]")
     if not quiet:
-        err.print(summary(stats, time.monotonic() - t0, opts.output), highlight=False)
+        end = time.monotonic()
+        err.print(
+            summary(
+                stats,
+                end - t0,
+                opts.output,
+                throughput(stats, end - engine_ready[0] if engine_ready else None),
+            ),
+            highlight=False,
+            markup=False,
+        )
     sys.stdout.flush()
     return EXIT_PARTIAL if stats.failed or stats.failed_before else EXIT_OK
 
@@ -167,11 +187,13 @@ def _report_lost(err: Any) -> Any:
     return report
 
 
-def summary(stats: Stats, seconds: float, output: str | None) -> str:
-    """``998 done, 2 failed, 0 skipped in 3m12s; errors in out.jsonl``."""
+def summary(stats: Stats, seconds: float, output: str | None, tokens: str = "") -> str:
+    """``998 done, 2 failed, 0 skipped in 3m12s; <tokens>; errors in out.jsonl``."""
     text = (
-        f"{stats.done} done, {stats.failed} failed, {stats.skipped} skipped in {_duration(seconds)}"
+        f"{stats.done} done, {stats.failed} failed, {stats.skipped} skipped in {duration(seconds)}"
     )
+    if tokens:
+        text += f"; {tokens}"
     if stats.failed and output:
         text += f"; errors in {output}"
     if stats.failed_before:
@@ -179,11 +201,16 @@ def summary(stats: Stats, seconds: float, output: str | None) -> str:
     return text
 
 
-def _duration(seconds: float) -> str:
-    minutes, secs = divmod(round(seconds), 60)
-    hours, minutes = divmod(minutes, 60)
-    if hours:
-        return f"{hours}h{minutes:02d}m{secs:02d}s"
-    if minutes:
-        return f"{minutes}m{secs:02d}s"
-    return f"{seconds:.1f}s"
+def throughput(stats: Stats, seconds: float | None) -> str:
+    """``51,234 prompt + 12,345 output tokens, 4.10 prompts/s, 81.0 output tok/s over 4m03s
+    after the engine start``: vLLM's own token counts of the prompts done in this run, and
+    the rates over the time since the engine was up; empty when none was generated."""
+    if not stats.done or not (stats.prompt_tokens or stats.completion_tokens):
+        return ""
+    text = f"{stats.prompt_tokens:,} prompt + {stats.completion_tokens:,} output tokens"
+    if seconds is not None and seconds >= 1.0:  # a rate over less than a second says little
+        text += (
+            f", {stats.done / seconds:.2f} prompts/s, {stats.completion_tokens / seconds:.1f} "
+            f"output tok/s over {duration(seconds)} after the engine start"
+        )
+    return text

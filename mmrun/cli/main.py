@@ -9,7 +9,7 @@ import sys
 import typer
 
 from mmrun import __version__
-from mmrun.cli._errors import OneLineErrorsGroup
+from mmrun.cli._errors import OneLineErrorsGroup, stdout_closed
 from mmrun.cli._output import color_disabled
 from mmrun.cli.export import export
 from mmrun.cli.models import models
@@ -70,12 +70,43 @@ app.command("export", epilog="Example:\n\n  mmrun export results.jsonl results.p
 def main() -> None:
     # A fixed program name, so that `python -m mmrun` and the `mmrun` script share one
     # completion variable (_MMRUN_COMPLETE) and one usage line.
+    stdout_was = _identity(1)
     try:
         app(prog_name="mmrun")
+    except BrokenPipeError:  # `mmrun --help | head -1`: outside the commands' boundary
+        _exit_now(stdout_closed())
     except SystemExit as exc:
+        if exc.code == 1 and _stdout_silenced(stdout_was):
+            # Rich (printing --help) and Typer's parser meet a closed pipe themselves: they
+            # point stdout at /dev/null and exit 1. End as every other closed-pipe path does.
+            raise SystemExit(stdout_closed()) from None
         if not _HEAVY.isdisjoint(sys.modules):
             _exit_now(exc.code)
+        try:  # what is still buffered, now rather than in the interpreter's teardown
+            sys.stdout.flush()
+        except BrokenPipeError:
+            raise SystemExit(exc.code or stdout_closed()) from None
         raise
+
+
+def _identity(fd: int) -> tuple[int, int] | None:
+    try:
+        info = os.fstat(fd)
+    except OSError:
+        return None
+    return info.st_dev, info.st_ino
+
+
+def _stdout_silenced(before: tuple[int, int] | None) -> bool:
+    """Whether stdout was a pipe or file and is /dev/null now (see main)."""
+    if type(sys.stdout).__name__ == "PacifyFlushWrapper":
+        return True
+    now = _identity(1)
+    try:
+        devnull = os.stat(os.devnull)
+    except OSError:
+        return False
+    return now != before and now == (devnull.st_dev, devnull.st_ino)
 
 
 # Loaded by a run (even partly, when it was interrupted): from then on the interpreter's
@@ -98,6 +129,8 @@ def _exit_now(code: object) -> None:
     for stream in (sys.stdout, sys.stderr):
         try:
             stream.flush()
-        except (OSError, ValueError):  # a closed pipe (`mmrun ... | head`) or stream
+        except BrokenPipeError:  # `mmrun ... | head`: its reader has gone
+            status = status or stdout_closed()
+        except (OSError, ValueError):  # a closed stream
             status = status or 1
     os._exit(status)

@@ -86,33 +86,49 @@ def models(
         print_json({"vllm": vllm_info().version, "models": rows})
         return
     console = stdout_console()
-    title = f"mmrun models (vLLM {vllm_info().version or 'not installed'})"
+    version = vllm_info().version or "not installed"
     if not console.is_terminal:
         # Piped or redirected: every column, at the width it needs (Rich would cut it at 80).
         console.width = 1_000
-        console.print(_table(title, rows, COLUMNS))
+        console.print(_table(f"mmrun models (vLLM {version})", rows, COLUMNS))
         return
-    # A terminal: as many columns as fit, the key and the repo id always and never cut (they
-    # are what a user copies); the ones left out are named, with where to find them.
-    for count in range(len(COLUMNS), 2, -1):
-        table = _table(title, rows, COLUMNS[:count])
+    # A terminal: one table per modality (its title says which), with as many columns as
+    # fit; the key and the repo id always and never cut (they are what a user copies). The
+    # columns left out are named, with where to find them.
+    columns = [c for c in COLUMNS if c[0] != "modality"]
+    groups: dict[str, list[dict[str, Any]]] = {}
+    for row in rows:
+        groups.setdefault(row["modality"], []).append(row)
+    count = min(
+        _fitting(console, f"{name} models", group, columns) for name, group in groups.items()
+    )
+    for name, group in groups.items():
+        table = _table(f"{name} models (vLLM {version})", group, columns[:count])
         natural = console.measure(table, options=console.options.update(max_width=10_000))
-        if natural.maximum <= console.width:
-            break
-    else:
-        # Not even the key and the repo id fit: the terminal wraps the lines rather than
-        # Rich cutting them.
-        count = 2
-        table = _table(title, rows, COLUMNS[:count])
-        natural = console.measure(table, options=console.options.update(max_width=10_000))
-        console.width = max(console.width, natural.maximum)
-    console.print(table)
-    left_out = [name for name, _ in COLUMNS[count:]]
+        if natural.maximum > console.width:  # not even the key and the repo id fit: the
+            console.width = natural.maximum  # terminal wraps the lines rather than Rich cutting
+        console.print(table)
+    left_out = [name for name, _ in columns[count:]]
     if left_out:
         stderr_console().print(
             f"[dim]mmrun: {', '.join(left_out)} left out for this terminal's width; "
             "`mmrun models --json` has every field[/]"
         )
+
+
+def _fitting(
+    console: Any,
+    title: str,
+    rows: list[dict[str, Any]],
+    columns: Sequence[tuple[str, Callable[[dict[str, Any]], str]]],
+) -> int:
+    """How many of ``columns`` (at least the key and the repo id) fit the console's width."""
+    for count in range(len(columns), 2, -1):
+        table = _table(title, rows, columns[:count])
+        natural = console.measure(table, options=console.options.update(max_width=10_000))
+        if natural.maximum <= console.width:
+            return count
+    return 2
 
 
 # Columns by priority: the key and the repo id first, never cut.
@@ -140,9 +156,12 @@ def _table(
     rows: list[dict[str, Any]],
     columns: Sequence[tuple[str, Callable[[dict[str, Any]], str]]],
 ) -> Any:
+    from rich import box
     from rich.table import Table
 
-    table = Table(title=title)
+    # No outer border and no column rules: the key and the repo id of the longest rows fit
+    # 80 columns side by side.
+    table = Table(title=title, box=box.SIMPLE_HEAD, show_edge=False, collapse_padding=True)
     for index, (name, _) in enumerate(columns):
         table.add_column(name, no_wrap=index < 2)
     for row in rows:
@@ -151,9 +170,9 @@ def _table(
 
 
 def _proof_cell(proof: dict[str, Any] | None) -> str:
-    """The vLLM versions the tests proved a row on; "(stand-in)" where only its engine path
-    is proven (the checkpoint's template or tokenizer is not the model's)."""
+    """The vLLM versions the tests ran a row on offline; "engine path" where the run used a
+    stand-in template or tokenizer: the engine path is proven, not the exact prompt (docs/models.md)."""
     if proof is None:
         return ""
     versions = ", ".join(proof["vllm"])
-    return versions if proof["level"] == "real" else f"{versions} (stand-in)"
+    return versions if proof["level"] == "real" else f"{versions} (engine path)"

@@ -4,6 +4,7 @@
 
 import enum
 import inspect
+import os
 from collections.abc import Callable
 from typing import Annotated, Any
 
@@ -85,6 +86,10 @@ def _execute(modality: str, **kw: Any) -> None:
     )
     configure_environment(verbose)
     show_library_output(verbose)
+    if verbose:
+        from mmrun.parallel import VERBOSE_ENV
+
+        os.environ[VERBOSE_ENV] = "1"
     gpus = visible_gpus() if opts.data_parallel_size > 1 else []
     the_plan = plan(opts, get_registry(), vllm_info(), gpus)
     if the_plan.choices and (verbose or opts.dry_run) and not quiet:
@@ -97,11 +102,11 @@ def _execute(modality: str, **kw: Any) -> None:
     if the_plan.batch:
         from mmrun.cli.batch import run_batch
 
-        code = run_batch(the_plan, json_out=json_out, quiet=quiet)
+        code = run_batch(the_plan, json_out=json_out, quiet=quiet, verbose=verbose)
         if code:
             raise typer.Exit(code)
         return
-    _run_named(the_plan, json_out=json_out, quiet=quiet)
+    _run_named(the_plan, json_out=json_out, quiet=quiet, verbose=verbose)
 
 
 def _output_format(value: str | None) -> str | None:
@@ -112,9 +117,10 @@ def _output_format(value: str | None) -> str | None:
     return value
 
 
-def _run_named(the_plan: Any, *, json_out: bool, quiet: bool) -> None:
+def _run_named(the_plan: Any, *, json_out: bool, quiet: bool, verbose: bool = False) -> None:
     from mmrun.cli._output import (
         DownloadProgress,
+        StartProgress,
         print_json,
         print_result,
         print_texts,
@@ -127,17 +133,25 @@ def _run_named(the_plan: Any, *, json_out: bool, quiet: bool) -> None:
     from mmrun.templates import HFTemplateRenderer
 
     err = stderr_console()
+    starting = None if quiet else StartProgress(err, spinner=not verbose)
 
     def announce() -> None:
-        if not quiet:
+        if starting is not None:
             err.print("[dim]mmrun: starting vLLM (this takes a while the first time)...[/]")
+            starting.start()
+
+    def started(total: int) -> None:
+        if starting is not None:
+            starting.stop()
 
     progress = DownloadProgress(err) if not quiet else None
-    hooks = Hooks(on_engine_start=announce, on_progress=progress)
+    hooks = Hooks(on_engine_start=announce, on_started=started, on_progress=progress)
     try:
-        with engine_output(quiet):
+        with engine_output(quiet, verbose):
             result, engine = run_named(the_plan, HFTemplateRenderer, hooks)
     finally:
+        if starting is not None:
+            starting.stop()
         if progress is not None:
             progress.close()
     try:
@@ -150,7 +164,7 @@ def _run_named(the_plan: Any, *, json_out: bool, quiet: bool) -> None:
     finally:
         # The engine stops after the results are out: its shutdown takes seconds.
         if engine is not None:
-            with engine_output(quiet):
+            with engine_output(quiet, verbose):
                 engine.close()
     if result.errors:  # answers their constraint does not allow: shown, and exit 3
         first = result.errors[min(result.errors)]
@@ -181,18 +195,26 @@ def _model_key_completion(modality: str) -> Callable[[str], list[tuple[str, str]
     return complete
 
 
+# Short options every modality command has; a modality's media option does not take one.
+_SHARED_SHORT = frozenset({"", "-v", "-q", "-o", "-m", "-n", "-h", "-tp", "-dp"})
+
+
 def _article(noun: str) -> str:
     return "an" if noun[:1] in "aeiou" else "a"
 
 
+def _number(value: float) -> str:
+    return f"{value:g}"
+
+
 def make_command(modality: Modality) -> Callable[..., None]:
     noun = modality.name
-    # `mmrun video -v clip.mp4`: there, -v names a clip and --verbose has no short form.
-    verbose_opt: Any = o.VerboseOpt
-    if modality.short_option == "-v":
-        verbose_opt = Annotated[
-            bool, typer.Option("--verbose", help="Show vLLM's own log on stderr.")
-        ]
+    lit = o.literal
+    # The media option's one-letter form, where it means nothing else in any command: -v is
+    # --verbose everywhere, -q --question, -o --output, -m --model-type, -n the count.
+    short = [modality.short_option] if modality.short_option not in _SHARED_SHORT else []
+    question_default = modality.questions[min(modality.questions)] if modality.questions else ""
+    seed_default = "none" if modality.seed is None else str(modality.seed)
 
     @error_boundary
     def command(
@@ -201,8 +223,11 @@ def make_command(modality: Modality) -> Callable[..., None]:
             typer.Option(
                 "--model-type",
                 "-m",
-                help="Model key (see `mmrun models`). Default: the modality's seed default.",
+                help=lit(
+                    f"Which model: a key from `mmrun models` (default: {modality.default_model})."
+                ),
                 show_default=False,
+                metavar="KEY",
                 autocompletion=_model_key_completion(noun),
             ),
         ] = None,
@@ -210,11 +235,14 @@ def make_command(modality: Modality) -> Callable[..., None]:
             list[str] | None,
             typer.Option(
                 modality.option,
-                modality.short_option,
-                help=f"{_article(noun).capitalize()} {noun} source: a local path, http(s) URL or data: URI, a folder (every "
-                f"{noun} file in it, recursively) or a quoted glob pattern ('photos/**/*.jpg'). "
-                "Repeatable.",
+                *short,
+                help=lit(
+                    f"{_article(noun).capitalize()} {noun}: a path, http(s) URL, data: URI, "
+                    f"folder (its {noun} files, recursively) or quoted glob ('dir/**/*"
+                    f"{modality.extensions[0] if modality.extensions else ''}'). Repeatable."
+                ),
                 show_default=False,
+                metavar="SRC",
             ),
         ] = None,
         count: Annotated[
@@ -222,19 +250,21 @@ def make_command(modality: Modality) -> Callable[..., None]:
             typer.Option(
                 modality.count_option,
                 "-n",
-                help=f"Number of default {noun}s per prompt (the seed's assets).",
+                help=f"How many of vLLM's example {noun}s to put in one prompt "
+                f"(default {modality.default_count}).",
                 show_default=False,
+                metavar="N",
             ),
         ] = None,
         per_prompt: Annotated[
             int | None,
             typer.Option(
                 "--per-prompt",
-                help=f"Split the named {noun}s into prompts of this many each "
-                "(e.g. 256 files, --per-prompt 4: 64 prompts in one batch). "
-                "A folder or pattern: 1 by default.",
+                help=f"Split the named {noun}s into prompts of N each (256 files, "
+                "--per-prompt 4: 64 prompts). A folder or pattern: 1 by default.",
                 min=1,
                 show_default=False,
+                metavar="N",
             ),
         ] = None,
         input: o.InputOpt = None,
@@ -248,36 +278,57 @@ def make_command(modality: Modality) -> Callable[..., None]:
         shard: o.ShardOpt = None,
         output: o.OutputOpt = None,
         output_format: o.OutputFormatOpt = None,
-        question: o.QuestionOpt = None,
+        question: Annotated[
+            str | None,
+            typer.Option(
+                "--question",
+                "-q",
+                help=lit(f"The question to ask (default: vLLM's example's, {question_default!r})."),
+                show_default=False,
+                metavar="TEXT",
+            ),
+        ] = None,
         method: Annotated[
             MethodChoice,
             typer.Option(
                 "--method",
                 help="vLLM method: generate (mmrun renders the prompt) or chat (vLLM does).",
                 case_sensitive=False,
+                metavar="METHOD",
             ),
         ] = MethodChoice.generate,
         num_prompts: o.NumPromptsOpt = 1,
         seed: Annotated[
             int | None,
-            typer.Option("--seed", help=o.seed_help(modality.seed), show_default=False),
+            typer.Option(
+                "--seed",
+                help="Engine seed; above temperature 0 each prompt samples with a seed drawn "
+                "from it and the prompt's id, so reruns, resumes and -dp give the same texts "
+                f"(default: {seed_default}).",
+                show_default=False,
+                metavar="N",
+            ),
         ] = None,
         max_tokens: Annotated[
             int | None,
             typer.Option(
                 "--max-tokens",
-                help=o.max_tokens_help(modality.max_tokens),
+                help=f"Tokens to generate per prompt (default {modality.max_tokens}; "
+                "--dry-run shows a model's own).",
                 min=1,
                 show_default=False,
+                metavar="N",
             ),
         ] = None,
         temperature: Annotated[
             float | None,
             typer.Option(
                 "--temperature",
-                help=o.temperature_help(modality.temperature),
+                help=f"Sampling temperature (default {_number(modality.temperature)}; "
+                "--dry-run shows a model's own).",
                 min=0.0,
                 show_default=False,
+                metavar="T",
             ),
         ] = None,
         model: o.ModelOpt = None,
@@ -287,9 +338,12 @@ def make_command(modality: Modality) -> Callable[..., None]:
             BackendChoice,
             typer.Option(
                 "--backend",
-                help="Where the engines run: local (this host) or ray (the Ray cluster "
-                "RAY_ADDRESS names, else a local one; pip install 'mmrun[ray]').",
+                help=lit(
+                    "Where the engines run: local (this host) or ray (the Ray cluster "
+                    "RAY_ADDRESS names, else a local one; pip install 'mmrun[ray]')."
+                ),
                 case_sensitive=False,
+                metavar="NAME",
             ),
         ] = BackendChoice.local,
         replicas: o.ReplicasOpt = None,
@@ -307,7 +361,7 @@ def make_command(modality: Modality) -> Callable[..., None]:
         trust_remote_code: o.TrustRemoteCodeOpt = False,
         dry_run: o.DryRunOpt = False,
         json_out: o.JsonOpt = False,
-        verbose: verbose_opt = False,
+        verbose: o.VerboseOpt = False,
         quiet: o.QuietOpt = False,
         **modality_options: Any,
     ) -> None:

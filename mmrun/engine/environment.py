@@ -57,11 +57,12 @@ def use_private_rpc_dir() -> None:
     os.environ[RPC_DIR_ENV] = folder
 
 
-def use_engine_log() -> None:
+def use_engine_log() -> str | None:
     """Where the engine's processes also write their log (see engine_log), when vLLM's log
-    stream is mmrun's."""
+    stream is mmrun's: the file's path. Without -v, what they print besides (tracebacks,
+    progress bars) goes there too (see engine_output)."""
     if os.environ.get("VLLM_LOGGING_STREAM") != engine_log.STREAM_SPEC:
-        return
+        return None
     path = os.environ.get(engine_log.ENV)
     if path is None or path not in _temporary:
         handle, path = tempfile.mkstemp(prefix="mmrun-engine-", suffix=".log")
@@ -70,6 +71,7 @@ def use_engine_log() -> None:
         os.environ[engine_log.ENV] = path
     with contextlib.suppress(OSError):  # a second engine in this process: its part only
         _log_start[0] = os.path.getsize(path)
+    return path
 
 
 _log_start = [0]  # where the current engine's part of the log begins
@@ -231,28 +233,48 @@ def stdout_to_stderr() -> Iterator[None]:
 
 
 @contextmanager
-def engine_output(quiet: bool) -> Iterator[TextIO]:
+def engine_output(quiet: bool, verbose: bool = False) -> Iterator[TextIO]:
     """Where what vLLM, torch and transformers print goes while a run is planned and executed:
-    to stderr, or with ``--quiet`` nowhere. Yields the stream that results go to meanwhile
-    (standard output as it was before: a batch prints each result as it is done). A failure
-    still ends as mmrun's one-line error, printed by the error boundary once the descriptors
-    are restored."""
+    with ``-v`` to stderr; else to the engine's log file (mmrun.engine_log), which the engine's
+    processes inherit as their stdout and stderr when vLLM starts them: a traceback in a
+    worker, an interrupted child, the progress bars of a CUDA graph capture or Ray's logs are
+    kept there, and mmrun reads the reason for a failure back out of it. mmrun's own lines
+    (progress, notes) still reach the terminal: they are written to ``terminal_stderr()``.
+    ``quiet`` changes nothing here (mmrun's --quiet prints no notes of its own). Yields the
+    stream that results go to meanwhile (standard output as it was before: a batch prints
+    each result as it is done). A failure ends as mmrun's one-line error, printed by the
+    error boundary once the descriptors are restored."""
     results = _results_stream()
     try:
-        if not quiet:
+        if verbose:
             with stdout_to_stderr():
                 yield results
             return
-        devnull = os.open(os.devnull, os.O_WRONLY)
+        path = use_engine_log()
+        target = os.open(path or os.devnull, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o600)
+        sys.stderr.flush()
+        saved = os.fdopen(os.dup(2), "w", buffering=1, encoding="utf-8", errors="replace")
+        _saved_stderr.append(saved)
         try:
-            with _redirect(1, devnull), _redirect(2, devnull):
+            with _redirect(1, target), _redirect(2, target):
                 yield results
         finally:
-            os.close(devnull)
+            _saved_stderr.pop()
+            saved.close()
+            os.close(target)
     finally:
         results.flush()
         if results is not sys.stdout:
             results.close()
+
+
+_saved_stderr: list[TextIO] = []  # the terminal's stderr while engine_output points fd 2 away
+
+
+def terminal_stderr() -> TextIO:
+    """The stream for mmrun's own lines on stderr: the process's stderr, or, while
+    engine_output sends the engine's output to its log, the stderr that was there before."""
+    return _saved_stderr[-1] if _saved_stderr else sys.stderr
 
 
 def _results_stream() -> TextIO:

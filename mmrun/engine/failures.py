@@ -10,6 +10,7 @@ import time
 from mmrun import engine_log
 from mmrun.engine.environment import engine_log_part
 from mmrun.errors import EngineError
+from mmrun.hub import offline, offline_hint
 
 # vLLM's and torch's own wording for "the model, its KV cache or a batch does not fit"
 # (vllm/v1/core/kv_cache_utils.py, vllm/v1/worker/utils.py and cpu_worker.py, torch's
@@ -24,31 +25,47 @@ OOM_PATTERNS = re.compile(
 )
 
 
-def engine_failure(exc: BaseException) -> EngineError:
+def engine_failure(exc: BaseException, model: object = None) -> EngineError:
     """mmrun's error for a failed start or generate call: the reason vLLM logged in the
     process that failed (see engine_log) where there is one, else the exception here."""
     text = f"{type(exc).__name__}: {exc}".strip()
     text = logged_root_cause() or text
     first = next((line for line in text.splitlines() if line.strip()), text)
+    if isinstance(model, str) and offline() and NOT_CACHED.search(text):
+        return EngineError(f"{model} is not in the Hugging Face cache", hint=offline_hint(model))
+    if KV_CACHE_SHARE.search(text):
+        return EngineError(
+            f"not enough free memory for the KV cache asked for: {first}",
+            hint="lower VLLM_CPU_KVCACHE_SPACE or --engine-arg kv_cache_memory_bytes=..., or set "
+            "neither: mmrun then sizes the cache for the run",
+        )
     if MEMORY_SHARE.search(text):
         return EngineError(
-            f"not enough free memory for the engine: {first[:300]}",
+            f"not enough free memory for the engine: {first}",
             hint="lower --engine-arg gpu_memory_utilization=... (on vLLM's CPU backend: the "
             "share of RAM; or set VLLM_CPU_KVCACHE_SPACE=<GiB>), or free the memory other "
             "processes hold",
         )
     if OOM_PATTERNS.search(text):
         return EngineError(
-            f"the engine ran out of memory: {first[:300]}",
+            f"the engine ran out of memory: {first}",
             hint="lower --engine-arg max_model_len=... or max_num_seqs=..., raise -tp, "
             "or free the memory other processes hold",
         )
-    return EngineError(f"vLLM failed: {first[:300]}", hint="rerun with -v to see vLLM's log")
+    return EngineError(f"vLLM failed: {first}", hint="rerun with -v to see vLLM's log")
 
 
 # vLLM's check, at start, that the share of memory it was told to take is free (CUDA:
 # vllm/v1/worker/utils.py; CPU: cpu_worker.py).
 MEMORY_SHARE = re.compile(r"less than desired (?:GPU|CPU) memory utilization", re.IGNORECASE)
+# vLLM's CPU worker, when the KV cache it was told to take (VLLM_CPU_KVCACHE_SPACE,
+# kv_cache_memory_bytes) is more than is free.
+KV_CACHE_SHARE = re.compile(r"less than requested memory for kv", re.IGNORECASE)
+# huggingface_hub, asked offline for a file that is not in its cache.
+NOT_CACHED = re.compile(
+    r"LocalEntryNotFoundError|couldn't find them in the cached files|"
+    r"Cannot find an appropriate cached snapshot"
+)
 
 
 def logged_root_cause() -> str | None:

@@ -82,7 +82,8 @@ def size_for_a_gpu_batch(
     ``max_num_seqs``. A run of fewer prompts keeps the model's setting (and its compile
     cache); a model without one keeps vLLM's default."""
     own = engine_args.get("max_num_seqs")
-    if "max_num_seqs" in overrides or not isinstance(own, int) or prompts <= own:
+    # 1: the model runs one prompt at a time (vLLM cannot batch its rows, e.g. kimi_audio).
+    if "max_num_seqs" in overrides or not isinstance(own, int) or own == 1 or prompts <= own:
         return
     size = next((s for s in GPU_BATCH_SIZES if prompts <= s), GPU_BATCH_SIZES[-1])
     engine_args["max_num_seqs"] = max(own, size)

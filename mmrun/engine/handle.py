@@ -9,6 +9,7 @@ import threading
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
+from mmrun.engine.cpu import size_the_cpu_kv_cache
 from mmrun.engine.environment import (
     heap_frozen,
     is_quiet,
@@ -79,6 +80,7 @@ def start(
     vllm = import_vllm()  # seconds, and not interrupted by ``abort``: checked again after it
     if aborted():
         raise StartAborted
+    size_the_cpu_kv_cache(engine_args)
     constructed, failed = threading.Event(), threading.Event()
     warm = None
     if warm_up is not None:
@@ -131,10 +133,10 @@ def _construct(vllm: Any, engine_args: Mapping[str, Any]) -> Any:
         rejected = isinstance(exc, ValueError) or type(exc).__name__ == "ValidationError"
         if rejected and not OOM_PATTERNS.search(message):
             raise UsageError(
-                f"vLLM rejected the engine arguments: {rejection_reason(message, exc)[:300]}",
+                f"vLLM rejected the engine arguments: {rejection_reason(message, exc)}",
                 hint="check --engine-arg values and the model id",
             ) from exc
-        raise engine_failure(exc) from exc
+        raise engine_failure(exc, model=args.get("model")) from exc
 
 
 def sampling_params(

@@ -1,4 +1,4 @@
-"""The video modality end to end: ``mmrun video -m KEY -v clip.mp4`` on the tiny Qwen2-VL,
+"""The video modality end to end: ``mmrun video -m KEY --video clip.mp4`` on the tiny Qwen2-VL,
 Qwen2.5-VL and Qwen3-VL checkpoints (whose processors carry the real video processors), through
 the real engine, by generate and by chat, on clips generated here; and a long clip (half an
 hour) sampled within a bounded memory."""
@@ -51,7 +51,7 @@ def test_a_clip_through_the_real_engine(
             key,
             "--model",
             str(checkpoint.path),
-            "-v",
+            "--video",
             str(clip),
             "--method",
             method,
@@ -124,7 +124,7 @@ def test_a_half_hour_clip_is_sampled_in_bounded_memory(
     flags = ["--num-frames", "8", "--dry-run", "--json"]
     peaks = {}
     for clip in (short_clip, long_clip):
-        peaks[clip.name], out, _ = _peak_rss(["video", "-v", str(clip), *flags], cap)
+        peaks[clip.name], out, _ = _peak_rss(["video", "--video", str(clip), *flags], cap)
         (media,) = json.loads(out)["media"]
         assert media["sampled_frames"] == (4 if clip is short_clip else 8)
     assert media["frames"] == 1800 and media["duration_s"] == 1800.0
@@ -141,7 +141,7 @@ def test_a_half_hour_clip_is_sampled_in_bounded_memory(
             "qwen2_5_vl",
             "--model",
             str(checkpoint.path),
-            "-v",
+            "--video",
             str(long_clip),
             "--fps",
             str(1 / 240),

@@ -102,8 +102,11 @@ DEVIATIONS: dict[tuple[str, str], Deviation] = {
     ),
     ("audio", "kimi_audio"): _deviation(
         "mmrun takes one clip per prompt: vLLM 0.32 reports {'audio': 1} as kimi_audio's "
-        "supported limit; upstream lets the example ask for two",
+        "supported limit; upstream lets the example ask for two. mmrun runs one prompt at a "
+        "time (max_num_seqs=1): vLLM 0.32's Kimi-Audio fails on a batch of clips of different "
+        "lengths (tests/e2e/test_first_run.py runs such a batch)",
         "counts",
+        "engine_args",
     ),
     ("audio", "glmasr"): _deviation(
         "mmrun takes one clip per prompt (GLM-ASR transcribes one recording); upstream lets "

@@ -96,11 +96,11 @@ def build_kimi_audio(dest: Path) -> TinyCheckpoint:
         decoder_start_token_id=0,
     ).save_pretrained(str(sub))
     tf.WhisperFeatureExtractor(feature_size=128).save_pretrained(str(sub))
-    # One request per engine step: vLLM 0.32's Kimi-Audio pads each clip's features only to
-    # the longest clip of its own request, and when two requests with clips of different
-    # lengths share a step, its model gets a list instead of a tensor and fails
-    # ("'list' object has no attribute 'dim'", kimi_audio.py _process_audio_input). mmrun's
-    # 3 prompts of 1 clip each cycle through 2 clips of different lengths.
+    # One request per engine step, as kimi_audio's spec says (max_num_seqs=1; the CPU sizes'
+    # 2 would override it): vLLM 0.32's Kimi-Audio pads each clip's features only to the
+    # longest clip of its own request, and when two requests with clips of different lengths
+    # share a step, its model gets a list instead of a tensor and fails ("'list' object has
+    # no attribute 'dim'", kimi_audio.py _process_audio_input).
     return TinyCheckpoint(dest, {**_ENGINE, "max_num_seqs": 1, "max_num_batched_tokens": 2048})
 
 

@@ -92,19 +92,24 @@ def test_hf_variables_reach_the_template_renderer_untouched(
 def test_offline_without_a_cached_processor_fails_fast_in_one_line(
     media_dir: Path, tmp_path: Path
 ) -> None:
+    """A run (a dry run goes on without the prompt: tests/unit/test_first_run.py) stops
+    before the engine starts."""
     start = time.monotonic()
     proc = mmrun(
-        ["image", "-m", "llava", "-i", str(media_dir / "blue.png"), "--dry-run"],
+        ["image", "-m", "llava", "-i", str(media_dir / "blue.png")],
         HF_HOME=str(tmp_path / "empty-hf-home"),
         HF_HUB_OFFLINE="1",
         timeout=60,
     )
     assert time.monotonic() - start < 45
     assert proc.returncode == 1
-    assert proc.stderr.startswith(
-        "mmrun: error: cannot load the processor of llava-hf/llava-1.5-7b-hf"
+    line = proc.stderr.splitlines()[-1]
+    assert line.startswith(
+        "mmrun: error: llava-hf/llava-1.5-7b-hf is not in the Hugging Face cache"
     )
-    assert proc.stderr.count("\n") == 1 and proc.stdout == ""
+    # HF_HUB_OFFLINE is set: the hint says what else to do.
+    assert "set HF_HUB_OFFLINE=1" not in line and "hf download llava-hf/llava-1.5-7b-hf" in line
+    assert proc.stdout == ""
 
 
 @pytest.fixture(scope="module")
@@ -203,7 +208,12 @@ def test_quiet_run_prints_each_answer_and_nothing_else(
     noisy_engine: dict[str, str], media_dir: Path
 ) -> None:
     args = ["image", "-m", "mistral3", "-i", str(media_dir / "blue.png"), "--num-prompts", "2"]
-    loud = mmrun(args, **noisy_engine)
+    plain = mmrun(args, **noisy_engine)
+    assert plain.returncode == 0, plain.stderr
+    # Without -v what the engine prints goes to its log, not to the terminal.
+    assert plain.stderr == "mmrun: starting vLLM (this takes a while the first time)...\n"
+    assert "engine noise" not in plain.stdout and ANSWER in plain.stdout
+    loud = mmrun([*args, "-v"], **noisy_engine)
     assert loud.returncode == 0, loud.stderr
     assert "starting vLLM" in loud.stderr and "engine noise on stdout" in loud.stderr
     assert "engine noise" not in loud.stdout and ANSWER in loud.stdout
@@ -272,7 +282,8 @@ def test_json_is_alone_on_stdout_while_the_engine_prints(
     noisy_engine: dict[str, str], media_dir: Path
 ) -> None:
     proc = mmrun(
-        ["image", "-m", "mistral3", "-i", str(media_dir / "blue.png"), "--json"], **noisy_engine
+        ["image", "-m", "mistral3", "-i", str(media_dir / "blue.png"), "--json", "-v"],
+        **noisy_engine,
     )
     assert proc.returncode == 0, proc.stderr
     assert json.loads(proc.stdout)["outputs"][0]["text"] == f"  {ANSWER}\n"
@@ -286,11 +297,15 @@ def test_batch_json_lines_are_alone_on_stdout_while_the_engine_prints(
     folder.mkdir()
     for name in ("a.png", "b.png"):
         (folder / name).write_bytes((media_dir / "blue.png").read_bytes())
-    proc = mmrun(["image", "-m", "mistral3", "-i", str(folder), "--json"], **noisy_engine)
-    assert proc.returncode == 0, proc.stderr
-    rows = [json.loads(line) for line in proc.stdout.splitlines()]
-    assert sorted(r["id"] for r in rows) == [str(folder / "a.png"), str(folder / "b.png")]
-    assert "engine noise on stdout" in proc.stderr and "2 done, 0 failed" in proc.stderr
+    for verbose in ([], ["-v"]):
+        proc = mmrun(
+            ["image", "-m", "mistral3", "-i", str(folder), "--json", *verbose], **noisy_engine
+        )
+        assert proc.returncode == 0, proc.stderr
+        rows = [json.loads(line) for line in proc.stdout.splitlines()]
+        assert sorted(r["id"] for r in rows) == [str(folder / "a.png"), str(folder / "b.png")]
+        assert "2 done, 0 failed" in proc.stderr
+        assert ("engine noise on stdout" in proc.stderr) == bool(verbose), proc.stderr
 
 
 # --- shell completion, through Typer's own mechanism ---------------------------------------

@@ -92,7 +92,7 @@ def test_bad_clips_exit_2_with_one_line_each(tmp_path: Path) -> None:
     (tmp_path / "zero.mp4").write_bytes(b"\x00\x00\x00\x18ftypmp42\x00\x00\x00\x00mp42isom")
     for name in ("cut.mp4", "zero.mp4"):
         proc = subprocess.run(
-            [sys.executable, "-m", "mmrun", "video", "-v", str(tmp_path / name), "--dry-run"],
+            [sys.executable, "-m", "mmrun", "video", "--video", str(tmp_path / name), "--dry-run"],
             capture_output=True,
             text=True,
             timeout=120,

@@ -14,7 +14,10 @@ KIMI_AUDIO_EOS = 151644
     "audio",
     repo_id="moonshotai/Kimi-Audio-7B-Instruct",
     architecture="MoonshotKimiaForCausalLM",
-    engine_args={"max_model_len": 4096, "max_num_seqs": 2},
+    # One prompt at a time: vLLM 0.32's Kimi-Audio cannot batch clips of different lengths
+    # (its audio tower gets a list where it expects a tensor: "'list' object has no attribute
+    # 'dim'"), so a batch of several prompts runs them one after another.
+    engine_args={"max_model_len": 4096, "max_num_seqs": 1},
     trust_remote_code=True,
     # vLLM (0.23 to 0.32) takes one audio per Kimi-Audio prompt (get_supported_mm_limits).
     max_items=1,

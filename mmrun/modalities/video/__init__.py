@@ -106,16 +106,16 @@ VIDEO = Modality(
     decode=functools.partial(_decode, sampling=FrameSampling()),
     decode_file=functools.partial(_decode_file, sampling=FrameSampling()),
     chat_part=_chat_part,
-    short_option="-v",
+    short_option="",
     extensions=(".mp4", ".avi", ".mov", ".mkv", ".webm"),
     describe=_describe,
     options=VIDEO_OPTIONS,
     configure=_configure,
     summary="Run a video-language model on video clips through vLLM.",
     examples=(
-        "mmrun video -m qwen2_5_vl -v clip.mp4",
-        "mmrun video -m qwen2_5_vl -v 'clips/*.mp4' -o answers.jsonl",
-        "mmrun video -m qwen3_vl -v talk.mp4 --fps 0.5 --num-frames 64 --max-pixels 200704",
+        "mmrun video -m qwen2_5_vl --video clip.mp4",
+        "mmrun video -m qwen2_5_vl --video 'clips/*.mp4' -o answers.jsonl",
+        "mmrun video -m qwen3_vl --video talk.mp4 --fps 0.5 --num-frames 64 --max-pixels 200704",
     ),
 )
 
