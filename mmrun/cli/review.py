@@ -68,8 +68,8 @@ REPORT_EXAMPLES = _examples(
     "mmrun report out.jsonl -o big.html --link-media",
 )
 SCORE_EXAMPLES = _examples(
-    "mmrun score out.jsonl -r meta.answer -m exact -m anls --in-place",
-    "mmrun score transcripts.jsonl -r refs.csv --reference-field text -m wer --fail-above 0.2",
+    "mmrun score out.jsonl -r meta.answer --metric exact --metric anls --in-place",
+    "mmrun score transcripts.jsonl -r refs.csv --reference-field text --metric wer --fail-above 0.2",
 )
 COMPARE_EXAMPLES = _examples(
     "mmrun compare base.jsonl tuned.jsonl -o compare.html",
@@ -148,7 +148,6 @@ def score(
         list[str],
         typer.Option(
             "--metric",
-            "-m",
             help="Metric, repeatable: wer, cer, exact, contains, choice, anls, bleu, chrf.",
             show_default=False,
         ),

@@ -43,7 +43,7 @@ def run_1000(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, list[dict[
     pngs, wavs = media_files(folder / "media")
     rows = batch_lines(1000, pngs, wavs, folder)
     results = write_jsonl(folder / "out.jsonl", rows)
-    mmrun("score", results.name, "-r", "meta.answer", "-m", "exact", "--in-place", cwd=folder)
+    mmrun("score", results.name, "-r", "meta.answer", "--metric", "exact", "--in-place", cwd=folder)
     mmrun("report", results.name, "-o", "report.html", cwd=folder)
     return folder / "report.html", rows
 

@@ -53,7 +53,7 @@ def test_score_report_and_compare_of_two_real_runs(
         assert proc.returncode == 3, proc.stderr[-3000:]  # the missing file fails, the rest run
 
     scored = review(
-        "score", "long.jsonl", "-r", "meta.answer", "-m", "wer", "-m", "chrf", "--in-place",
+        "score", "long.jsonl", "-r", "meta.answer", "--metric", "wer", "--metric", "chrf", "--in-place",
         "--json", cwd=tmp_path,
     )  # fmt: skip
     assert scored.returncode == 0, scored.stderr
@@ -69,7 +69,7 @@ def test_score_report_and_compare_of_two_real_runs(
         for i in range(5)
     ]
     assert summary["wer"]["mean"] == pytest.approx(sum(expected) / 5)
-    assert review("score", "short.jsonl", "-r", "meta.answer", "-m", "wer", "--in-place",
+    assert review("score", "short.jsonl", "-r", "meta.answer", "--metric", "wer", "--in-place",
                   cwd=tmp_path).returncode == 0  # fmt: skip
 
     page = review("report", "long.jsonl", "-o", "report.html", cwd=tmp_path)

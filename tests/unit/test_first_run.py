@@ -277,16 +277,16 @@ def test_help_reads_at_80_columns(modality: str) -> None:
         assert word not in text
 
 
-def test_each_short_option_means_one_thing_in_every_run_command() -> None:
-    """Across the commands that run a model (one per modality) and `mmrun models`."""
+def test_each_short_option_means_one_thing_in_every_command() -> None:
+    """Across every command: those that run a model (one per modality), `models`, and the
+    commands that read results (`report`, `score`, `compare`, `export`)."""
     from typer.main import get_command
 
     from mmrun.cli.main import app
 
     meanings: dict[str, set[str]] = {}
     root: Any = get_command(app)
-    names = [*get_registry().modalities, "models"]
-    for command in (root.commands[name] for name in names):
+    for command in root.commands.values():
         for param in command.params:
             for opt in param.opts:
                 if not opt.startswith("--"):

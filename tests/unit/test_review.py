@@ -75,7 +75,9 @@ def scored_lines(path: Path) -> dict[str, dict[str, Any]]:
 
 def test_wer_and_cer_are_jiwers_on_whisper_normalized_text(pairs: Path, tmp_path: Path) -> None:
     out = tmp_path / "scored.jsonl"
-    doc = score_json(str(pairs), "-r", "meta.answer", "-m", "wer", "-m", "cer", "-o", str(out))
+    doc = score_json(
+        str(pairs), "-r", "meta.answer", "--metric", "wer", "--metric", "cer", "-o", str(out)
+    )
     normalizer = EnglishTextNormalizer()
 
     def norm(text: str) -> str:
@@ -95,7 +97,9 @@ def test_wer_and_cer_are_jiwers_on_whisper_normalized_text(pairs: Path, tmp_path
 
 def test_bleu_and_chrf_are_sacrebleus(pairs: Path, tmp_path: Path) -> None:
     out = tmp_path / "scored.jsonl"
-    doc = score_json(str(pairs), "-r", "meta.answer", "-m", "bleu", "-m", "chrf", "-o", str(out))
+    doc = score_json(
+        str(pairs), "-r", "meta.answer", "--metric", "bleu", "--metric", "chrf", "-o", str(out)
+    )
     rows = scored_lines(out)
     for i, (hyp, ref) in enumerate(zip(HYPS, REFS, strict=True)):
         assert rows[f"p{i}"]["score"]["bleu"] == pytest.approx(
@@ -124,7 +128,7 @@ def test_anls_is_thresholded_normalized_levenshtein_over_references(tmp_path: Pa
     ]
     path = write_jsonl(tmp_path / "docvqa.jsonl", rows)
     out = tmp_path / "scored.jsonl"
-    score_json(str(path), "-r", "meta.answers", "-m", "anls", "-o", str(out))
+    score_json(str(path), "-r", "meta.answers", "--metric", "anls", "-o", str(out))
     got = scored_lines(out)
     for key, (hyp, refs) in answers.items():
         best = 0.0
@@ -151,11 +155,11 @@ def test_exact_contains_and_choice(tmp_path: Path) -> None:
         str(path),
         "-r",
         "meta.ref",
-        "-m",
+        "--metric",
         "exact",
-        "-m",
+        "--metric",
         "contains",
-        "-m",
+        "--metric",
         "choice",
         "-o",
         str(out),
@@ -174,7 +178,7 @@ def test_failed_items_and_missing_references_are_counted_never_scored(
     pairs: Path, tmp_path: Path
 ) -> None:
     out = tmp_path / "scored.jsonl"
-    doc = score_json(str(pairs), "-r", "meta.answer", "-m", "exact", "-o", str(out))
+    doc = score_json(str(pairs), "-r", "meta.answer", "--metric", "exact", "-o", str(out))
     exact = doc["metrics"]["exact"]
     assert (exact["scored"], exact["failed"], exact["missing_reference"]) == (4, 1, 1)
     rows = scored_lines(out)
@@ -186,9 +190,9 @@ def test_failed_items_and_missing_references_are_counted_never_scored(
 def test_the_bootstrap_interval_is_reproducible_with_a_seed(tmp_path: Path) -> None:
     pngs, wavs = media_files(tmp_path / "media")
     path = write_jsonl(tmp_path / "out.jsonl", batch_lines(300, pngs, wavs, tmp_path))
-    first = score_json(str(path), "-r", "meta.answer", "-m", "wer", "--seed", "7")
-    again = score_json(str(path), "-r", "meta.answer", "-m", "wer", "--seed", "7")
-    other = score_json(str(path), "-r", "meta.answer", "-m", "wer", "--seed", "8")
+    first = score_json(str(path), "-r", "meta.answer", "--metric", "wer", "--seed", "7")
+    again = score_json(str(path), "-r", "meta.answer", "--metric", "wer", "--seed", "7")
+    other = score_json(str(path), "-r", "meta.answer", "--metric", "wer", "--seed", "8")
     ci = first["metrics"]["wer"]["ci95"]
     assert ci == again["metrics"]["wer"]["ci95"] and ci != other["metrics"]["wer"]["ci95"]
     assert ci[0] < first["metrics"]["wer"]["mean"] < ci[1]
@@ -205,7 +209,7 @@ def test_references_from_a_file_keyed_by_id(pairs: Path, tmp_path: Path) -> None
         "key",
         "--reference-field",
         "text",
-        "-m",
+        "--metric",
         "bleu",
     )
     assert doc["metrics"]["bleu"]["corpus"] == pytest.approx(
@@ -216,39 +220,49 @@ def test_references_from_a_file_keyed_by_id(pairs: Path, tmp_path: Path) -> None
     jsonl.write_text(
         "".join(json.dumps({"id": f"p{i}", "reference": r}) + "\n" for i, r in enumerate(REFS))
     )
-    assert score_json(str(pairs), "-r", str(jsonl), "-m", "bleu")["metrics"] == doc["metrics"]
+    assert score_json(str(pairs), "-r", str(jsonl), "--metric", "bleu")["metrics"] == doc["metrics"]
 
 
 def test_in_place_writes_a_sidecar_and_leaves_the_ledger_alone(pairs: Path) -> None:
     before = hashlib.sha256(pairs.read_bytes()).hexdigest()
-    score_json(str(pairs), "-r", "meta.answer", "-m", "exact", "--in-place")
-    score_json(str(pairs), "-r", "meta.answer", "-m", "wer", "--in-place")
+    score_json(str(pairs), "-r", "meta.answer", "--metric", "exact", "--in-place")
+    score_json(str(pairs), "-r", "meta.answer", "--metric", "wer", "--in-place")
     assert hashlib.sha256(pairs.read_bytes()).hexdigest() == before
     sidecar = scored_lines(pairs.with_name("out.jsonl.scores.jsonl"))
     assert set(sidecar["p0"]["score"]) == {"exact", "wer"}  # the second run kept the first's
-    code, _, err = invoke("score", str(pairs), "-r", "meta.answer", "-m", "wer", "-o", str(pairs))
+    code, _, err = invoke(
+        "score", str(pairs), "-r", "meta.answer", "--metric", "wer", "-o", str(pairs)
+    )
     assert code == EXIT_USAGE and "never rewrites" in err
     assert hashlib.sha256(pairs.read_bytes()).hexdigest() == before
 
 
 def test_fail_below_exits_4(pairs: Path) -> None:
     code, out, _ = invoke(
-        "score", str(pairs), "-r", "meta.answer", "-m", "exact", "--fail-below", "0.9", "--json"
+        "score",
+        str(pairs),
+        "-r",
+        "meta.answer",
+        "--metric",
+        "exact",
+        "--fail-below",
+        "0.9",
+        "--json",
     )
     assert code == EXIT_BELOW_THRESHOLD == 4 and json.loads(out)["failed_threshold"] == ["exact"]
     code, _, _ = invoke(
-        "score", str(pairs), "-r", "meta.answer", "-m", "exact", "--fail-below", "0.1"
+        "score", str(pairs), "-r", "meta.answer", "--metric", "exact", "--fail-below", "0.1"
     )
     assert code == 0
     code, _, _ = invoke(
-        "score", str(pairs), "-r", "meta.answer", "-m", "wer", "--fail-above", "0.01"
+        "score", str(pairs), "-r", "meta.answer", "--metric", "wer", "--fail-above", "0.01"
     )
     assert code == 4
     all_failed = write_jsonl(
         pairs.with_name("failed.jsonl"), [line("x", None, meta={"answer": "a"})]
     )
     code, _, err = invoke(
-        "score", str(all_failed), "-r", "meta.answer", "-m", "exact", "--fail-below", "0"
+        "score", str(all_failed), "-r", "meta.answer", "--metric", "exact", "--fail-below", "0"
     )
     assert code == 4, err  # nothing scored: no mean passes a gate
 
@@ -325,24 +339,27 @@ def test_every_kind_of_result_file_loads(tmp_path: Path) -> None:
     [
         (["report", "missing.jsonl"], "no such result file: missing.jsonl"),
         (
-            ["score", "bad.jsonl", "-r", "meta.answer", "-m", "wer"],
+            ["score", "bad.jsonl", "-r", "meta.answer", "--metric", "wer"],
             "bad.jsonl:2 is not a JSON line",
         ),
-        (["score", "good.jsonl", "-r", "meta.answer", "-m", "rouge"], "unknown metric 'rouge'"),
         (
-            ["score", "good.jsonl", "-r", "other.jsonl", "-m", "wer"],
+            ["score", "good.jsonl", "-r", "meta.answer", "--metric", "rouge"],
+            "unknown metric 'rouge'",
+        ),
+        (
+            ["score", "good.jsonl", "-r", "other.jsonl", "--metric", "wer"],
             "no id of good.jsonl has a reference",
         ),
         (
-            ["score", "good.jsonl", "-r", "nothere.csv", "-m", "wer"],
+            ["score", "good.jsonl", "-r", "nothere.csv", "--metric", "wer"],
             "no such reference file: nothere.csv",
         ),
         (
-            ["score", "good.jsonl", "-r", "meta.nothing", "-m", "wer"],
+            ["score", "good.jsonl", "-r", "meta.nothing", "--metric", "wer"],
             "has the field 'meta.nothing'",
         ),
         (
-            ["score", "good.jsonl", "-r", "meta.answer", "-m", "wer", "--normalize", "x"],
+            ["score", "good.jsonl", "-r", "meta.answer", "--metric", "wer", "--normalize", "x"],
             "unknown normalization 'x'",
         ),
         (["compare", "good.jsonl", "other.jsonl"], "good.jsonl and other.jsonl share no id"),
@@ -381,7 +398,9 @@ def test_compare_agreement_and_paired_deltas(tmp_path: Path) -> None:
     a = write_jsonl(tmp_path / "a.jsonl", a_rows)
     b = write_jsonl(tmp_path / "b.jsonl", b_rows)
     for path in (a, b):
-        score_json(str(path), "-r", "meta.ref", "-m", "exact", "--in-place", "--normalize", "basic")
+        score_json(
+            str(path), "-r", "meta.ref", "--metric", "exact", "--in-place", "--normalize", "basic"
+        )
     code, out, err = invoke("compare", str(a), str(b), "--json", "-o", str(tmp_path / "c.html"))
     assert code == 0, err
     doc = json.loads(out)
