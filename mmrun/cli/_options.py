@@ -110,11 +110,8 @@ InputOpt = Annotated[
     str | None,
     typer.Option(
         "--input",
-        help="The prompts: a JSONL manifest (- for standard input; one object per line, "
-        '{"id": ..., "<modality>": [...], "question": ..., "meta": {...}, "sampling": {...}, '
-        '"json_schema" | "choice" | "regex": ...}, or a bare path), '
-        "a CSV/TSV, Parquet (file, folder or glob) or Arrow table, a datasets save_to_disk "
-        "folder, hf://datasets/ORG/NAME, WebDataset .tar shards or an OpenAI batch file.",
+        help="The prompts: a JSONL manifest (- for stdin), CSV, Parquet, Arrow, a datasets "
+        "folder, hf://datasets/ORG/NAME, .tar shards or an OpenAI batch file (docs/usage.md).",
         show_default=False,
         metavar="FILE",
     ),
@@ -124,8 +121,8 @@ OutputOpt = Annotated[
     typer.Option(
         "--output",
         "-o",
-        help="Write one JSON line per prompt to this file as each finishes; run again to resume. "
-        "A .parquet or .csv name: the lines go to NAME.jsonl, the table is written at the end.",
+        help="Write a JSON line per prompt as each finishes; run again to resume. A .parquet "
+        "or .csv name: a table at the end.",
         show_default=False,
         metavar="FILE",
     ),
@@ -179,8 +176,7 @@ JsonSchemaOpt = Annotated[
     str | None,
     typer.Option(
         "--json-schema",
-        help="Answer JSON that matches this JSON Schema (a file, or the schema inline); each "
-        "result then carries it decoded as `parsed`.",
+        help="Answer JSON matching this JSON Schema (a file or inline); results carry `parsed`.",
         show_default=False,
     ),
 ]
@@ -188,7 +184,7 @@ ChoiceOpt = Annotated[
     list[str] | None,
     typer.Option(
         "--choice",
-        help="Answer exactly one of these strings. Repeatable, or a comma list (--choice cat,dog).",
+        help="Answer one of these strings (repeatable, or cat,dog).",
         show_default=False,
     ),
 ]
@@ -202,7 +198,7 @@ GrammarOpt = Annotated[
     str | None,
     typer.Option(
         "--grammar",
-        help="Answer text of this grammar (a file: EBNF/GBNF, or Lark with the guidance backend).",
+        help="Answer text of this grammar (an EBNF/GBNF or Lark file).",
         show_default=False,
     ),
 ]
@@ -214,8 +210,8 @@ InputFormatOpt = Annotated[
     str | None,
     typer.Option(
         "--input-format",
-        help="The --input's format when its name does not say: jsonl (mmrun's manifest), "
-        "openai (an OpenAI batch file), csv, tsv, parquet, arrow, webdataset or hf.",
+        help="--input's format if its name does not say: jsonl, openai, csv, tsv, parquet, "
+        "arrow, webdataset, hf.",
         show_default=False,
         metavar="FORMAT",
     ),
@@ -224,9 +220,7 @@ ColumnsOpt = Annotated[
     str | None,
     typer.Option(
         "--columns",
-        help="A table's columns for mmrun's fields, e.g. id=uid,image=img,question=prompt. "
-        "Default: a datasets Image/Audio column, and columns named like image, audio, id, "
-        "question or prompt.",
+        help="Columns for mmrun's fields, e.g. id=uid,image=img (default: found by type or name).",
         show_default=False,
         metavar="MAP",
     ),
@@ -235,7 +229,7 @@ KeepColumnsOpt = Annotated[
     str | None,
     typer.Option(
         "--keep-columns",
-        help="Input columns copied to each result line's meta (and to -o tables), e.g. label,url.",
+        help="Input columns copied to each result's meta, e.g. label,url.",
         show_default=False,
         metavar="NAMES",
     ),
@@ -244,8 +238,7 @@ SplitOpt = Annotated[
     str | None,
     typer.Option(
         "--split",
-        help="The split of a data set (hf://datasets/ORG/NAME or a saved DatasetDict). "
-        "Default: train.",
+        help="A data set's split (default: train).",
         show_default=False,
         metavar="NAME",
     ),
@@ -282,7 +275,7 @@ ShardOpt = Annotated[
     str | None,
     typer.Option(
         "--shard",
-        help="Run shard I of N of --input: every N-th row starting at row I (e.g. 0/4).",
+        help="Every N-th row of --input from row I (e.g. 0/4).",
         show_default=False,
         metavar="I/N",
     ),
@@ -291,8 +284,7 @@ OutputFormatOpt = Annotated[
     str | None,
     typer.Option(
         "--output-format",
-        help="-o's format when its name does not say: jsonl, parquet, csv, or openai "
-        "(vLLM run-batch's output lines, for an OpenAI batch --input).",
+        help="-o's format if its name does not say: jsonl, parquet, csv, openai (run-batch lines).",
         show_default=False,
         metavar="FORMAT",
     ),

@@ -302,8 +302,7 @@ def make_command(modality: Modality) -> Callable[..., None]:
             int | None,
             typer.Option(
                 "--seed",
-                help="Engine seed; above temperature 0 each prompt samples with a seed drawn "
-                "from it and the prompt's id, so reruns, resumes and -dp give the same texts "
+                help="Engine seed; each prompt samples with a seed from it and its id "
                 f"(default: {seed_default}).",
                 show_default=False,
                 metavar="N",
@@ -385,7 +384,13 @@ def _add_modality_options(command: Callable[..., None], options: tuple[MediaOpti
             default=None,
             annotation=Annotated[
                 option.kind | None,
-                typer.Option(option.flag, help=option.help, min=option.minimum, show_default=False),
+                typer.Option(
+                    option.flag,
+                    help=option.help,
+                    min=option.minimum,
+                    show_default=False,
+                    metavar="N",
+                ),
             ],
         )
         for option in options

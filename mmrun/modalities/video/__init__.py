@@ -35,24 +35,21 @@ VIDEO_OPTIONS = (
         "num_frames",
         "--num-frames",
         int,
-        "Frames sampled from each clip: spread over the whole clip, or at --fps from its "
-        f"start. Default: {DEFAULT_NUM_FRAMES} (vLLM's video example).",
+        f"Frames sampled from each clip, spread over it (default {DEFAULT_NUM_FRAMES}).",
         default=DEFAULT_NUM_FRAMES,
     ),
     MediaOption(
         "fps",
         "--fps",
         float,
-        "Sample at this many frames per second of the clip (at most --num-frames) instead of "
-        "spreading the frames over the whole clip.",
+        "Sample this many frames a second from the start (at most --num-frames).",
         minimum=0.001,
     ),
     MediaOption(
         "max_pixels",
         "--max-pixels",
         int,
-        "Shrink each sampled frame to at most this many pixels (width x height), keeping its "
-        "shape; the model's processor may shrink it further.",
+        "Shrink each frame to at most this many pixels, keeping its shape.",
         minimum=64,
     ),
 )
