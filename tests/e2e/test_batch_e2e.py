@@ -26,6 +26,7 @@ import pytest
 
 from mmrun.errors import EXIT_PARTIAL
 from mmrun.tiny import TinyCheckpoint
+from tests.helpers.memory import peak_rss
 
 pytestmark = pytest.mark.e2e
 
@@ -290,30 +291,11 @@ def test_sigkill_at_random_moments_then_resume_writes_every_id_once(
     assert sorted(ids) == sorted(str(p) for p in folder.iterdir())  # each id exactly once
 
 
-# A small launcher: a child's ru_maxrss counts the memory of the process it was forked from,
-# so mmrun is not started from the (large) test process itself.
-MEASURE = """
-import os, subprocess, sys
-proc = subprocess.Popen(sys.argv[1:], stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
-err = proc.stderr.read()
-_, status, usage = os.wait4(proc.pid, 0)
-print(os.waitstatus_to_exitcode(status), usage.ru_maxrss)
-sys.stderr.write(err.decode(errors="replace")[-2000:])
-"""
-
-
 def peak_rss_mib(command: list[str], env: dict[str, str]) -> float:
-    """Peak RSS of mmrun's own process (``ru_maxrss`` from ``os.wait4``, KiB), in MiB."""
-    launcher = subprocess.run(
-        [sys.executable, "-c", MEASURE, *command],
-        capture_output=True,
-        text=True,
-        env=env,
-        timeout=1800,
-    )
-    code, kib = launcher.stdout.split()
-    assert code == "0", launcher.stderr
-    return int(kib) / 1024
+    """Peak RSS of mmrun's own process, in MiB."""
+    code, peak, stderr = peak_rss(command, env)
+    assert code == 0, stderr
+    return peak / 2**20
 
 
 def test_memory_does_not_grow_with_the_data_set(qwen: TinyCheckpoint, tmp_path: Path) -> None:

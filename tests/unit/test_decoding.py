@@ -31,6 +31,7 @@ from mmrun.errors import MediaError
 from mmrun.media import budget as decoding_budget
 from mmrun.modalities.audio import decode as audio_decode
 from mmrun.modalities.image import decode as image_decode
+from tests.helpers.memory import peak_rss
 
 FIXTURES = Path(__file__).parent.parent / "fixtures" / "pillow"
 GIB = 1 << 30
@@ -131,19 +132,8 @@ def declared_huge_set() -> dict[str, bytes]:
 
 
 def peak_rss_of(args: list[str]) -> tuple[int, int, str]:
-    """Exit code, peak resident memory in bytes (ru_maxrss from os.wait4) and stderr."""
-    proc = subprocess.Popen(
-        [sys.executable, "-m", "mmrun", *args],
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.PIPE,
-        text=True,
-    )
-    assert proc.stderr is not None
-    stderr = proc.stderr.read()
-    _, status, usage = os.wait4(proc.pid, 0)
-    proc.returncode = os.waitstatus_to_exitcode(status)
-    scale = 1 if sys.platform == "darwin" else 1024  # bytes on macOS, KiB on Linux
-    return proc.returncode, usage.ru_maxrss * scale, stderr
+    """Exit code, peak resident memory in bytes and stderr of ``python -m mmrun ARGS``."""
+    return peak_rss([sys.executable, "-m", "mmrun", *args])
 
 
 def test_twelve_declared_huge_images_stay_far_below_what_they_took(tmp_path: Path) -> None:
