@@ -246,7 +246,7 @@ def test_sigkill_at_random_moments_then_resume_writes_every_id_once(
     qwen: TinyCheckpoint, tmp_path: Path
 ) -> None:
     folder = tmp_path / "photos"
-    images(folder, 60)
+    images(folder, 240)
     out = tmp_path / "out.jsonl"
     args = ["-i", str(folder), "-o", str(out), "--quiet", "--max-tokens", "12"]
     engine_args = {**qwen.engine_args, "enforce_eager": True}
