@@ -185,6 +185,16 @@ class _CStderr:
                 self._stderr.value = self._capture
             self._active += 1
 
+    def after_fork_in_child(self) -> None:
+        """A process forked while a decode ran in another thread (vLLM forks its engine core
+        while mmrun's media workers decode): that decode does not exist in the child, so its
+        C ``stderr`` goes back to the real one; otherwise what the child's C code writes
+        (CUDA, NCCL, torch warnings and errors) would go to this process's temporary file."""
+        self._lock = threading.Lock()
+        if self._ready and self._active and self._saved is not None:
+            self._stderr.value = self._saved
+        self._active = 0
+
     def leave(self) -> str:
         """End one decode's share; the text written while the last one ran, when it ends."""
         with self._lock:
@@ -214,6 +224,7 @@ def _is_glibc() -> bool:
 
 
 _c_stderr = _CStderr()
+os.register_at_fork(after_in_child=_c_stderr.after_fork_in_child)
 
 
 @contextmanager

@@ -333,6 +333,42 @@ def test_concurrent_decodes_leave_other_writers_alone(noisy: Path, capfd: Any) -
         assert noise not in err, err
 
 
+def test_a_process_forked_during_a_decode_writes_to_the_real_stderr(capfd: Any) -> None:
+    """vLLM forks its engine core while mmrun's workers decode: what the child's C code
+    writes to ``stderr`` reaches the real stderr, not the decode's capture."""
+    import ctypes
+
+    libc = ctypes.CDLL(None)
+    libc.fputs.argtypes = [ctypes.c_char_p, ctypes.c_void_p]
+    libc.fflush.argtypes = [ctypes.c_void_p]
+    inside, leave = threading.Event(), threading.Event()
+
+    def decode() -> None:
+        with library_output():
+            inside.set()
+            leave.wait(30)
+
+    worker = threading.Thread(target=decode, daemon=True)
+    worker.start()
+    assert inside.wait(30)
+    capfd.readouterr()
+    pid = os.fork()
+    if pid == 0:  # the child: C's stderr, as CUDA or NCCL write to it
+        code = 1
+        try:
+            stream = ctypes.c_void_p.in_dll(libc, "stderr").value
+            libc.fputs(b"engine core line\n", stream)
+            libc.fflush(stream)
+            code = 0
+        finally:
+            os._exit(code)
+    _, status = os.waitpid(pid, 0)
+    leave.set()
+    worker.join(30)
+    assert os.waitstatus_to_exitcode(status) == 0
+    assert "engine core line" in capfd.readouterr().err
+
+
 def test_an_exception_in_a_c_callback_is_kept_with_the_decode(capfd: Any) -> None:
     """Python prints an exception that it cannot raise (in a C callback, in __del__) with a
     traceback; inside a decode it is taken as the reason the decode failed."""
