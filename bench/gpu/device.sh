@@ -33,6 +33,7 @@ bench)
   mkdir -p /tmp/qwen3b && xz -dc .gpu/s/qwen3b.tar.xz | tar xf - -C /tmp/qwen3b
   # PYTHONSAFEPATH: `python3 -m mmrun` imports the mmrun of .gpu/s/py, not the checkout's
   export PYTHONPATH=$PWD/.gpu/s/py:$S RUNBATCH_SITE=/tmp/rbsite PYTHONSAFEPATH=1
+  [ -d .gpu/s/py-base ] && export MMRUN_BASE_PATH=$PWD/.gpu/s/py-base
   python3 .gpu/s/media.py /tmp/bench ${SIZES:-512}
   # the whole command ends within BUDGET_S seconds (default 570)
   python3 .gpu/s/throughput.py --bench /tmp/bench --model /tmp/qwen3b --res $RES \

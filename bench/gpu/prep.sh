@@ -8,7 +8,8 @@
 #                     which a dense bf16 model on Hopper never loads)
 #   .gpu/r            `vllm run-batch`'s server dependencies (xz)
 #   .gpu/s            these scripts, the 3B-shaped model folder (full-vocab tokenizer) and a
-#                     copy of MMRUN_SRC's mmrun package (default: this checkout's)
+#                     copy of MMRUN_SRC's mmrun package (default: this checkout's), and
+#                     with BASE_SRC=DIR, DIR's mmrun too (throughput.py's mmrun-base)
 # usage: prep.sh REPO [--scripts-only]          downloads are kept in $WORK (default ~/.cache/gpuprep)
 set -euo pipefail
 REPO=$(cd "${1:?usage: prep.sh REPO [--scripts-only]}" && pwd)
@@ -68,6 +69,10 @@ fi
 rm -rf "$G/s" && mkdir -p "$G/s/py"
 cp "$HERE"/*.py "$HERE"/device.sh "$G/s/"
 cp -r "$MMRUN_SRC/mmrun" "$G/s/py/" && find "$G/s/py" -name __pycache__ -prune -exec rm -rf {} +
+if [ -n "${BASE_SRC:-}" ]; then  # another mmrun, for throughput.py's mmrun-base variant
+  mkdir -p "$G/s/py-base" && cp -r "$BASE_SRC/mmrun" "$G/s/py-base/"
+  find "$G/s/py-base" -name __pycache__ -prune -exec rm -rf {} +
+fi
 python3 "$HERE/full_vocab.py" "$HERE/qwen2_5_vl_3b_shape" "$W/qwen3b" > /dev/null
 (cd "$W/qwen3b" && tar cf - .) | xz -9 > "$G/s/qwen3b.tar.xz"
 tracked=$(cd "$REPO" && git ls-files -z | xargs -0 du -cb 2>/dev/null | tail -1 | cut -f1)

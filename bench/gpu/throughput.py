@@ -6,9 +6,10 @@ to the last result, prompts/s from engine ready to the last result, the GPU's bu
 that window (nvidia-smi's utilization, sampled every 200 ms), and whether every greedy text is
 identical to the first run's. A prompt count of 1 gives the start-up figures.
 
-usage: throughput.py --bench ROOT --model DIR --prompts N --variants mmrun,tuned,runbatch,raw
+usage: throughput.py --bench ROOT --model DIR --prompts N --variants mmrun,tuned,runbatch,raw[,mmrun-base]
                      --res DIR [--rounds R] [--budget S] [--warm VARIANT:N,...] [--dry]
-  ROOT: media.py's folder (mN.jsonl, bN.jsonl). --warm: first run these variants at once, on
+  ROOT: media.py's folder (mN.jsonl, bN.jsonl). mmrun-base: the mmrun package found at
+  MMRUN_BASE_PATH (another version, to compare two). Rounds alternate the order. --warm: first run these variants at once, on
   N prompts each with a small share of the GPU, so that each configuration's compile cache is
   filled before anything is timed (an mmrun warm-up on the full manifest, for the same
   engine arguments, is stopped at its first result). --budget: skip what would not end in
@@ -36,7 +37,7 @@ from pathlib import Path
 HERE = Path(__file__).resolve().parent
 READY = re.compile(r"init engine \(profile, create kv cache, warmup model\) took|RAW_READY")
 # Expected prompts/s (from earlier runs), only to skip what would not fit the budget.
-RATE = {"raw": 18, "tuned": 28, "runbatch": 14, "mmrun": 30, "mmrun-eagerenc": 28}
+RATE = {"raw": 18, "tuned": 28, "runbatch": 14, "mmrun": 30, "mmrun-eagerenc": 28, "mmrun-base": 30}
 START_S = 40
 WARM_MEMORY = {"gpu_memory_utilization": 0.2, "kv_cache_memory_bytes": 6_000_000_000}
 MMRUN_FLAGS = [
@@ -73,6 +74,11 @@ def command(variant: str, n: int, bench: Path, model: str, run: Path, extra: dic
         argv += [str(bench / f"m{n}.jsonl"), "-o", str(run / "out.jsonl"), "-v", *MMRUN_FLAGS]
         if variant == "mmrun-eagerenc":
             argv += ["--engine-arg", 'compilation_config={"compile_mm_encoder": false}']
+        if variant == "mmrun-base":  # another mmrun (prep.sh BASE_SRC), to compare two versions
+            base = os.environ.get("MMRUN_BASE_PATH")
+            if not base:
+                raise SystemExit("mmrun-base needs MMRUN_BASE_PATH (prep.sh BASE_SRC=...)")
+            env["PYTHONPATH"] = base + ":" + os.environ.get("PYTHONPATH", "")
         for key, value in extra.items():
             argv += ["--engine-arg", f"{key}={json.dumps(value)}"]
         return argv, env, run / "out.jsonl"
@@ -272,7 +278,7 @@ def main() -> int:
     rows: list[dict] = []
     reference: dict[str, str] | None = None
     for r in range(args.rounds):
-        for v in variants:
+        for v in variants if r % 2 == 0 else variants[::-1]:  # rounds in alternating order
             name = f"{v}-{n}" + (f"-{r + 1}" if args.rounds > 1 else "")
             run = args.res / name
             argv, env, result = command(v, n, args.bench, args.model, run, {})
