@@ -176,9 +176,103 @@ def build_eagle2_5(dest: Path) -> TinyCheckpoint:
     return TinyCheckpoint(dest, dict(_ENGINE))
 
 
+# ---------------------------------------------------------------------------------------------
+# Skywork-R1V
+
+# Skywork-R1V-38B's text model is DeepSeek-R1-Distill-Qwen-32B: its turn tokens, Qwen2's, and
+# InternVL's image tokens (vLLM's processor writes <img><IMG_CONTEXT>...</img>).
+_SKYWORK_SPECIALS = [
+    "<｜begin▁of▁sentence｜>",  # noqa: RUF001
+    "<｜end▁of▁sentence｜>",  # noqa: RUF001
+    "<｜User｜>",  # noqa: RUF001
+    "<｜Assistant｜>",  # noqa: RUF001
+    "<think>",
+    "</think>",
+    "<|endoftext|>",
+    "<img>",
+    "</img>",
+    "<IMG_CONTEXT>",
+]
+# STAND-IN chat template: the turns of DeepSeek-R1-Distill-Qwen's template (user and
+# assistant only), the text model's; Skywork-R1V's own is in its Hub tokenizer files.
+_SKYWORK_TEMPLATE = (
+    "{{ bos_token }}{% for message in messages %}{% if message['role'] == 'user' %}"
+    "<｜User｜>{{ message['content'] }}{% elif message['role'] == 'assistant' %}"  # noqa: RUF001
+    "<｜Assistant｜>{{ message['content'] }}<｜end▁of▁sentence｜>{% endif %}{% endfor %}"  # noqa: RUF001
+    "{% if add_generation_prompt %}<｜Assistant｜><think>\n{% endif %}"  # noqa: RUF001
+)
+
+
+def build_skywork_chat(dest: Path) -> TinyCheckpoint:
+    """Skywork-R1V-38B (``SkyworkR1VChatModel``): InternViT, an MLP projector and a Qwen2 text
+    model. The config class is vLLM's ADAPTATION of the Hub's configuration_skywork_chat.py
+    (see its fixture README: the Hub file itself is in no public repository found), loaded as
+    remote code. vLLM builds the processor itself (InternVL tiling): 56-pixel tiles of
+    7-pixel patches, pixel-shuffled by 0.5 -> 16 tokens per tile. The chat template is a
+    STAND-IN (the text model's turns)."""
+    bos, eos = "<｜begin▁of▁sentence｜>", "<｜end▁of▁sentence｜>"  # noqa: RUF001
+    tok = build_tokenizer(
+        dest, _SKYWORK_SPECIALS, chat_template=_SKYWORK_TEMPLATE, bos_token=bos, eos_token=eos
+    )
+    ids = token_ids(tok, [bos, eos])
+    _vendor(dest, "skywork_chat", "configuration_skywork_chat.py")
+    size = 56
+    _write_config(
+        dest,
+        {
+            "architectures": ["SkyworkR1VChatModel"],
+            "auto_map": {"AutoConfig": "configuration_skywork_chat.SkyworkR1VChatConfig"},
+            "model_type": "skywork_chat",
+            "vision_config": {
+                "architectures": ["InternVisionModel"],
+                "model_type": "intern_vit_6b",
+                "hidden_size": 64,
+                "intermediate_size": 128,
+                "num_attention_heads": 2,
+                "num_hidden_layers": 1,
+                "image_size": size,
+                "patch_size": 7,
+                "num_channels": 3,
+                "hidden_act": "gelu",
+                "layer_norm_eps": 1e-6,
+                "norm_type": "layer_norm",
+                "qk_normalization": False,
+                "qkv_bias": True,
+                "initializer_factor": 1.0,
+            },
+            "llm_config": {
+                **TINY_TEXT,
+                "model_type": "qwen2",
+                "architectures": ["Qwen2ForCausalLM"],
+                "vocab_size": padded_vocab_size(tok),
+                "bos_token_id": ids[bos],
+                "eos_token_id": ids[eos],
+                "hidden_act": "silu",
+                "rms_norm_eps": 1e-6,
+                "rope_theta": 1000000.0,
+                "tie_word_embeddings": False,
+            },
+            "select_layer": -1,
+            "force_image_size": size,
+            "downsample_ratio": 0.5,
+            "dynamic_image_size": True,
+            "use_thumbnail": True,
+            "ps_version": "v2",
+            "min_dynamic_patch": 1,
+            "max_dynamic_patch": 6,
+        },
+    )
+    return TinyCheckpoint(dest, dict(_ENGINE))
+
+
 # (modality, key) -> how each row is proven (see tests.tiny.Proof).
 PROOFS: dict[tuple[str, str], Proof] = {
     # The generate prompt is the loader's hand-written one (vLLM's example's).
     ("image", "bagel"): Proof(build_bagel, standin="chat template"),
     ("image", "eagle2_5"): Proof(build_eagle2_5, standin="chat template", real_prompt=False),
+    ("image", "skywork_chat"): Proof(
+        build_skywork_chat,
+        standin="config class (vLLM's adaptation), chat template",
+        real_prompt=False,
+    ),
 }

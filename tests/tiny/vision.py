@@ -272,7 +272,6 @@ UNPROVEN: dict[str, str] = {
     "molmo": "config and processor classes need remote code (Molmo)",
     "nemotron_parse_35": "config and processor classes need remote code (Nemotron Parse)",
     "nemotron_vl": "config and processor classes need remote code (Nemotron Nano VL)",
-    "skywork_chat": "config and processor classes need remote code (Skywork-R1V)",
     **dict.fromkeys(
         (
             "blip-2",
