@@ -272,7 +272,7 @@ PROOFS: dict[tuple[str, str], Proof] = {
     ("image", "eagle2_5"): Proof(build_eagle2_5, standin="chat template", real_prompt=False),
     ("image", "skywork_chat"): Proof(
         build_skywork_chat,
-        standin="config class (vLLM's adaptation), chat template",
+        standin="config class adapted by vLLM, chat template",
         real_prompt=False,
     ),
 }
