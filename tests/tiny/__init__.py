@@ -25,7 +25,8 @@ _MODULES = (
     ("audio", "tests.tiny.audio"),
 )
 # Modules that expose PROOFS ((modality, key) -> Proof): rows whose vLLM modules need
-# torchaudio or timm, rows proven with a stand-in, and rows that only an older vLLM runs.
+# torchaudio or timm, rows proven with a stand-in, rows that only an older vLLM runs, and rows
+# whose checkpoints carry remote code vendored from public repositories (public_more).
 _PROOF_MODULES = (
     "tests.tiny.extras",
     "tests.tiny.standin",
