@@ -25,12 +25,14 @@ _MODULES = (
     ("audio", "tests.tiny.audio"),
 )
 # Modules that expose PROOFS ((modality, key) -> Proof): rows whose vLLM modules need
-# torchaudio or timm, rows proven with a stand-in, and rows that only an older vLLM runs.
+# torchaudio or timm, rows proven with a stand-in, rows that only an older vLLM runs, and rows
+# whose checkpoints carry remote code vendored from public repositories (public_more).
 _PROOF_MODULES = (
     "tests.tiny.extras",
     "tests.tiny.standin",
     "tests.tiny.older",
     "tests.tiny.vision",
+    "tests.tiny.public_more",
 )
 
 # The environment `make install` builds (.venv): the vLLM the docs are generated with.

@@ -261,20 +261,23 @@ PROOFS = {
 
 # Why each other key of the single-image and video example has no offline proof.
 UNPROVEN: dict[str, str] = {
-    "bagel": "config and processor classes need remote code (BAGEL)",
     "dots_ocr": "config and processor classes need remote code (dots.ocr)",
     "glm4v": "config and tokenizer classes need remote code (GLM-4V)",
-    "eagle2_5": "config and processor classes need remote code (Eagle 2.5)",
-    "interns1_pro": "config and processor classes need remote code (Intern-S1-Pro)",
-    "kanana_v": "config and processor classes need remote code (Kanana-V)",
+    "interns1_pro": "vLLM 0.32 runs the checkpoint's remote config and processor classes "
+    "(Intern-S1-Pro), found in no public repository (InternLM/Intern-S1 holds docs only)",
+    "kanana_v": "vLLM 0.32 runs the checkpoint's remote config, processor and image processor "
+    "classes (Kanana-V); kakao/kanana holds no model code, and no public copy with a named "
+    "source was found",
     "kimi_k25": "config and processor classes need remote code (Kimi K2.5); mmrun does not "
     "send its 'vision_chunk' items yet",
     "minicpmo": "config and processor classes need remote code (MiniCPM-o)",
     "minicpmv": "config and processor classes need remote code (MiniCPM-V)",
     "molmo": "config and processor classes need remote code (Molmo)",
-    "nemotron_parse_35": "config and processor classes need remote code (Nemotron Parse)",
-    "nemotron_vl": "config and processor classes need remote code (Nemotron Nano VL)",
-    "skywork_chat": "config and processor classes need remote code (Skywork-R1V)",
+    "nemotron_parse_35": "vLLM 0.32 runs the checkpoint's remote config and processor classes "
+    "(Nemotron Parse); no public copy with a named source was found",
+    "nemotron_vl": "vLLM 0.32 builds the vision tower from the checkpoint's remote C-RADIO model "
+    "(AutoModel) and the image processor from remote code; the config class loads C-RADIO's "
+    "config class from another Hub repository (nvidia/C-RADIOv2-H)",
     **dict.fromkeys(
         (
             "blip-2",

@@ -1,0 +1,50 @@
+"""The remote code vendored for the tiny checkpoints (tests/fixtures/remote/): each folder
+says where its files come from, and the checkpoints built with them load those files as
+remote code, as a Hub checkpoint's are loaded with --trust-remote-code."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable
+from pathlib import Path
+
+import pytest
+
+from mmrun.tiny import TinyCheckpoint
+from tests.tiny.public_more import REMOTE, build_eagle2_5, build_skywork_chat
+
+FOLDERS = sorted(p for p in REMOTE.iterdir() if p.is_dir())
+
+
+def test_there_are_vendored_folders() -> None:
+    assert FOLDERS
+
+
+@pytest.mark.parametrize("folder", FOLDERS, ids=[p.name for p in FOLDERS])
+def test_each_folder_names_its_source_and_licence(folder: Path) -> None:
+    readme = (folder / "README.md").read_text()
+    for field in ("Repository:", "Path:", "Commit:", "Licence:"):
+        assert field in readme, (folder.name, field)
+    assert (folder / "LICENSE").read_text().strip()
+
+
+@pytest.mark.parametrize(
+    ("build", "class_name"),
+    [(build_eagle2_5, "Eagle2_5_VLConfig"), (build_skywork_chat, "SkyworkR1VChatConfig")],
+    ids=["eagle2_5", "skywork_chat"],
+)
+def test_the_checkpoint_loads_the_vendored_config_class(
+    build: Callable[[Path], TinyCheckpoint], class_name: str, tmp_path: Path
+) -> None:
+    from transformers import AutoConfig
+
+    checkpoint = build(tmp_path / "ckpt")
+    auto_map = json.loads((Path(checkpoint.path) / "config.json").read_text())["auto_map"]
+    assert auto_map["AutoConfig"].endswith("." + class_name)
+    config = AutoConfig.from_pretrained(str(checkpoint.path), trust_remote_code=True)
+    # The class comes from the file copied into the checkpoint, not from transformers or vLLM.
+    assert type(config).__name__ == class_name
+    assert type(config).__module__.startswith("transformers_modules.")
+    # What vLLM's InternVL-style processors read from it.
+    assert config.min_dynamic_patch == 1 and config.max_dynamic_patch == 6
+    assert config.text_config.hidden_size == 128
