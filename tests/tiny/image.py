@@ -1019,11 +1019,13 @@ UNPROVEN: dict[str, str] = {
     "kimi_vl": "processor classes need remote code: KimiVLImageProcessor is published only on "
     "the Hub, and vLLM's repository's processing_kimi_vl.py imports "
     "_validate_images_text_input_order, which transformers 5 removed",
-    "phi3_v": "processor class needs remote code (Phi3VProcessor)",
+    "phi3_v": "processor classes need remote code (Phi3VProcessor, Phi3VImageProcessor): "
+    "published only on the Hub; the public copies found are modified ports",
     "phi4_mm": "config and processor need remote code, plus the vision LoRA adapter",
     "phi4_multimodal": (
         "architecture removed from vLLM 0.32 (Phi4Multimodal, last in 0.12.0); no vLLM 0.12 "
         "environment (torch 2.9.1) nor tiny builder yet"
     ),
-    "rvl": "config and processor classes need remote code (R-4B)",
+    "rvl": "config and processor classes need remote code (R-4B): RConfig is published only "
+    "on the Hub, the one public RProcessor is a draft inside a vLLM fork's model file",
 }
