@@ -32,6 +32,7 @@ pytestmark = pytest.mark.e2e
         ("glm4_1v", "generate"),
         ("llava-onevision", "generate"),
         ("llava-next-video", "generate"),
+        ("keye_vl", "generate"),
     ],
 )
 def test_a_clip_through_the_real_engine(
@@ -62,6 +63,8 @@ def test_a_clip_through_the_real_engine(
             "-tp",
             "1",
             "--json",
+            # As a user runs a remote-code model (keye_vl); the other keys need none.
+            "--trust-remote-code",
             *flags,
         ],
         capture_output=True,

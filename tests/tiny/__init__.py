@@ -33,6 +33,7 @@ _PROOF_MODULES = (
     "tests.tiny.older",
     "tests.tiny.vision",
     "tests.tiny.public_more",
+    "tests.tiny.public",
 )
 
 # The environment `make install` builds (.venv): the vLLM the docs are generated with.

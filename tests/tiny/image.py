@@ -1013,14 +1013,19 @@ BUILDERS: dict[str, Builder] = {
 UNPROVEN: dict[str, str] = {
     "command_a_vision": "real chat template not buildable offline (Cohere's long preamble template)",
     "hyperclovax_seed_vision": "architecture removed from vLLM 0.32 (HCXVision, last in 0.28.0)",
-    "keye_vl": "config and processor classes need remote code (Keye-VL)",
-    "keye_vl1_5": "config and processor classes need remote code (Keye-VL-1.5)",
-    "kimi_vl": "processor class needs remote code (KimiVLProcessor); vLLM ships only the config",
-    "phi3_v": "processor class needs remote code (Phi3VProcessor)",
+    "keye_vl1_5": "config and processor classes need remote code (Keye-VL-1.5); GitHub's "
+    "Kwai-Keye/Keye has only Keye-VL-8B-Preview's files, and transformers 5.19 has no "
+    "keye_vl_1_5 port",
+    "kimi_vl": "processor classes need remote code: KimiVLImageProcessor is published only on "
+    "the Hub, and vLLM's repository's processing_kimi_vl.py imports "
+    "_validate_images_text_input_order, which transformers 5 removed",
+    "phi3_v": "processor classes need remote code (Phi3VProcessor, Phi3VImageProcessor): "
+    "published only on the Hub; the public copies found are modified ports",
     "phi4_mm": "config and processor need remote code, plus the vision LoRA adapter",
     "phi4_multimodal": (
         "architecture removed from vLLM 0.32 (Phi4Multimodal, last in 0.12.0); no vLLM 0.12 "
         "environment (torch 2.9.1) nor tiny builder yet"
     ),
-    "rvl": "config and processor classes need remote code (R-4B)",
+    "rvl": "config and processor classes need remote code (R-4B): RConfig is published only "
+    "on the Hub, the one public RProcessor is a draft inside a vLLM fork's model file",
 }

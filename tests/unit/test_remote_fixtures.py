@@ -1,10 +1,13 @@
-"""The remote code vendored for the tiny checkpoints (tests/fixtures/remote/): each folder
-says where its files come from, and the checkpoints built with them load those files as
-remote code, as a Hub checkpoint's are loaded with --trust-remote-code."""
+"""The model repositories' files vendored under tests/fixtures/remote (the real remote classes
+that tests/tiny/public.py and tests/tiny/public_more.py put into tiny checkpoints): each folder
+says where its files come from and under which licence, and names every file it holds; the
+checkpoints built with them load those files as remote code, as a Hub checkpoint's are loaded
+with --trust-remote-code."""
 
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Callable
 from pathlib import Path
 
@@ -21,11 +24,14 @@ def test_there_are_vendored_folders() -> None:
 
 
 @pytest.mark.parametrize("folder", FOLDERS, ids=[p.name for p in FOLDERS])
-def test_each_folder_names_its_source_and_licence(folder: Path) -> None:
+def test_each_folder_names_its_source_licence_and_files(folder: Path) -> None:
     readme = (folder / "README.md").read_text()
-    for field in ("Repository:", "Path:", "Commit:", "Licence:"):
-        assert field in readme, (folder.name, field)
-    assert (folder / "LICENSE").read_text().strip()
+    assert re.search(r"(Source|Repository): https://github\.com/\S+", readme), folder.name
+    assert re.search(r"[Cc]ommit:?\s+`?[0-9a-f]{7,40}", readme), folder.name
+    assert re.search(r"Licence: \S+", readme), folder.name
+    for path in folder.iterdir():
+        if path.name != "README.md":
+            assert path.name in readme, f"{folder.name}/README.md does not name {path.name}"
 
 
 @pytest.mark.parametrize(
