@@ -277,7 +277,6 @@ UNPROVEN: dict[str, str] = {
     "skywork_chat": "config and processor classes need remote code (Skywork-R1V)",
     **dict.fromkeys(
         (
-            "blip-2",
             "deepseek_ocr2",
             "ernie45_vl",
             "gemma3n",
