@@ -11,12 +11,16 @@ from pathlib import Path
 
 from mmrun.tiny import TinyCheckpoint
 from mmrun.tiny._common import (
+    CPU_ARGS,
     TINY_TEXT,
     build_tokenizer,
     finish,
+    save_config,
+    save_random_weights,
     token_ids,
     transformers_module,
 )
+from mmrun.tiny.qwen_vl import _QWEN_SPECIALS
 from tests.tiny import Proof
 from tests.tiny.image import _text
 
@@ -84,6 +88,113 @@ def build_blip2(dest: Path) -> TinyCheckpoint:
     return finish(dest, tf.Blip2ForConditionalGeneration, config, processor)
 
 
+# ---------------------------------------------------------------------------------------------
+# LightOnOCR
+
+# lightonai/LightOnOCR-1B-1025, chat_template.jinja.
+_LIGHTONOCR_TEMPLATE = """{% set image_count = namespace(value=0) %}
+{% for message in messages %}
+{% if loop.first and message['role'] != 'system' %}
+<|im_start|>system<|im_end|>
+{% endif %}
+<|im_start|>{{ message['role'] }}
+{% if message['content'] is string %}
+{{ message['content'] }}<|im_end|>
+{% else %}
+{% for content in message['content'] %}
+{% if content['type'] == 'image' or 'image' in content or 'image_url' in content %}
+{% set image_count.value = image_count.value + 1 %}
+{% if add_vision_id %}
+Picture {{ image_count.value }}:
+{% endif -%}
+<|image_pad|>
+{%- elif 'text' in content %}
+{{ content['text'] }}
+{% endif %}
+{% endfor %}
+<|im_end|>
+{% endif %}
+{% endfor %}
+{% if add_generation_prompt %}
+<|im_start|>assistant
+{% endif %}"""
+
+
+def build_lightonocr(dest: Path) -> TinyCheckpoint:
+    """LightOnOCR (``LightOnOCRForConditionalGeneration``: Pixtral tower, Mistral 3's patch
+    merger and projector, Qwen3 text), with its real chat template.
+
+    Its config.json is a Mistral 3 config naming the LightOnOCR architecture, as the Hub's
+    is; vLLM builds the processor as a Pixtral processor (image, break and end tokens from
+    processor_config.json), which is what this checkpoint saves. The weights are initialised
+    with transformers' LightOnOcr classes, which save them under the Hub's names
+    (``model.vision_encoder.*``, ``model.vision_projection.*``).
+    """
+    tf = transformers_module()
+    tokenizer = build_tokenizer(
+        dest,
+        _QWEN_SPECIALS,
+        chat_template=_LIGHTONOCR_TEMPLATE,
+        eos_token="<|im_end|>",
+        pad_token="<|endoftext|>",
+    )
+    ids = token_ids(tokenizer, _QWEN_SPECIALS)
+    # 14-pixel patches merged 2 x 2: at most 112 pixels a side, 4 x 4 image tokens.
+    vision = {
+        "model_type": "pixtral",
+        "hidden_size": 64,
+        "intermediate_size": 128,
+        "num_hidden_layers": 1,
+        "num_attention_heads": 2,
+        "head_dim": 32,
+        "image_size": 112,
+        "patch_size": 14,
+    }
+    text = _text(
+        tokenizer,
+        model_type="qwen3",
+        tie_word_embeddings=True,
+        bos_token_id=None,
+        eos_token_id=ids["<|im_end|>"],
+        pad_token_id=ids["<|endoftext|>"],
+    )
+    shared = {
+        "vision_config": vision,
+        "text_config": text,
+        "image_token_id": ids["<|image_pad|>"],
+        "spatial_merge_size": 2,
+        "tie_word_embeddings": True,
+    }
+    save_random_weights(
+        tf.LightOnOcrForConditionalGeneration,
+        tf.LightOnOcrConfig(**shared),
+        dest,
+        dtype="bfloat16",
+    )
+    config = tf.Mistral3Config(
+        **shared,
+        projector_hidden_act="gelu",
+        multimodal_projector_bias=False,
+        vision_feature_layer=-1,
+    )
+    save_config(config, dest, "LightOnOCRForConditionalGeneration")
+    processor = tf.PixtralProcessor(
+        image_processor=tf.PixtralImageProcessor(
+            size={"longest_edge": vision["image_size"]}, patch_size=vision["patch_size"]
+        ),
+        tokenizer=tokenizer,
+        patch_size=vision["patch_size"],
+        spatial_merge_size=2,
+        image_token="<|image_pad|>",
+        image_break_token="<|vision_pad|>",
+        image_end_token="<|vision_end|>",
+        chat_template=_LIGHTONOCR_TEMPLATE,
+    )
+    processor.save_pretrained(str(dest))
+    return TinyCheckpoint(dest, dict(CPU_ARGS))
+
+
 PROOFS = {
     ("image", "blip-2"): Proof(build_blip2),
+    ("image", "lightonocr"): Proof(build_lightonocr),
 }

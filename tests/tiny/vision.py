@@ -283,7 +283,6 @@ UNPROVEN: dict[str, str] = {
             "gemma4",
             "glm_ocr",
             "lfm2_vl",
-            "lightonocr",
             "qwen3_5",
             "qwen3_5_moe",
         ),
