@@ -22,7 +22,7 @@ from mmrun.tiny._common import (
 )
 from mmrun.tiny.qwen_vl import _QWEN_SPECIALS
 from tests.tiny import Proof
-from tests.tiny.image import _text
+from tests.tiny.image import _GLM4V_TEMPLATE, _text
 
 # ---------------------------------------------------------------------------------------------
 # BLIP-2
@@ -194,7 +194,91 @@ def build_lightonocr(dest: Path) -> TinyCheckpoint:
     return TinyCheckpoint(dest, dict(CPU_ARGS))
 
 
+# ---------------------------------------------------------------------------------------------
+# GLM-OCR
+
+
+def build_glm_ocr(dest: Path) -> TinyCheckpoint:
+    """GLM-OCR (``GlmOcrForConditionalGeneration``: GLM-4.1V's layout with a CogViT tower and a
+    dense GLM text model), with the real GLM-4.6V processor, image processor and video
+    processor that its checkpoint names, and the GLM-V chat template (tests/tiny/image.py)."""
+    tf = transformers_module()
+    specials = [
+        "<|endoftext|>",
+        "[gMASK]",
+        "<sop>",
+        "<|system|>",
+        "<|user|>",
+        "<|assistant|>",
+        "<|observation|>",
+        "<|begin_of_image|>",
+        "<|end_of_image|>",
+        "<|image|>",
+        "<|begin_of_video|>",
+        "<|end_of_video|>",
+        "<|video|>",
+        "<think>",
+        "</think>",
+    ]
+    tokenizer = build_tokenizer(
+        dest,
+        specials,
+        chat_template=_GLM4V_TEMPLATE,
+        eos_token="<|endoftext|>",
+        pad_token="<|endoftext|>",
+    )
+    ids = token_ids(tokenizer, specials)
+    # head_dim 64 with partial_rotary_factor 0.5: 32 rotary dims, mrope halves 4 + 6 + 6 = 16.
+    text = _text(
+        tokenizer,
+        rope_parameters={
+            "rope_type": "default",
+            "mrope_section": [4, 6, 6],
+            "partial_rotary_factor": 0.5,
+        },
+        eos_token_id=[ids["<|endoftext|>"], ids["<|user|>"], ids["<|observation|>"]],
+        pad_token_id=ids["<|endoftext|>"],
+    )
+    vision = {
+        "depth": 1,
+        "hidden_size": 64,
+        "intermediate_size": 128,
+        "num_heads": 2,
+        "out_hidden_size": TINY_TEXT["hidden_size"],
+    }
+    config = tf.GlmOcrConfig(
+        text_config=text,
+        vision_config=vision,
+        image_token_id=ids["<|image|>"],
+        video_token_id=ids["<|video|>"],
+        image_start_token_id=ids["<|begin_of_image|>"],
+        image_end_token_id=ids["<|end_of_image|>"],
+        video_start_token_id=ids["<|begin_of_video|>"],
+        video_end_token_id=ids["<|end_of_video|>"],
+    )
+    # 24 to 32 merged 28 x 28 patches per image (the budget counts an image as 2 frames). The
+    # loader's mm_processor_kwargs (vLLM's example's budget) would otherwise let the tests'
+    # small images make a dozen image tokens, fewer than the hand-written prompt's system turn
+    # adds over the chat template's prompt: chat's prompt would not outnumber that text.
+    pixels = {"shortest_edge": 2 * 24 * 28 * 28, "longest_edge": 2 * 32 * 28 * 28}
+    processor = tf.Glm46VProcessor(
+        image_processor=tf.Glm46VImageProcessor(size=pixels),
+        video_processor=tf.Glm46VVideoProcessor(),
+        tokenizer=tokenizer,
+        chat_template=_GLM4V_TEMPLATE,
+    )
+    return finish(
+        dest,
+        tf.GlmOcrForConditionalGeneration,
+        config,
+        processor,
+        mm_processor_kwargs={"size": pixels, "fps": 1},
+    )
+
+
 PROOFS = {
     ("image", "blip-2"): Proof(build_blip2),
     ("image", "lightonocr"): Proof(build_lightonocr),
+    ("image", "glm_ocr"): Proof(build_glm_ocr),
+    ("video", "glm_ocr"): Proof(build_glm_ocr),
 }

@@ -281,7 +281,6 @@ UNPROVEN: dict[str, str] = {
             "ernie45_vl",
             "gemma3n",
             "gemma4",
-            "glm_ocr",
             "lfm2_vl",
             "qwen3_5",
             "qwen3_5_moe",
