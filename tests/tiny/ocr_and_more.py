@@ -1,8 +1,9 @@
 """Tiny offline checkpoints for more keys of vLLM's single-image and video example: BLIP-2,
-LightOnOCR, GLM-OCR and ERNIE 4.5-VL (see tests/tiny/__init__.py and tools/upstream.py).
+LightOnOCR and GLM-OCR (see tests/tiny/__init__.py and tools/upstream.py).
 
 Their loaders write the prompt by hand, as that example does, so each checkpoint proves the
-real prompt format by generate.
+real prompt format by generate; the chat method renders the model's published chat template
+(GLM-OCR: the GLM-V template that tests/tiny/image.py carries). BLIP-2 has no chat method.
 """
 
 from __future__ import annotations
