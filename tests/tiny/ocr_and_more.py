@@ -31,8 +31,9 @@ from tests.tiny.image import _GLM4V_TEMPLATE, _text
 
 def build_blip2(dest: Path) -> TinyCheckpoint:
     """BLIP-2 (``Blip2ForConditionalGeneration``: BLIP ViT, Q-Former, OPT), with the real
-    BLIP image processor and BLIP-2 processor. OPT's tokenizer puts </s> before every text;
-    the checkpoints' processors add <image> for the query tokens."""
+    BLIP image processor and BLIP-2 processor. OPT's tokenizer puts </s> before every text
+    (the special tokens keep OPT's ids 0-3); vLLM puts the image's query tokens, as <image>
+    placeholders, before the prompt."""
     tf = transformers_module()
     specials = ["<s>", "<pad>", "</s>", "<unk>", "<image>"]
     tokenizer = build_tokenizer(
@@ -277,6 +278,8 @@ def build_glm_ocr(dest: Path) -> TinyCheckpoint:
     )
 
 
+# GLM-OCR's video row runs the image row's checkpoint: its processor carries the real GLM-4.6V
+# video processor.
 PROOFS = {
     ("image", "blip-2"): Proof(build_blip2),
     ("image", "lightonocr"): Proof(build_lightonocr),
