@@ -30,6 +30,7 @@ pytestmark = pytest.mark.e2e
         ("qwen3_vl_moe", "generate"),
         ("qwen2_5_omni", "generate"),
         ("glm4_1v", "generate"),
+        ("glm_ocr", "generate"),
         ("llava-onevision", "generate"),
         ("llava-next-video", "generate"),
         ("keye_vl", "generate"),
@@ -83,7 +84,7 @@ def test_a_clip_through_the_real_engine(
         "video": 1,
         "audio": 0,
     }
-    placeholder = {"glm4_1v": "<|video|>", "qwen2_5_omni": "<|VIDEO|>"}.get(
+    placeholder = {"glm4_1v": "<|video|>", "glm_ocr": "<|video|>", "qwen2_5_omni": "<|VIDEO|>"}.get(
         key, "<video>" if key.startswith("llava") else "<|video_pad|>"
     )
     assert doc["prompt"].count(placeholder) == 1

@@ -34,6 +34,7 @@ _PROOF_MODULES = (
     "tests.tiny.vision",
     "tests.tiny.public_more",
     "tests.tiny.public",
+    "tests.tiny.ocr_and_more",
 )
 
 # The environment `make install` builds (.venv): the vLLM the docs are generated with.

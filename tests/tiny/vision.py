@@ -278,16 +278,19 @@ UNPROVEN: dict[str, str] = {
     "nemotron_vl": "vLLM 0.32 builds the vision tower from the checkpoint's remote C-RADIO model "
     "(AutoModel) and the image processor from remote code; the config class loads C-RADIO's "
     "config class from another Hub repository (nvidia/C-RADIOv2-H)",
+    # vLLM's own model builds a full-size SAM ViT-B tower and a 24-layer, 896-wide Qwen2
+    # encoder whatever the config says, and runs 768-pixel crops.
+    "deepseek_ocr2": "not built: vLLM hard-codes full-size SAM ViT-B and Qwen2 encoder towers",
+    # transformers' Ernie4_5_VLMoe classes nest the text config and give no pixel_hidden_size,
+    # spatial_conv_size or im_patch_id, and their processor returns pixel_values and
+    # image_grid_thw where vLLM reads the Hub processor's images and grid_thw.
+    "ernie45_vl": "vLLM 0.32's ERNIE-4.5-VL needs the Hub's remote-code config and processor "
+    "(transformers' own classes lack the fields and outputs it reads)",
     **dict.fromkeys(
         (
-            "blip-2",
-            "deepseek_ocr2",
-            "ernie45_vl",
             "gemma3n",
             "gemma4",
-            "glm_ocr",
             "lfm2_vl",
-            "lightonocr",
             "qwen3_5",
             "qwen3_5_moe",
         ),
