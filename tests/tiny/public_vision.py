@@ -115,7 +115,110 @@ def build_dots_ocr(dest: Path) -> TinyCheckpoint:
     return TinyCheckpoint(dest, {**CPU_ARGS, "load_format": "dummy"})
 
 
+# ---------------------------------------------------------------------------------------------
+# GLM-4V
+
+
+def _tiktoken_ranks(size: int, specials: tuple[str, ...]) -> list[bytes]:
+    """A tiktoken vocabulary of ``size`` ranks: a byte-level BPE trained locally (the 256 bytes,
+    then its merges, in merge order, as tiktoken ranks them), then filler entries that no text
+    reaches, so that the special tokens placed after it get the real model's ids."""
+    from mmrun.tiny._common import train_bpe
+
+    bpe = train_bpe(specials)
+    # Byte-level BPE spells each byte as a printable character (GPT-2's table): invert it.
+    printable = [*range(ord("!"), ord("~") + 1), *range(0xA1, 0xAC + 1), *range(0xAE, 0xFF + 1)]
+    chars = {chr(b): b for b in printable}
+    extra = 0
+    for b in range(256):
+        if b not in printable:
+            chars[chr(256 + extra)] = b
+            extra += 1
+    vocab = bpe.get_vocab()
+    learned = [
+        bytes(chars[c] for c in token)
+        for token, _ in sorted(vocab.items(), key=lambda item: item[1])
+        if token not in specials
+    ]
+    ranks = list(dict.fromkeys([bytes([b]) for b in range(256)] + learned))
+    # Fillers: two bytes above 0xF8, which no UTF-8 text contains, so no text reaches them.
+    filler = (bytes([0xF8 + i // 65536 % 8, i // 256 % 256, i % 256]) for i in range(size))
+    while len(ranks) < size:
+        ranks.append(next(filler))
+    return ranks
+
+
+def build_glm4v(dest: Path) -> TinyCheckpoint:
+    """GLM-4V-9B (``ChatGLMModel`` with an EVA2-CLIP tower, run as ``GLM4VForCausalLM``), with
+    the model's own tokenizer class (tokenization_chatglm.py: ChatGLM4Tokenizer, tiktoken) and
+    tokenizer_config.json from auto_map; vLLM ships the config class (ChatGLMConfig, model type
+    "chatglm") and the image processor. The tiktoken vocabulary is local; it is padded so that
+    the special tokens keep their real ids (151329 on), which the loader's stop ids name."""
+    import base64
+
+    _vendor(dest, "glm4v", "tokenization_chatglm.py", "tokenizer_config.json")
+    added = json.loads((dest / "tokenizer_config.json").read_text())["added_tokens_decoder"]
+    specials = {int(i): t["content"] for i, t in added.items()}
+    first = min(specials)
+    ranks = _tiktoken_ranks(first, tuple(specials.values()))
+    (dest / "tokenizer.model").write_bytes(
+        b"".join(base64.b64encode(token) + b" %d\n" % rank for rank, token in enumerate(ranks))
+    )
+    ids = {t: i for i, t in specials.items()}
+    patch, size = 14, 56
+    vision = {
+        "dropout_prob": 0.0,
+        "hidden_act": "gelu",
+        "in_channels": 3,
+        "num_hidden_layers": 1,
+        "hidden_size": 64,
+        "patch_size": patch,
+        "num_heads": 2,
+        "intermediate_size": 128,
+        "layer_norm_eps": 1e-06,
+        "num_positions": (size // patch) ** 2 + 1,
+        "image_size": size,
+        "scaling_factor": 8,
+    }
+    config = {
+        "model_type": "chatglm",
+        "architectures": ["ChatGLMModel"],
+        "vision_config": vision,
+        "add_bias_linear": False,
+        "add_qkv_bias": True,
+        "apply_query_key_layer_scaling": True,
+        "apply_residual_connection_post_layernorm": False,
+        "attention_dropout": 0.0,
+        "attention_softmax_in_fp32": True,
+        "bias_dropout_fusion": True,
+        "ffn_hidden_size": TINY_TEXT["intermediate_size"],
+        "fp32_residual_connection": False,
+        "hidden_dropout": 0.0,
+        "hidden_size": TINY_TEXT["hidden_size"],
+        "kv_channels": TINY_TEXT["head_dim"],
+        "layernorm_epsilon": 1.5625e-07,
+        "multi_query_attention": True,
+        "multi_query_group_num": 1,
+        "num_attention_heads": TINY_TEXT["num_attention_heads"],
+        "num_layers": 1,
+        "original_rope": True,
+        "padded_vocab_size": 151552,  # the real size: the special tokens keep their ids
+        "post_layer_norm": True,
+        "rmsnorm": True,
+        "seq_length": 2048,
+        "tie_word_embeddings": False,
+        "eos_token_id": [ids["<|endoftext|>"], ids["<|user|>"], ids["<|observation|>"]],
+        "pad_token_id": ids["<|endoftext|>"],
+        "boi_token_id": ids["<|begin_of_image|>"],
+        "eoi_token_id": ids["<|end_of_image|>"],
+    }
+    _write_json(dest / "config.json", config)
+    return TinyCheckpoint(dest, {**CPU_ARGS, "load_format": "dummy"})
+
+
 PROOFS: dict[tuple[str, str], Proof] = {
     # The prompt is the loader's hand-written one (vLLM's example), so real; no chat template.
     ("image", "dots_ocr"): Proof(build_dots_ocr),
+    # The prompt is the loader's hand-written one (vLLM's example); no chat template.
+    ("image", "glm4v"): Proof(build_glm4v),
 }

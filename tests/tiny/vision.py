@@ -262,7 +262,6 @@ PROOFS = {
 # Why each other key of the single-image and video example has no offline proof.
 UNPROVEN: dict[str, str] = {
     "bagel": "config and processor classes need remote code (BAGEL)",
-    "glm4v": "config and tokenizer classes need remote code (GLM-4V)",
     "eagle2_5": "config and processor classes need remote code (Eagle 2.5)",
     "interns1_pro": "config and processor classes need remote code (Intern-S1-Pro)",
     "kanana_v": "config and processor classes need remote code (Kanana-V)",
