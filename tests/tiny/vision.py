@@ -269,7 +269,6 @@ UNPROVEN: dict[str, str] = {
     "send its 'vision_chunk' items yet",
     "minicpmo": "config and processor classes need remote code (MiniCPM-o)",
     "minicpmv": "config and processor classes need remote code (MiniCPM-V)",
-    "molmo": "config and processor classes need remote code (Molmo)",
     "nemotron_parse_35": "config and processor classes need remote code (Nemotron Parse)",
     "nemotron_vl": "config and processor classes need remote code (Nemotron Nano VL)",
     "skywork_chat": "config and processor classes need remote code (Skywork-R1V)",
