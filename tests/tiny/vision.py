@@ -267,8 +267,12 @@ UNPROVEN: dict[str, str] = {
     "kanana_v": "config and processor classes need remote code (Kanana-V)",
     "kimi_k25": "config and processor classes need remote code (Kimi K2.5); mmrun does not "
     "send its 'vision_chunk' items yet",
-    "minicpmo": "config and processor classes need remote code (MiniCPM-o)",
-    "minicpmv": "config and processor classes need remote code (MiniCPM-V)",
+    "minicpmo": "remote config, processor, image processor and tokenizer classes "
+    "(openbmb/MiniCPM-o-2_6): no unchanged public copy on GitHub (the two found of "
+    "image_processing_minicpmv.py are patched)",
+    "minicpmv": "remote image processor and tokenizer classes (openbmb/MiniCPM-V-2_6's "
+    "image_processing_minicpmv.py, tokenization_minicpmv_fast.py): no public copy on GitHub "
+    "(OpenBMB/MiniCPM-V holds an older configuration_minicpm.py only)",
     "nemotron_parse_35": "config and processor classes need remote code (Nemotron Parse)",
     "nemotron_vl": "config and processor classes need remote code (Nemotron Nano VL)",
     "skywork_chat": "config and processor classes need remote code (Skywork-R1V)",
