@@ -123,7 +123,8 @@ def text_only_tokens(checkpoint: TinyCheckpoint, doc: dict[str, Any]) -> int:
         return len(doc["prompt_token_ids"]) - 1
     from transformers import AutoTokenizer
 
-    tokenizer = AutoTokenizer.from_pretrained(checkpoint.path)
+    # As the runs do (--trust-remote-code): a checkpoint may name its tokenizer class in auto_map.
+    tokenizer = AutoTokenizer.from_pretrained(checkpoint.path, trust_remote_code=True)
     return len(tokenizer(doc["prompt"], add_special_tokens=False).input_ids)
 
 

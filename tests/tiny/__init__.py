@@ -35,6 +35,7 @@ _PROOF_MODULES = (
     "tests.tiny.public_more",
     "tests.tiny.public",
     "tests.tiny.ocr_and_more",
+    "tests.tiny.public_vision",
 )
 
 # The environment `make install` builds (.venv): the vLLM the docs are generated with.

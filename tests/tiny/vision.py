@@ -261,8 +261,6 @@ PROOFS = {
 
 # Why each other key of the single-image and video example has no offline proof.
 UNPROVEN: dict[str, str] = {
-    "dots_ocr": "config and processor classes need remote code (dots.ocr)",
-    "glm4v": "config and tokenizer classes need remote code (GLM-4V)",
     "interns1_pro": "vLLM 0.32 runs the checkpoint's remote config and processor classes "
     "(Intern-S1-Pro), found in no public repository (InternLM/Intern-S1 holds docs only)",
     "kanana_v": "vLLM 0.32 runs the checkpoint's remote config, processor and image processor "
@@ -270,9 +268,10 @@ UNPROVEN: dict[str, str] = {
     "source was found",
     "kimi_k25": "config and processor classes need remote code (Kimi K2.5); mmrun does not "
     "send its 'vision_chunk' items yet",
-    "minicpmo": "config and processor classes need remote code (MiniCPM-o)",
-    "minicpmv": "config and processor classes need remote code (MiniCPM-V)",
-    "molmo": "config and processor classes need remote code (Molmo)",
+    "minicpmo": "remote config, processor, image processor and tokenizer classes "
+    "(openbmb/MiniCPM-o-2_6), not in vLLM or transformers",
+    "minicpmv": "remote image processor and tokenizer classes (openbmb/MiniCPM-V-2_6's "
+    "image_processing_minicpmv.py, tokenization_minicpmv_fast.py), not in vLLM or transformers",
     "nemotron_parse_35": "vLLM 0.32 runs the checkpoint's remote config and processor classes "
     "(Nemotron Parse); no public copy with a named source was found",
     "nemotron_vl": "vLLM 0.32 builds the vision tower from the checkpoint's remote C-RADIO model "

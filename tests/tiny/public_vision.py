@@ -1,0 +1,336 @@
+"""Tiny checkpoints of single-image rows whose config (and processor) classes are remote code,
+with the model authors' OWN classes: the files of the published model repositories, vendored
+unchanged (or minimally changed, as each fixture's README.md says) under
+tests/fixtures/remote/<model>/ with their source and licence. A builder copies them next to
+config.json, whose ``auto_map`` names them, as the Hub repository does, and the test runs them
+with ``--trust-remote-code`` as a user would.
+
+The tokenizers are trained locally (byte-level BPE) with each model's real special tokens.
+"""
+
+from __future__ import annotations
+
+import json
+import shutil
+from pathlib import Path
+from typing import Any
+
+from mmrun.tiny import TinyCheckpoint
+from mmrun.tiny._common import CPU_ARGS, TINY_TEXT, build_tokenizer, token_ids
+from tests.tiny import Proof
+from tests.tiny.image import _text
+
+_REMOTE = Path(__file__).resolve().parent.parent / "fixtures" / "remote"
+
+
+def _vendor(dest: Path, model: str, *names: str) -> None:
+    """Copy the vendored remote-code files of ``model`` into the checkpoint folder."""
+    dest.mkdir(parents=True, exist_ok=True)
+    for name in names:
+        shutil.copy(_REMOTE / model / name, dest / name)
+
+
+def _write_json(path: Path, data: dict[str, Any]) -> None:
+    path.write_text(json.dumps(data, indent=2) + "\n")
+
+
+# ---------------------------------------------------------------------------------------------
+# dots.ocr
+
+# The dots.ocr tokenizer's added tokens (Qwen2's, then its own turn and image tokens).
+_DOTS_SPECIALS = (
+    "<|endoftext|>",
+    "<|im_start|>",
+    "<|im_end|>",
+    "<|video_pad|>",
+    "<|imgpad|>",
+    "<|img|>",
+    "<|endofimg|>",
+    "<|user|>",
+    "<|endofuser|>",
+    "<|assistant|>",
+    "<|endofassistant|>",
+)
+
+
+def build_dots_ocr(dest: Path) -> TinyCheckpoint:
+    """dots.ocr (``DotsOCRForCausalLM``: a NaViT-style tower with 2x2 patch merging, Qwen2
+    text), with the model's own configuration_dots.py (DotsOCRConfig, DotsVLProcessor) from
+    auto_map. vLLM reads the config class by name and builds transformers' Qwen2VLProcessor
+    over the checkpoint's Qwen2-VL image processor (14-pixel patches, one per frame)."""
+    import transformers
+
+    tf: Any = transformers
+    _vendor(dest, "dots_ocr", "configuration_dots.py")
+    tokenizer = build_tokenizer(
+        dest,
+        _DOTS_SPECIALS,
+        eos_token="<|endoftext|>",
+        pad_token="<|endoftext|>",
+    )
+    ids = token_ids(tokenizer, _DOTS_SPECIALS)
+    text = _text(
+        tokenizer,
+        bos_token_id=ids["<|endoftext|>"],
+        eos_token_id=ids["<|endoftext|>"],
+        rope_theta=1000000.0,
+        tie_word_embeddings=False,
+    )
+    patch = 14
+    config = {
+        "architectures": ["DotsOCRForCausalLM"],
+        "auto_map": {
+            "AutoConfig": "configuration_dots.DotsOCRConfig",
+            "AutoProcessor": "configuration_dots.DotsVLProcessor",
+        },
+        "model_type": "dots_ocr",
+        **text,
+        "image_token_id": ids["<|imgpad|>"],
+        "video_token_id": ids["<|video_pad|>"],
+        "vision_config": {
+            "embed_dim": 64,
+            "hidden_size": TINY_TEXT["hidden_size"],
+            "intermediate_size": 128,
+            "num_hidden_layers": 1,
+            "num_attention_heads": 2,
+            "num_channels": 3,
+            "patch_size": patch,
+            "spatial_merge_size": 2,
+            "temporal_patch_size": 1,
+            "rms_norm_eps": 1e-5,
+            "use_bias": False,
+            "post_norm": True,
+            "attn_implementation": "sdpa",
+        },
+    }
+    _write_json(dest / "config.json", config)
+    # At most 16 merged 28x28 patches per image: a few placeholder tokens each.
+    processor = tf.Qwen2VLImageProcessor(
+        size={"shortest_edge": 4 * 28 * 28, "longest_edge": 16 * 28 * 28},
+        patch_size=patch,
+        temporal_patch_size=1,
+        merge_size=2,
+    )
+    processor.save_pretrained(str(dest))
+    return TinyCheckpoint(dest, {**CPU_ARGS, "load_format": "dummy"})
+
+
+# ---------------------------------------------------------------------------------------------
+# GLM-4V
+
+
+def _tiktoken_ranks(size: int, specials: tuple[str, ...]) -> list[bytes]:
+    """A tiktoken vocabulary of ``size`` ranks: a byte-level BPE trained locally (the 256 bytes,
+    then its merges, in merge order, as tiktoken ranks them), then filler entries that no text
+    reaches, so that the special tokens placed after it get the real model's ids."""
+    from mmrun.tiny._common import train_bpe
+
+    bpe = train_bpe(specials)
+    # Byte-level BPE spells each byte as a printable character (GPT-2's table): invert it.
+    printable = [*range(ord("!"), ord("~") + 1), *range(0xA1, 0xAC + 1), *range(0xAE, 0xFF + 1)]
+    chars = {chr(b): b for b in printable}
+    extra = 0
+    for b in range(256):
+        if b not in printable:
+            chars[chr(256 + extra)] = b
+            extra += 1
+    vocab = bpe.get_vocab()
+    learned = [
+        bytes(chars[c] for c in token)
+        for token, _ in sorted(vocab.items(), key=lambda item: item[1])
+        if token not in specials
+    ]
+    ranks = list(dict.fromkeys([bytes([b]) for b in range(256)] + learned))
+    # Fillers: two bytes above 0xF8, which no UTF-8 text contains, so no text reaches them.
+    filler = (bytes([0xF8 + i // 65536 % 8, i // 256 % 256, i % 256]) for i in range(size))
+    while len(ranks) < size:
+        ranks.append(next(filler))
+    return ranks
+
+
+def build_glm4v(dest: Path) -> TinyCheckpoint:
+    """GLM-4V-9B (``ChatGLMModel`` with an EVA2-CLIP tower, run as ``GLM4VForCausalLM``), with
+    the model's own tokenizer class (tokenization_chatglm.py: ChatGLM4Tokenizer, tiktoken) and
+    tokenizer_config.json from auto_map; vLLM ships the config class (ChatGLMConfig, model type
+    "chatglm") and the image processor. The tiktoken vocabulary is local; it is padded so that
+    the special tokens keep their real ids (151329 on), which the loader's stop ids name."""
+    import base64
+
+    _vendor(dest, "glm4v", "tokenization_chatglm.py", "tokenizer_config.json")
+    added = json.loads((dest / "tokenizer_config.json").read_text())["added_tokens_decoder"]
+    specials = {int(i): t["content"] for i, t in added.items()}
+    first = min(specials)
+    ranks = _tiktoken_ranks(first, tuple(specials.values()))
+    (dest / "tokenizer.model").write_bytes(
+        b"".join(base64.b64encode(token) + b" %d\n" % rank for rank, token in enumerate(ranks))
+    )
+    ids = {t: i for i, t in specials.items()}
+    patch, size = 14, 56
+    vision = {
+        "dropout_prob": 0.0,
+        "hidden_act": "gelu",
+        "in_channels": 3,
+        "num_hidden_layers": 1,
+        "hidden_size": 64,
+        "patch_size": patch,
+        "num_heads": 2,
+        "intermediate_size": 128,
+        "layer_norm_eps": 1e-06,
+        "num_positions": (size // patch) ** 2 + 1,
+        "image_size": size,
+        "scaling_factor": 8,
+    }
+    config = {
+        "model_type": "chatglm",
+        "architectures": ["ChatGLMModel"],
+        "vision_config": vision,
+        "add_bias_linear": False,
+        "add_qkv_bias": True,
+        "apply_query_key_layer_scaling": True,
+        "apply_residual_connection_post_layernorm": False,
+        "attention_dropout": 0.0,
+        "attention_softmax_in_fp32": True,
+        "bias_dropout_fusion": True,
+        "ffn_hidden_size": TINY_TEXT["intermediate_size"],
+        "fp32_residual_connection": False,
+        "hidden_dropout": 0.0,
+        "hidden_size": TINY_TEXT["hidden_size"],
+        "kv_channels": TINY_TEXT["head_dim"],
+        "layernorm_epsilon": 1.5625e-07,
+        "multi_query_attention": True,
+        "multi_query_group_num": 1,
+        "num_attention_heads": TINY_TEXT["num_attention_heads"],
+        "num_layers": 1,
+        "original_rope": True,
+        "padded_vocab_size": 151552,  # the real size: the special tokens keep their ids
+        "post_layer_norm": True,
+        "rmsnorm": True,
+        "seq_length": 2048,
+        "tie_word_embeddings": False,
+        "eos_token_id": [ids["<|endoftext|>"], ids["<|user|>"], ids["<|observation|>"]],
+        "pad_token_id": ids["<|endoftext|>"],
+        "boi_token_id": ids["<|begin_of_image|>"],
+        "eoi_token_id": ids["<|end_of_image|>"],
+    }
+    _write_json(dest / "config.json", config)
+    return TinyCheckpoint(dest, {**CPU_ARGS, "load_format": "dummy"})
+
+
+# ---------------------------------------------------------------------------------------------
+# Molmo
+
+# Molmo-7B-D-0924's chat template (its tokenizer_config.json).
+_MOLMO_TEMPLATE = (
+    "{% for message in messages %}{% if loop.first and messages[0]['role'] != 'system' %}"
+    "{{ '<|im_start|>system\nYou are a helpful assistant<|im_end|>\n' }}{% endif %}"
+    "{{'<|im_start|>' + message['role'] + '\n' + message['content'] + '<|im_end|>' + '\n'}}"
+    "{% endfor %}{% if add_generation_prompt %}{{ '<|im_start|>assistant\n' }}{% endif %}"
+)
+# Its tokenizer's Qwen2 tokens, then the image tokens that preprocessing_molmo.py looks up (the
+# real tokenizer has 418 unused "|<EXTRA_TOKENS_i>|" between them).
+_MOLMO_SPECIALS = (
+    "<|endoftext|>",
+    "<|im_start|>",
+    "<|im_end|>",
+    "<im_start>",
+    "<im_end>",
+    "<im_patch>",
+    "<im_col>",
+    "<|image|>",
+)
+
+
+def build_molmo(dest: Path) -> TinyCheckpoint:
+    """Molmo-7B-D (``MolmoForCausalLM``), with the model's own config_molmo.py (MolmoConfig),
+    preprocessing_molmo.py (MolmoProcessor) and image_preprocessing_molmo.py
+    (MolmoImageProcessor) from auto_map, and its real chat template. vLLM builds the full-size
+    CLIP ViT-L/14 tower of the real model whatever the config says (23 layers, 336-pixel
+    crops): only the text model is tiny. The image processor keeps the real settings (up to 12
+    crops): the processor's own defaults set them whatever the checkpoint says, and vLLM counts
+    the crops from the checkpoint's values, so the two must agree."""
+    _vendor(
+        dest, "molmo", "config_molmo.py", "preprocessing_molmo.py", "image_preprocessing_molmo.py"
+    )
+    tokenizer = build_tokenizer(
+        dest,
+        _MOLMO_SPECIALS,
+        chat_template=_MOLMO_TEMPLATE,
+        eos_token="<|endoftext|>",
+        pad_token="<|endoftext|>",
+    )
+    ids = token_ids(tokenizer, _MOLMO_SPECIALS)
+    vocab = _text(tokenizer)["vocab_size"]
+    config = {
+        "architectures": ["MolmoForCausalLM"],
+        "auto_map": {
+            "AutoConfig": "config_molmo.MolmoConfig",
+            "AutoModelForCausalLM": "modeling_molmo.MolmoForCausalLM",
+        },
+        "model_type": "molmo",
+        "attention_layer_norm": False,
+        "clip_qkv": None,
+        "embedding_size": vocab,
+        "vocab_size": vocab,
+        "hidden_size": TINY_TEXT["hidden_size"],
+        "intermediate_size": 2 * TINY_TEXT["intermediate_size"],  # gate and up, fused
+        "num_hidden_layers": 1,
+        "num_attention_heads": TINY_TEXT["num_attention_heads"],
+        "num_key_value_heads": TINY_TEXT["num_key_value_heads"],
+        "max_position_embeddings": 4096,
+        "initializer_range": 0.02,
+        "layer_norm_eps": 1e-06,
+        "layer_norm_type": "rms",
+        "norm_after": False,
+        "qkv_bias": True,
+        "rope_theta": 1000000.0,
+        "tie_word_embeddings": False,
+        "use_cache": True,
+        "use_position_ids": True,
+        "weight_tying": False,
+        "eos_token_id": ids["<|endoftext|>"],
+        "pad_token_id": ids["<|endoftext|>"],
+    }
+    _write_json(dest / "config.json", config)
+    processor_map = {"AutoProcessor": "preprocessing_molmo.MolmoProcessor"}
+    _write_json(
+        dest / "preprocessor_config.json",
+        {
+            "auto_map": {
+                "AutoImageProcessor": "image_preprocessing_molmo.MolmoImageProcessor",
+                **processor_map,
+            },
+            "base_image_input_size": [336, 336],
+            "do_normalize": True,
+            "image_mean": [0.48145466, 0.4578275, 0.40821073],
+            "image_padding_mask": True,
+            "image_patch_size": 14,
+            "image_processor_type": "MolmoImageProcessor",
+            "image_std": [0.26862954, 0.26130258, 0.27577711],
+            "image_token_length_h": 12,
+            "image_token_length_w": 12,
+            "max_crops": 12,
+            "overlap_margins": [4, 4],
+            "processor_class": "MolmoProcessor",
+        },
+    )
+    _write_json(
+        dest / "processor_config.json",
+        {"auto_map": processor_map, "processor_class": "MolmoProcessor"},
+    )
+    config_path = dest / "tokenizer_config.json"
+    tokenizer_config = json.loads(config_path.read_text())
+    tokenizer_config |= {"auto_map": processor_map, "processor_class": "MolmoProcessor"}
+    _write_json(config_path, tokenizer_config)
+    return TinyCheckpoint(dest, {**CPU_ARGS, "load_format": "dummy"})
+
+
+PROOFS: dict[tuple[str, str], Proof] = {
+    # The prompts are the loaders' hand-written ones (vLLM's example), so real; these
+    # checkpoints carry no chat template, so the test runs generate only.
+    ("image", "dots_ocr"): Proof(build_dots_ocr),
+    ("image", "glm4v"): Proof(build_glm4v),
+    # The generate prompt is the loader's hand-written one; chat renders the real template.
+    # Not in CI: about 30 s of engine time on a 2-core CPU (vLLM builds and profiles the
+    # full-size CLIP ViT-L/14 tower whatever the config says), past CI's ~25 s per row.
+    ("image", "molmo"): Proof(build_molmo, in_ci=False),
+}
