@@ -33,7 +33,6 @@ pytestmark = pytest.mark.e2e
         ("glm_ocr", "generate"),
         ("llava-onevision", "generate"),
         ("llava-next-video", "generate"),
-        ("keye_vl", "generate"),
     ],
 )
 def test_a_clip_through_the_real_engine(
@@ -64,8 +63,6 @@ def test_a_clip_through_the_real_engine(
             "-tp",
             "1",
             "--json",
-            # As a user runs a remote-code model (keye_vl); the other keys need none.
-            "--trust-remote-code",
             *flags,
         ],
         capture_output=True,

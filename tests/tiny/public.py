@@ -380,11 +380,4 @@ def build_midashenglm(dest: Path) -> TinyCheckpoint:
 
 
 # (modality, key) -> how each row is proven (see tests.tiny.Proof).
-PROOFS: dict[tuple[str, str], Proof] = {
-    ("image", "keye_vl"): Proof(build_keye_vl),
-    ("video", "keye_vl"): Proof(build_keye_vl),
-    ("audio", "midashenglm"): Proof(build_midashenglm),
-    ("audio", "ultravox"): Proof(
-        build_ultravox, standin="chat template, one processor line", real_prompt=False
-    ),
-}
+PROOFS: dict[tuple[str, str], Proof] = {}

@@ -269,10 +269,4 @@ def build_skywork_chat(dest: Path) -> TinyCheckpoint:
 PROOFS: dict[tuple[str, str], Proof] = {
     # The generate prompt is the loader's hand-written one (vLLM's example's).
     ("image", "bagel"): Proof(build_bagel, standin="chat template"),
-    ("image", "eagle2_5"): Proof(build_eagle2_5, standin="chat template", real_prompt=False),
-    ("image", "skywork_chat"): Proof(
-        build_skywork_chat,
-        standin="config class adapted by vLLM, chat template",
-        real_prompt=False,
-    ),
 }

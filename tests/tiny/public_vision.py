@@ -324,13 +324,4 @@ def build_molmo(dest: Path) -> TinyCheckpoint:
     return TinyCheckpoint(dest, {**CPU_ARGS, "load_format": "dummy"})
 
 
-PROOFS: dict[tuple[str, str], Proof] = {
-    # The prompts are the loaders' hand-written ones (vLLM's example), so real; these
-    # checkpoints carry no chat template, so the test runs generate only.
-    ("image", "dots_ocr"): Proof(build_dots_ocr),
-    ("image", "glm4v"): Proof(build_glm4v),
-    # The generate prompt is the loader's hand-written one; chat renders the real template.
-    # Not in CI: about 30 s of engine time on a 2-core CPU (vLLM builds and profiles the
-    # full-size CLIP ViT-L/14 tower whatever the config says), past CI's ~25 s per row.
-    ("image", "molmo"): Proof(build_molmo, in_ci=False),
-}
+PROOFS: dict[tuple[str, str], Proof] = {}
