@@ -1,8 +1,9 @@
 """One self-contained HTML page for a run (``mmrun report``) or two (``mmrun compare``).
 
 Everything is inline: the styles, the script, the charts (matplotlib, as SVG), the data (one
-JSON blob) and the media (thumbnails, short audio clips, video keyframes, as data URIs), so
-the page works offline and can be mailed. The script draws only the current page's cards, so
+JSON blob) and the media (thumbnails, short audio clips, video keyframes, as data URIs; a
+URL's from the copy in mmrun's media cache, never fetched), so the page works offline and can
+be mailed. The script draws only the current page's cards, so
 a page of 100,000 items stays fast. ``--link-media`` (or a run whose media exceed the
 embedding budget) links media files by a path relative to the page instead.
 """
@@ -269,7 +270,7 @@ class Throughput:
 
     width: float  # the bin width aimed at, in seconds (a stretch's bins are within rounding)
     starts: list[float]  # each bin's start, in seconds on the cut axis
-    widths: list[float]
+    widths: list[float]  # each bin's width: equal within a stretch
     rates: list[float]  # results per second in each bin
     pauses: list[tuple[float, float]]  # (where on the axis, how long)
     results: int
