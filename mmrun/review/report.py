@@ -318,6 +318,10 @@ def _span(seconds: float) -> str:
     return f"{seconds / 60:.1f} min" if seconds >= 60 else f"{seconds:.3g} s"
 
 
+def _per_second(rate: float) -> str:
+    return f"{rate:,.0f}" if rate >= 100 else f"{rate:.3g}"
+
+
 def throughput_chart(bins: Throughput) -> str:
     """Results per second over the run, as an inline SVG; each pause cut out is a dashed line."""
 
@@ -360,7 +364,7 @@ def charts(results: Results, metrics: Sequence[str]) -> list[str]:
             _figure(
                 throughput_chart(bins),
                 f"{bins.results} results in {_span(bins.active_s)}, "
-                f"{bins.results / bins.active_s:.3g} per second; bins of about {_span(bins.width)}{cut}",
+                f"{_per_second(bins.results / bins.active_s)} per second; bins of about {_span(bins.width)}{cut}",
             )
         )
     if done:
