@@ -16,6 +16,7 @@ result was written runs again.
 from __future__ import annotations
 
 import contextlib
+import datetime
 import hashlib
 import json
 import os
@@ -190,8 +191,17 @@ def settings_digest(item: Item) -> str | None:
     return hashlib.sha256(text.encode()).hexdigest()[:16]
 
 
-def line(outcome: Outcome, dry_run: bool = False) -> dict[str, Any]:
-    """One ``mmrun.batch/2`` line (documented in docs/usage.md)."""
+def timestamp(seconds: float) -> str:
+    """A moment as UTC ISO-8601 with milliseconds: ``2026-12-02T07:14:35.123Z``."""
+    moment = datetime.datetime.fromtimestamp(seconds, datetime.timezone.utc)
+    return moment.isoformat(timespec="milliseconds").replace("+00:00", "Z")
+
+
+def line(
+    outcome: Outcome, dry_run: bool = False, finished_at: float | None = None
+) -> dict[str, Any]:
+    """One ``mmrun.batch/2`` line (documented in docs/usage.md); ``finished_at``: when the
+    prompt's result came back (``time.time()``), recorded for the report's throughput chart."""
     completion, error = outcome.completion, outcome.error
     row: dict[str, Any] = {
         "id": outcome.item.id,
@@ -207,6 +217,8 @@ def line(outcome: Outcome, dry_run: bool = False) -> dict[str, Any]:
         "settings": settings_digest(outcome.item),
         "error": _error_json(error),
     }
+    if finished_at is not None:
+        row["finished_at"] = timestamp(finished_at)
     if dry_run and outcome.prompt_note:
         row["prompt"] = None
         row["prompt_note"] = outcome.prompt_note

@@ -67,7 +67,7 @@ def run_batch(plan: Plan, *, json_out: bool, quiet: bool, verbose: bool = False)
     engine_ready: list[float] = []
 
     def emit(outcome: Outcome) -> None:
-        row = line(outcome, dry_run=dry_run)
+        row = line(outcome, dry_run=dry_run, finished_at=time.time())
         written = row
         if openai:
             from mmrun.inputs.openai_batch import output_line

@@ -89,9 +89,23 @@ def _write_page(text: str, target: Path, open_it: bool) -> None:
     shown = f"{size / 2**20:.1f} MiB" if size >= 2**20 else f"{size / 2**10:.0f} KiB"
     stderr_console().print(f"wrote {target} ({shown})", highlight=False)
     if open_it:
-        import webbrowser
+        _open_in_browser(target)
 
-        webbrowser.open(target.resolve().as_uri())
+
+def _open_in_browser(page: Path) -> None:
+    """Open the page in the web browser; with none to be found (a server, a container), say
+    so and carry on: the page is written either way."""
+    import webbrowser
+
+    uri = page.resolve().as_uri()
+    try:
+        opened = webbrowser.open(uri)
+    except webbrowser.Error:
+        opened = False
+    if not opened:
+        stderr_console().print(
+            f"mmrun: no web browser to open it with; open {uri} yourself", highlight=False
+        )
 
 
 def _check_normalize(name: str) -> None:

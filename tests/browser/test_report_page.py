@@ -91,7 +91,7 @@ def test_a_1000_item_report_opens_offline_without_errors(
     assert tab.errors == []
     assert tab.page.inner_text("#count") == "1000 items"
     assert len(shown_ids(tab)) == PAGE_SIZE and nodes < 3000
-    assert tab.page.locator("svg").count() >= 2  # output lengths, scores
+    assert tab.page.locator("svg").count() >= 3  # throughput, output lengths, scores
     tab.page.screenshot(
         path=str(artifacts / "report.png"),
         full_page=True,

@@ -76,6 +76,9 @@ def test_score_report_and_compare_of_two_real_runs(
     assert page.returncode == 0, page.stderr
     html = (tmp_path / "report.html").read_text()
     assert html.count("data:image/jpeg;base64,") == 5 and "no such file" in html
+    # Every line says when it finished; the report charts results per second from them.
+    assert all(r["finished_at"].endswith("Z") for r in rows(long))
+    assert "<figcaption>6 results in " in html
 
     compared = review(
         "compare", "long.jsonl", "short.jsonl", "--json", "-o", "c.html", cwd=tmp_path

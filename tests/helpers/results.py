@@ -1,6 +1,6 @@
-"""Result files as mmrun batches write them (``mmrun.batch/1`` lines), generated for the tests
+"""Result files as mmrun batches write them (``mmrun.batch/2`` lines), generated for the tests
 of ``mmrun report``, ``score`` and ``compare``: images, audio clips, failed items, some lines
-with ``parsed`` and ``meta`` fields."""
+with ``parsed`` and ``meta`` fields, each with the moment it finished."""
 
 from __future__ import annotations
 
@@ -8,8 +8,18 @@ import json
 from pathlib import Path
 from typing import Any
 
+from mmrun.results import timestamp
+
 WORDS = ("cat", "dog", "bird", "boat", "tree", "house", "car", "lamp", "cup", "kite")
 STAGES = ("media", "request", "engine")
+STARTED = 1_796_000_000.0  # when the generated runs start (epoch seconds)
+
+
+def finished(i: int, count: int) -> float:
+    """When line ``i`` of ``count`` finished: 10 results per second for the first 100 (the
+    engine warming up), then 20, and the last 30% from the run resumed two hours later."""
+    seconds = 0.05 * i + 0.05 * min(i, 100) + 0.02 * (i % 7)
+    return STARTED + seconds + (7200.0 if i >= count * 0.7 else 0.0)
 
 
 def media_files(folder: Path, images: int = 6, clips: int = 3) -> tuple[list[Path], list[Path]]:
@@ -58,6 +68,7 @@ def batch_lines(count: int, pngs: list[Path], wavs: list[Path], base: Path) -> l
             if failed
             else None,
         }
+        row["finished_at"] = timestamp(finished(i, count))
         if i % 5 == 0 and not failed:
             row["parsed"] = {"label": WORDS[i % len(WORDS)], "count": i % 4}
         rows.append(row)

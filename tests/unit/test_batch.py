@@ -65,7 +65,9 @@ def test_a_folder_streams_one_line_per_prompt_with_the_documented_fields(
             "meta",
             "settings",
             "error",
+            "finished_at",
         }
+        assert re.fullmatch(r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z", row["finished_at"])
         assert row["error"] is None and row["text"].startswith("  answer")
         assert row["parsed"] is None and row["settings"] is None
         assert row["media"] == [row["id"]] and row["prompt_tokens"] == 11

@@ -4,12 +4,15 @@ result files of every kind of run, and one line and exit 2 for each bad input.""
 
 from __future__ import annotations
 
+import datetime
 import hashlib
 import json
 import math
 import os
+import re
 import subprocess
 import sys
+import time
 from pathlib import Path
 from typing import Any
 
@@ -471,3 +474,181 @@ def test_a_video_becomes_keyframes(tmp_path: Path) -> None:
     (entry,) = data["media"].values()
     assert entry["kind"] == "video" and len(entry["frames"]) == 4
     assert len(set(entry["frames"])) == 4  # four different moments of the fading clip
+
+
+def chart_captions(page: str) -> list[str]:
+    return [part.split("</figcaption>")[0] for part in page.split("<figcaption>")[1:]]
+
+
+def test_batch_lines_carry_when_they_finished_and_the_report_charts_throughput(
+    fake_vllm: Any, server: Any, tmp_path: Path
+) -> None:
+    """A batch (the stand-in engine) writes finished_at on every line; a resumed run adds
+    its own; the report draws results per second from them."""
+    manifest = tmp_path / "m.jsonl"
+    manifest.write_text(
+        "".join(f'{{"id": "p{i}", "image": "{server.url("/blue.png")}"}}\n' for i in range(4))
+    )
+    out = tmp_path / "out.jsonl"
+    before = time.time()
+    for limit in ("2", "4"):  # the second run resumes the first
+        result = runner.invoke(
+            app,
+            ["image", "-m", "mistral3", "--input", str(manifest), "-o", str(out), "--limit", limit],
+        )
+        assert result.exit_code == 0, result.stderr
+    rows = [json.loads(raw) for raw in out.read_text().splitlines()]
+    moments = [
+        datetime.datetime.fromisoformat(r["finished_at"].replace("Z", "+00:00")) for r in rows
+    ]
+    assert len(rows) == 4 and all(r["finished_at"].endswith("Z") for r in rows)
+    assert all(
+        re.fullmatch(r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z", r["finished_at"]) for r in rows
+    )
+    assert (
+        before - 0.001
+        <= min(m.timestamp() for m in moments)
+        <= max(m.timestamp() for m in moments)
+        <= time.time()
+    )
+    hits = len(server.hits)
+    code, _, err = invoke("report", str(out))
+    assert code == 0, err
+    page = (tmp_path / "out.html").read_text()
+    captions = chart_captions(page)
+    assert any(c.startswith("4 results in ") for c in captions), captions
+    # The image the batch downloaded is embedded from mmrun's cache, not fetched again.
+    assert page.count("data:image/jpeg;base64,") == 1 and len(server.hits) == hits
+
+
+def stamped(ident: str, moment: float, **extra: Any) -> dict[str, Any]:
+    from mmrun.results import timestamp
+
+    return line(ident, f"text {ident}", finished_at=timestamp(moment), **extra)
+
+
+def test_throughput_bins_span_resumed_and_parallel_runs(tmp_path: Path) -> None:
+    from mmrun.review.report import PAUSE_S, finish_times, throughput
+
+    start = 1_800_000_000.0
+    # Two replicas (-dp 2) writing 10 results/s each for 20 s, then the file resumed an hour
+    # later by one engine at 5 results/s for 10 s; and lines written before finished_at.
+    first = [stamped(f"a{r}{i}", start + i / 10, replica=r) for r in (0, 1) for i in range(200)]
+    resumed = [stamped(f"b{i}", start + 3600 + 20 + i / 5) for i in range(50)]
+    older = [line(f"old{i}", "no time") for i in range(5)]
+    rows = [*first, *resumed, *older]
+    times = finish_times(rows)
+    assert len(times) == 450 and times == sorted(times)
+    bins = throughput(times)
+    assert bins is not None and bins.results == 450
+    assert len(bins.pauses) == 1 and bins.pauses[0][1] == pytest.approx(3600 + 0.1, abs=0.01)
+    assert bins.pauses[0][1] > PAUSE_S and bins.active_s == pytest.approx(19.9 + 9.8, abs=0.01)
+    bars = list(zip(bins.starts, bins.widths, bins.rates, strict=True))
+    assert sum(rate * width for _, width, rate in bars) == pytest.approx(450)
+    # Equal bins within each stretch, none cut short: the first run's at 20 results/s, the
+    # resumed run's at 5 (each bin within two results of it: the replicas finish in pairs,
+    # and the last result of a stretch joins its last bin), and the cut where it ends.
+    cut = bins.pauses[0][0]
+    early = [(w, r) for s, w, r in bars if s < cut]
+    late = [(w, r) for s, w, r in bars if s >= cut]
+    assert len({round(w, 9) for w, _ in early}) == len({round(w, 9) for w, _ in late}) == 1
+    assert all(abs(r - 20) * w <= 2 for w, r in early) and all(abs(r - 5) * w <= 2 for w, r in late)
+    assert cut == pytest.approx(19.9) and bins.starts[-1] + bins.widths[-1] == pytest.approx(29.7)
+    path = write_jsonl(tmp_path / "out.jsonl", rows)
+    code, _, err = invoke("report", str(path))
+    assert code == 0, err
+    captions = chart_captions((tmp_path / "out.html").read_text())
+    assert any(
+        c.startswith("450 results in 29.7 s") and "1 pause longer than 5.0 min cut out" in c
+        for c in captions
+    ), captions
+
+
+def test_lines_without_finished_at_get_no_throughput_chart(tmp_path: Path) -> None:
+    path = write_jsonl(tmp_path / "old.jsonl", [line(f"p{i}", f"t{i}") for i in range(5)])
+    code, _, err = invoke("report", str(path))
+    assert code == 0, err
+    captions = chart_captions((tmp_path / "old.html").read_text())
+    assert captions and not any(" results in " in c for c in captions)
+
+
+def test_url_media_are_embedded_from_mmruns_cache_and_nothing_is_fetched(
+    server: Any, tmp_path: Path, isolated_cache: Path
+) -> None:
+    from mmrun.media.download import Downloader
+
+    cached, remote = server.url("/blue.png"), server.url("/elsewhere.png")
+    downloader = Downloader()
+    try:
+        kept = downloader.fetch(cached)  # as a batch's media workers fetch a URL
+    finally:
+        downloader.close()
+    assert kept.is_file() and isolated_cache in kept.parents
+    hits = len(server.hits)
+    path = write_jsonl(
+        tmp_path / "out.jsonl",
+        [{**line("a", "blue"), "media": [cached]}, {**line("b", "other"), "media": [remote]}],
+    )
+    code, _, err = invoke("report", str(path), "-o", str(tmp_path / "r.html"))
+    assert code == 0, err
+    page = (tmp_path / "r.html").read_text()
+    data = json.loads(page.split('id="mmrun-data">')[1].split("</script>")[0])
+    by_name = {entry["name"]: entry for entry in data["media"].values()}
+    assert by_name[cached]["kind"] == "image" and by_name[cached]["src"].startswith(
+        "data:image/jpeg;base64,"
+    )
+    assert by_name[cached]["note"] == "from mmrun's cache"
+    assert by_name[remote] == {
+        "kind": "link",
+        "name": remote,
+        "src": remote,
+        "note": "not in mmrun's cache",
+    }
+    code, _, err = invoke("report", str(path), "-o", str(tmp_path / "linked.html"), "--link-media")
+    assert code == 0, err
+    linked = (tmp_path / "linked.html").read_text()
+    assert "data:image/jpeg" not in linked and f'"src":"{cached}"' in linked
+    assert len(server.hits) == hits  # building the pages asked the server nothing
+
+
+@pytest.mark.parametrize("browser", ["opens", "none", "fails"])
+def test_open_hands_the_page_to_the_web_browser(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, browser: str
+) -> None:
+    import webbrowser
+
+    asked: list[str] = []
+
+    def fake_open(url: str, new: int = 0, autoraise: bool = True) -> bool:
+        asked.append(url)
+        if browser == "fails":
+            raise webbrowser.Error("could not locate runnable browser")
+        return browser == "opens"
+
+    monkeypatch.setattr(webbrowser, "open", fake_open)
+    path = write_jsonl(tmp_path / "out.jsonl", [line("p0", "text")])
+    code, _, err = invoke("report", str(path), "-o", str(tmp_path / "sub" / "r.html"), "--open")
+    page = tmp_path / "sub" / "r.html"
+    assert code == 0, err and page.is_file()
+    assert asked == [page.resolve().as_uri()] and asked[0].startswith("file:///")
+    assert ("no web browser" in err) == (browser != "opens")
+
+
+def test_open_without_any_browser_writes_the_page_and_exits_0(tmp_path: Path) -> None:
+    """No display and no browser on the PATH, as on a server: Python's webbrowser finds none."""
+    path = write_jsonl(tmp_path / "out.jsonl", [line("p0", "text")])
+    env = {
+        k: v for k, v in os.environ.items() if k not in ("DISPLAY", "WAYLAND_DISPLAY", "BROWSER")
+    }
+    empty = tmp_path / "bin"
+    empty.mkdir()
+    proc = subprocess.run(
+        [sys.executable, "-m", "mmrun", "report", str(path), "--open"],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        env={**env, "PATH": str(empty), "NO_COLOR": "1"},
+    )
+    assert proc.returncode == 0, proc.stderr
+    uri = (tmp_path / "out.html").resolve().as_uri()
+    assert f"no web browser to open it with; open {uri} yourself" in proc.stderr
