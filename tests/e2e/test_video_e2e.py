@@ -28,6 +28,7 @@ pytestmark = pytest.mark.e2e
         ("qwen2_vl", "generate"),
         ("qwen3_vl", "generate"),
         ("qwen3_vl_moe", "generate"),
+        ("qwen3_5", "generate"),
         ("qwen2_5_omni", "generate"),
         ("glm4_1v", "generate"),
         ("llava-onevision", "generate"),

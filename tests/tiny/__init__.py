@@ -31,6 +31,7 @@ _PROOF_MODULES = (
     "tests.tiny.standin",
     "tests.tiny.older",
     "tests.tiny.vision",
+    "tests.tiny.vision_more",
 )
 
 # The environment `make install` builds (.venv): the vLLM the docs are generated with.

@@ -285,8 +285,6 @@ UNPROVEN: dict[str, str] = {
             "glm_ocr",
             "lfm2_vl",
             "lightonocr",
-            "qwen3_5",
-            "qwen3_5_moe",
         ),
         "not built yet (transformers' classes exist)",
     ),

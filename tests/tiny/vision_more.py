@@ -1,0 +1,132 @@
+"""Tiny offline checkpoints for more keys of vLLM's single-image and video example (see
+tests/tiny/__init__.py): Qwen3.5 and Qwen3.5-MoE, Gemma 4, Gemma 3n (image), LFM2-VL.
+
+Each writes the model's real config class with small sizes, a BPE tokenizer trained locally
+with the model's real special tokens, and the model's real processor classes.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from mmrun.tiny import TinyCheckpoint
+from mmrun.tiny._common import (
+    CPU_ARGS,
+    TINY_TEXT,
+    build_tokenizer,
+    finish,
+    save_config,
+    token_ids,
+    transformers_module,
+)
+from mmrun.tiny.qwen_vl import _QWEN2_VL_TEMPLATE, _QWEN_SPECIALS
+from tests.tiny import Proof
+from tests.tiny.image import _text
+
+# ---------------------------------------------------------------------------------------------
+# Qwen3.5
+
+
+def build_qwen3_5(dest: Path) -> TinyCheckpoint:
+    """Qwen3.5 (``Qwen3_5ForConditionalGeneration``): a hybrid text model (a Gated DeltaNet
+    linear-attention layer, then a full-attention layer, as the real one alternates them),
+    the Qwen3-VL vision tower, and the real Qwen3-VL image and video processors (Qwen3.5's
+    processor classes are Qwen3-VL's).
+
+    Stand-in chat template (for the chat method only): Qwen2-VL's, the same turns and
+    placeholders; Qwen3.5's own adds tool calls and reasoning, and is not known offline.
+    """
+    return _qwen3_5(dest, moe=False)
+
+
+def build_qwen3_5_moe(dest: Path) -> TinyCheckpoint:
+    """Qwen3.5-MoE (``Qwen3_5MoeForConditionalGeneration``): Qwen3.5 with a mixture of experts
+    and a shared expert in each text layer (4 experts, 2 per token here); the same stand-in
+    template."""
+    return _qwen3_5(dest, moe=True)
+
+
+def _qwen3_5(dest: Path, *, moe: bool) -> TinyCheckpoint:
+    tf = transformers_module()
+    tokenizer = build_tokenizer(
+        dest,
+        _QWEN_SPECIALS,
+        chat_template=_QWEN2_VL_TEMPLATE,
+        eos_token="<|im_end|>",
+        pad_token="<|endoftext|>",
+    )
+    ids = token_ids(tokenizer, _QWEN_SPECIALS)
+    # A quarter of each head is rotated (partial_rotary_factor 0.25, as in the real model):
+    # the mrope_section halves sum to 64 * 0.25 / 2 = 8 (the real 11/11/10 is for head_dim 256).
+    text = _text(
+        tokenizer,
+        num_hidden_layers=2,
+        layer_types=["linear_attention", "full_attention"],
+        linear_key_head_dim=64,
+        linear_value_head_dim=64,
+        linear_num_key_heads=2,
+        linear_num_value_heads=2,
+        bos_token_id=ids["<|endoftext|>"],
+        eos_token_id=ids["<|im_end|>"],
+        rope_parameters={
+            "rope_type": "default",
+            "mrope_section": [3, 3, 2],
+            "mrope_interleaved": True,
+            "partial_rotary_factor": 0.25,
+        },
+    )
+    vision: dict[str, Any] = {
+        "depth": 1,
+        "hidden_size": 64,
+        "intermediate_size": 128,
+        "num_heads": 2,
+        "patch_size": 16,
+        "out_hidden_size": TINY_TEXT["hidden_size"],
+        "num_position_embeddings": 256,
+    }
+    if moe:
+        del text["intermediate_size"]
+        text |= {
+            "num_experts": 4,
+            "num_experts_per_tok": 2,
+            "moe_intermediate_size": 128,
+            "shared_expert_intermediate_size": 128,
+        }
+    config_class, model_class = (
+        (tf.Qwen3_5MoeConfig, tf.Qwen3_5MoeForConditionalGeneration)
+        if moe
+        else (tf.Qwen3_5Config, tf.Qwen3_5ForConditionalGeneration)
+    )
+    config = config_class(
+        text_config=text,
+        vision_config=vision,
+        image_token_id=ids["<|image_pad|>"],
+        video_token_id=ids["<|video_pad|>"],
+        vision_start_token_id=ids["<|vision_start|>"],
+        vision_end_token_id=ids["<|vision_end|>"],
+    )
+    # At most 16 merged 32x32 patches per image or frame pair: a few placeholder tokens each.
+    pixels = {"shortest_edge": 4 * 32 * 32, "longest_edge": 16 * 32 * 32}
+    processor = tf.Qwen3VLProcessor(
+        image_processor=tf.Qwen2VLImageProcessor(size=pixels, patch_size=16),
+        video_processor=tf.Qwen3VLVideoProcessor(size=pixels),
+        tokenizer=tokenizer,
+        chat_template=_QWEN2_VL_TEMPLATE,
+    )
+    if moe:
+        # Config only (vLLM initialises random weights itself): transformers saves the experts
+        # fused, in a layout vLLM's loader does not take for this model.
+        save_config(config, dest, "Qwen3_5MoeForConditionalGeneration")
+        processor.save_pretrained(str(dest))
+        return TinyCheckpoint(dest, {**CPU_ARGS, "load_format": "dummy"})
+    return finish(dest, model_class, config, processor)
+
+
+# A video row runs its image row's checkpoint (tests/e2e/test_video_e2e.py): the processor
+# carries the real video processor.
+PROOFS: dict[tuple[str, str], Proof] = {
+    ("image", "qwen3_5"): Proof(build_qwen3_5, standin="chat template"),
+    ("video", "qwen3_5"): Proof(build_qwen3_5, standin="chat template"),
+    ("image", "qwen3_5_moe"): Proof(build_qwen3_5_moe, standin="chat template"),
+}
