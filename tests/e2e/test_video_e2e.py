@@ -29,6 +29,7 @@ pytestmark = pytest.mark.e2e
         ("qwen3_vl", "generate"),
         ("qwen3_vl_moe", "generate"),
         ("qwen3_5", "generate"),
+        ("gemma4", "generate"),
         ("qwen2_5_omni", "generate"),
         ("glm4_1v", "generate"),
         ("llava-onevision", "generate"),
@@ -81,7 +82,7 @@ def test_a_clip_through_the_real_engine(
         "video": 1,
         "audio": 0,
     }
-    placeholder = {"glm4_1v": "<|video|>", "qwen2_5_omni": "<|VIDEO|>"}.get(
+    placeholder = {"glm4_1v": "<|video|>", "gemma4": "<|video|>", "qwen2_5_omni": "<|VIDEO|>"}.get(
         key, "<video>" if key.startswith("llava") else "<|video_pad|>"
     )
     assert doc["prompt"].count(placeholder) == 1

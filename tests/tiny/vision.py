@@ -281,7 +281,6 @@ UNPROVEN: dict[str, str] = {
             "deepseek_ocr2",
             "ernie45_vl",
             "gemma3n",
-            "gemma4",
             "glm_ocr",
             "lfm2_vl",
             "lightonocr",

@@ -123,10 +123,106 @@ def _qwen3_5(dest: Path, *, moe: bool) -> TinyCheckpoint:
     return finish(dest, model_class, config, processor)
 
 
+# ---------------------------------------------------------------------------------------------
+# Gemma 4
+
+# Gemma 4's named tokens (the real tokenizer's strings; Gemma4Processor reads them by name).
+_GEMMA4_TOKENS = {
+    "bos_token": "<bos>",
+    "eos_token": "<eos>",
+    "pad_token": "<pad>",
+    "boi_token": "<|image>",
+    "eoi_token": "<image|>",
+    "image_token": "<|image|>",
+    "boa_token": "<|audio>",
+    "eoa_token": "<audio|>",
+    "audio_token": "<|audio|>",
+}
+_GEMMA4_SPECIALS = ["<|video|>", "<|turn>", "<turn|>", "<|channel>", "<channel|>", "<|think|>"]
+# Stand-in chat template: the real one's turns (<|turn>role ... <turn|>) and media placeholders,
+# without its system, tool and thinking parts.
+_GEMMA4_TEMPLATE = (
+    "{{ bos_token }}{% for message in messages %}"
+    "{% set role = 'model' if message['role'] == 'assistant' else message['role'] %}"
+    "{{ '<|turn>' + role + '\n' }}"
+    "{% if message['content'] is string %}{{ message['content'] | trim }}"
+    "{% else %}{% for item in message['content'] %}"
+    "{% if item['type'] == 'text' %}{{ item['text'] | trim }}"
+    "{% elif item['type'] == 'image' %}{{ '<|image|>' }}"
+    "{% elif item['type'] == 'video' %}{{ '<|video|>' }}"
+    "{% elif item['type'] == 'audio' %}{{ '<|audio|>' }}{% endif %}"
+    "{% endfor %}{% endif %}{{ '<turn|>\n' }}{% endfor %}"
+    "{% if add_generation_prompt %}{{ '<|turn>model\n' }}{% endif %}"
+)
+
+
+def build_gemma4(dest: Path) -> TinyCheckpoint:
+    """Gemma 4 (``Gemma4ForConditionalGeneration``, the 31B's layout: no audio tower): a
+    sliding-window layer and a global one, the Gemma 4 vision tower (16-pixel patches pooled
+    3x3), and the real Gemma 4 processor, image processor and video processor (70 soft
+    tokens per image and per frame here; the real images take 280).
+
+    Stand-in chat template (for the chat method only): the real turns and placeholders; the
+    real template adds system, tool and thinking parts, and is not known offline.
+    """
+    tf = transformers_module()
+    tokenizer = build_tokenizer(
+        dest,
+        _GEMMA4_SPECIALS,
+        chat_template=_GEMMA4_TEMPLATE,
+        prepend="<bos>",
+        **_GEMMA4_TOKENS,
+    )
+    ids = token_ids(tokenizer, [*_GEMMA4_TOKENS.values(), *_GEMMA4_SPECIALS])
+    text = _text(
+        tokenizer,
+        num_hidden_layers=2,
+        layer_types=["sliding_attention", "full_attention"],
+        sliding_window=512,
+        global_head_dim=64,  # the CPU attention kernels take 64 (the real global layers: 512)
+        hidden_size_per_layer_input=0,
+        pad_token_id=ids["<pad>"],
+        bos_token_id=ids["<bos>"],
+        eos_token_id=ids["<eos>"],
+    )
+    text["vocab_size_per_layer_input"] = text["vocab_size"]
+    soft_tokens = 70
+    config = tf.Gemma4Config(
+        text_config=text,
+        vision_config={
+            "hidden_size": 64,
+            "intermediate_size": 128,
+            "num_hidden_layers": 1,
+            "num_attention_heads": 2,
+            "num_key_value_heads": 2,
+            "head_dim": 32,
+            "default_output_length": soft_tokens,
+        },
+        boi_token_id=ids["<|image>"],
+        eoi_token_id=ids["<image|>"],
+        image_token_id=ids["<|image|>"],
+        video_token_id=ids["<|video|>"],
+        boa_token_id=ids["<|audio>"],
+        eoa_token_index=ids["<audio|>"],
+        audio_token_id=ids["<|audio|>"],
+    )
+    processor = tf.Gemma4Processor(
+        feature_extractor=tf.Gemma4AudioFeatureExtractor(),
+        image_processor=tf.Gemma4ImageProcessor(max_soft_tokens=soft_tokens),
+        video_processor=tf.Gemma4VideoProcessor(max_soft_tokens=soft_tokens),
+        tokenizer=tokenizer,
+        chat_template=_GEMMA4_TEMPLATE,
+        image_seq_length=soft_tokens,
+    )
+    return finish(dest, tf.Gemma4ForConditionalGeneration, config, processor)
+
+
 # A video row runs its image row's checkpoint (tests/e2e/test_video_e2e.py): the processor
 # carries the real video processor.
 PROOFS: dict[tuple[str, str], Proof] = {
     ("image", "qwen3_5"): Proof(build_qwen3_5, standin="chat template"),
     ("video", "qwen3_5"): Proof(build_qwen3_5, standin="chat template"),
     ("image", "qwen3_5_moe"): Proof(build_qwen3_5_moe, standin="chat template"),
+    ("image", "gemma4"): Proof(build_gemma4, standin="chat template"),
+    ("video", "gemma4"): Proof(build_gemma4, standin="chat template"),
 }
