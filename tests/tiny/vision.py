@@ -282,7 +282,6 @@ UNPROVEN: dict[str, str] = {
             "ernie45_vl",
             "gemma3n",
             "glm_ocr",
-            "lfm2_vl",
             "lightonocr",
         ),
         "not built yet (transformers' classes exist)",

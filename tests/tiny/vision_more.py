@@ -217,6 +217,96 @@ def build_gemma4(dest: Path) -> TinyCheckpoint:
     return finish(dest, tf.Gemma4ForConditionalGeneration, config, processor)
 
 
+# ---------------------------------------------------------------------------------------------
+# LFM2-VL
+
+# The real tokenizer's named tokens (Lfm2VlProcessor reads the image ones by name).
+_LFM2_VL_TOKENS = {
+    "bos_token": "<|startoftext|>",
+    "eos_token": "<|im_end|>",
+    "pad_token": "<|pad|>",
+    "image_token": "<image>",
+    "image_start_token": "<|image_start|>",
+    "image_end_token": "<|image_end|>",
+    "image_thumbnail_token": "<|img_thumbnail|>",
+}
+# Stand-in chat template: transformers' LFM2-VL processor tests' (ChatML turns after the BOS,
+# the image placeholders where the content puts them); the real one adds tool-use parts.
+_LFM2_VL_TEMPLATE = (
+    "{{bos_token}}{% for message in messages %}"
+    "{{'<|im_start|>' + message['role'] + '\n'}}"
+    "{% if message['content'] is string %}{{ message['content'] }}"
+    "{% else %}{% for content in message['content'] %}"
+    "{% if content['type'] == 'image' %}{{ '<image>' }}"
+    "{% elif content['type'] == 'text' %}{{ content['text'] }}{% endif %}"
+    "{% endfor %}{% endif %}{{'<|im_end|>\n'}}{% endfor %}"
+    "{% if add_generation_prompt %}{{'<|im_start|>assistant\n' }}{% endif %}"
+)
+
+
+def build_lfm2_vl(dest: Path) -> TinyCheckpoint:
+    """LFM2-VL (``Lfm2VlForConditionalGeneration``): a hybrid LFM2 text model (a short
+    convolution layer, then an attention layer), a SigLIP 2 NaFlex tower, pixel-unshuffled
+    2x2 into the projector, and the real LFM2-VL processor and image processor (one tile per
+    image here, at most 64 image tokens; the real one splits large images into 512-pixel
+    tiles).
+
+    Stand-in chat template (the prompt of both methods): ChatML after the BOS, as in
+    transformers' processor tests; the real template is not known offline.
+    """
+    tf = transformers_module()
+    tokenizer = build_tokenizer(
+        dest, ["<|im_start|>"], chat_template=_LFM2_VL_TEMPLATE, **_LFM2_VL_TOKENS
+    )
+    ids = token_ids(tokenizer, _LFM2_VL_TOKENS.values())
+    text = _text(
+        tokenizer,
+        model_type="lfm2",
+        architectures=["Lfm2ForCausalLM"],
+        num_hidden_layers=2,
+        layer_types=["conv", "full_attention"],
+        pad_token_id=ids["<|pad|>"],
+        bos_token_id=ids["<|startoftext|>"],
+        eos_token_id=ids["<|im_end|>"],
+    )
+    del text["head_dim"]  # LFM2 derives it: hidden_size / num_attention_heads = 64
+    # vLLM reads the widths of the convolution and feed-forward blocks from these two fields,
+    # which the real config.json carries and transformers' Lfm2Config does not declare.
+    text |= {"conv_dim": text["hidden_size"], "block_dim": text["hidden_size"]}
+    config = tf.Lfm2VlConfig(
+        text_config=text,
+        vision_config={
+            "model_type": "siglip2_vision_model",
+            "hidden_size": 64,
+            "intermediate_size": 128,
+            "num_hidden_layers": 1,
+            "num_attention_heads": 2,
+            "patch_size": 16,
+            "num_patches": 256,
+            "vision_use_head": False,
+        },
+        image_token_id=ids["<image>"],
+        projector_hidden_size=TINY_TEXT["hidden_size"],
+        downsample_factor=2,
+    )
+    image_processor = tf.Lfm2VlImageProcessor(
+        do_image_splitting=False, min_image_tokens=16, max_image_tokens=64
+    )
+    processor = tf.Lfm2VlProcessor(
+        image_processor=image_processor, tokenizer=tokenizer, chat_template=_LFM2_VL_TEMPLATE
+    )
+    return finish(
+        dest, tf.Lfm2VlForConditionalGeneration, config, processor, rename=_hub_lfm2_vl_names
+    )
+
+
+def _hub_lfm2_vl_names(name: str) -> str:
+    """``model.vision_tower.X`` -> ``model.vision_tower.vision_model.X``, as in the Hub's
+    LFM2-VL checkpoints (vLLM's loader takes those names)."""
+    prefix = "model.vision_tower."
+    return prefix + "vision_model." + name[len(prefix) :] if name.startswith(prefix) else name
+
+
 # A video row runs its image row's checkpoint (tests/e2e/test_video_e2e.py): the processor
 # carries the real video processor.
 PROOFS: dict[tuple[str, str], Proof] = {
@@ -225,4 +315,5 @@ PROOFS: dict[tuple[str, str], Proof] = {
     ("image", "qwen3_5_moe"): Proof(build_qwen3_5_moe, standin="chat template"),
     ("image", "gemma4"): Proof(build_gemma4, standin="chat template"),
     ("video", "gemma4"): Proof(build_gemma4, standin="chat template"),
+    ("image", "lfm2_vl"): Proof(build_lfm2_vl, standin="chat template", real_prompt=False),
 }
