@@ -280,7 +280,6 @@ UNPROVEN: dict[str, str] = {
             "blip-2",
             "deepseek_ocr2",
             "ernie45_vl",
-            "gemma3n",
             "glm_ocr",
             "lightonocr",
         ),

@@ -17,11 +17,13 @@ from mmrun.tiny._common import (
     build_tokenizer,
     finish,
     save_config,
+    save_random_weights,
     token_ids,
     transformers_module,
 )
 from mmrun.tiny.qwen_vl import _QWEN2_VL_TEMPLATE, _QWEN_SPECIALS
 from tests.tiny import Proof
+from tests.tiny.extras import build_gemma3n
 from tests.tiny.image import _text
 
 # ---------------------------------------------------------------------------------------------
@@ -218,6 +220,26 @@ def build_gemma4(dest: Path) -> TinyCheckpoint:
 
 
 # ---------------------------------------------------------------------------------------------
+# Gemma 3n (image)
+
+
+def build_gemma3n_image(dest: Path) -> TinyCheckpoint:
+    """Gemma 3n E2B for images: the audio row's checkpoint (tests/tiny/extras.py: the real
+    Gemma 3n processor with its SigLIP image processor at 768 pixels, 256 image tokens) with
+    real random weights, the MobileNetV5 tower's included (about 560 MB in bfloat16).
+
+    Not vLLM's dummy weights: through the 300M-parameter tower they give all-zero image
+    embeddings, and vLLM's AltUp rescales each embedding by its magnitude divided by
+    max(magnitude, finfo.min), 0 / 0 for a zero vector, so every logit is NaN.
+    """
+    tf = transformers_module()
+    build_gemma3n(dest)
+    config = tf.Gemma3nConfig.from_pretrained(str(dest))
+    save_random_weights(tf.Gemma3nForConditionalGeneration, config, dest, dtype="bfloat16")
+    return TinyCheckpoint(dest, {**CPU_ARGS, "max_model_len": 2048})
+
+
+# ---------------------------------------------------------------------------------------------
 # LFM2-VL
 
 # The real tokenizer's named tokens (Lfm2VlProcessor reads the image ones by name).
@@ -315,5 +337,8 @@ PROOFS: dict[tuple[str, str], Proof] = {
     ("image", "qwen3_5_moe"): Proof(build_qwen3_5_moe, standin="chat template"),
     ("image", "gemma4"): Proof(build_gemma4, standin="chat template"),
     ("video", "gemma4"): Proof(build_gemma4, standin="chat template"),
+    # Not in CI: the real 300M-parameter MobileNetV5 tower at 768 pixels; its test_cli_e2e case
+    # took 156 s on the shared 2-core machine (load average about 10), building included.
+    ("image", "gemma3n"): Proof(build_gemma3n_image, in_ci=False),
     ("image", "lfm2_vl"): Proof(build_lfm2_vl, standin="chat template", real_prompt=False),
 }
