@@ -338,7 +338,8 @@ PROOFS: dict[tuple[str, str], Proof] = {
     ("image", "gemma4"): Proof(build_gemma4, standin="chat template"),
     ("video", "gemma4"): Proof(build_gemma4, standin="chat template"),
     # Not in CI: the real 300M-parameter MobileNetV5 tower at 768 pixels; its test_cli_e2e case
-    # took 156 s on the shared 2-core machine (load average about 10), building included.
+    # took 107-156 s on the shared 2-core machine (load average 5-10), the build of its 560 MB
+    # of weights included.
     ("image", "gemma3n"): Proof(build_gemma3n_image, in_ci=False),
     ("image", "lfm2_vl"): Proof(build_lfm2_vl, standin="chat template", real_prompt=False),
 }
