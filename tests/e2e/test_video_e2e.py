@@ -28,6 +28,8 @@ pytestmark = pytest.mark.e2e
         ("qwen2_vl", "generate"),
         ("qwen3_vl", "generate"),
         ("qwen3_vl_moe", "generate"),
+        ("qwen3_5", "generate"),
+        ("gemma4", "generate"),
         ("qwen2_5_omni", "generate"),
         ("glm4_1v", "generate"),
         ("glm_ocr", "generate"),
@@ -81,9 +83,12 @@ def test_a_clip_through_the_real_engine(
         "video": 1,
         "audio": 0,
     }
-    placeholder = {"glm4_1v": "<|video|>", "glm_ocr": "<|video|>", "qwen2_5_omni": "<|VIDEO|>"}.get(
-        key, "<video>" if key.startswith("llava") else "<|video_pad|>"
-    )
+    placeholder = {
+        "glm4_1v": "<|video|>",
+        "glm_ocr": "<|video|>",
+        "gemma4": "<|video|>",
+        "qwen2_5_omni": "<|VIDEO|>",
+    }.get(key, "<video>" if key.startswith("llava") else "<|video_pad|>")
     assert doc["prompt"].count(placeholder) == 1
     (output,) = doc["outputs"]
     # vLLM's processor expanded the one placeholder into the sampled frames' tokens.

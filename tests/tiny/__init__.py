@@ -36,6 +36,7 @@ _PROOF_MODULES = (
     "tests.tiny.public",
     "tests.tiny.ocr_and_more",
     "tests.tiny.public_vision",
+    "tests.tiny.vision_more",
 )
 
 # The environment `make install` builds (.venv): the vLLM the docs are generated with.

@@ -291,14 +291,4 @@ UNPROVEN: dict[str, str] = {
     # image_grid_thw where vLLM reads the Hub processor's images and grid_thw.
     "ernie45_vl": "vLLM 0.32's ERNIE-4.5-VL needs the Hub's remote-code config and processor "
     "(transformers' own classes lack the fields and outputs it reads)",
-    **dict.fromkeys(
-        (
-            "gemma3n",
-            "gemma4",
-            "lfm2_vl",
-            "qwen3_5",
-            "qwen3_5_moe",
-        ),
-        "not built yet (transformers' classes exist)",
-    ),
 }
