@@ -37,6 +37,7 @@ _PROOF_MODULES = (
     "tests.tiny.ocr_and_more",
     "tests.tiny.public_vision",
     "tests.tiny.vision_more",
+    "tests.tiny.cohere",
 )
 
 # The environment `make install` builds (.venv): the vLLM the docs are generated with.
