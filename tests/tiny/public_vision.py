@@ -20,6 +20,7 @@ from mmrun.tiny._common import CPU_ARGS, TINY_TEXT, build_tokenizer, token_ids
 from tests.tiny import Proof
 from tests.tiny.image import _text
 
+_STANDINS = Path(__file__).resolve().parent / "standins"
 _REMOTE = Path(__file__).resolve().parent.parent / "fixtures" / "remote"
 
 
@@ -55,13 +56,15 @@ _DOTS_SPECIALS = (
 
 def build_dots_ocr(dest: Path) -> TinyCheckpoint:
     """dots.ocr (``DotsOCRForCausalLM``: a NaViT-style tower with 2x2 patch merging, Qwen2
-    text), with the model's own configuration_dots.py (DotsOCRConfig, DotsVLProcessor) from
-    auto_map. vLLM reads the config class by name and builds transformers' Qwen2VLProcessor
-    over the checkpoint's Qwen2-VL image processor (14-pixel patches, one per frame)."""
+    text). The config class named in auto_map is a STAND-IN (tests/tiny/standins/dots_ocr/:
+    vLLM's own DotsOCRConfig, which vLLM does not register); the Hub's auto_map also names a
+    processor class, which vLLM does not use: it builds transformers' Qwen2VLProcessor over
+    the checkpoint's Qwen2-VL image processor (14-pixel patches, one per frame)."""
     import transformers
 
     tf: Any = transformers
-    _vendor(dest, "dots_ocr", "configuration_dots.py")
+    dest.mkdir(parents=True, exist_ok=True)
+    shutil.copy(_STANDINS / "dots_ocr" / "configuration_dots.py", dest)
     tokenizer = build_tokenizer(
         dest,
         _DOTS_SPECIALS,
@@ -79,10 +82,7 @@ def build_dots_ocr(dest: Path) -> TinyCheckpoint:
     patch = 14
     config = {
         "architectures": ["DotsOCRForCausalLM"],
-        "auto_map": {
-            "AutoConfig": "configuration_dots.DotsOCRConfig",
-            "AutoProcessor": "configuration_dots.DotsVLProcessor",
-        },
+        "auto_map": {"AutoConfig": "configuration_dots.DotsOCRConfig"},
         "model_type": "dots_ocr",
         **text,
         "image_token_id": ids["<|imgpad|>"],
@@ -324,4 +324,8 @@ def build_molmo(dest: Path) -> TinyCheckpoint:
     return TinyCheckpoint(dest, {**CPU_ARGS, "load_format": "dummy"})
 
 
-PROOFS: dict[tuple[str, str], Proof] = {}
+PROOFS: dict[tuple[str, str], Proof] = {
+    # The prompts are the loaders' hand-written ones (vLLM's example), so real; these
+    # checkpoints carry no chat template, so the test runs generate only.
+    ("image", "dots_ocr"): Proof(build_dots_ocr, standin="config class (vLLM's)"),
+}
