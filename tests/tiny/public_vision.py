@@ -1,9 +1,8 @@
-"""Tiny checkpoints of single-image rows whose config (and processor) classes are remote code,
-with the model authors' OWN classes: the files of the published model repositories, vendored
-unchanged (or minimally changed, as each fixture's README.md says) under
-tests/fixtures/remote/<model>/ with their source and licence. A builder copies them next to
-config.json, whose ``auto_map`` names them, as the Hub repository does, and the test runs them
-with ``--trust-remote-code`` as a user would.
+"""Tiny checkpoints of single-image rows whose config, processor or tokenizer classes are
+remote code, with STAND-INS written by this project (tests/tiny/standins/<model>/, or a
+tokenizer built here) in place of the model authors' classes. A builder copies a stand-in
+module next to config.json, whose ``auto_map`` names it, as the Hub repository does, and the
+test runs it with ``--trust-remote-code`` as a user would.
 
 The tokenizers are trained locally (byte-level BPE) with each model's real special tokens.
 """
