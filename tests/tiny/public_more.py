@@ -1,6 +1,6 @@
-"""Tiny checkpoints of keys whose Hub checkpoints carry remote code, built with the classes
-published in public repositories (tests/fixtures/remote/<model>/, each with a README naming
-its source and licence) or with the classes vLLM ships for the model.
+"""Tiny checkpoints of keys whose Hub checkpoints carry remote code, built with STAND-IN
+classes written by this project (tests/tiny/standins/<model>/) or with the classes vLLM ships
+for the model.
 
 Each checkpoint is laid out as the Hub's is: the remote files copied into the folder and named
 in config.json's ``auto_map``, loaded with ``--trust-remote-code`` as a user runs it. Weights
@@ -20,7 +20,7 @@ from mmrun.tiny._common import TINY_TEXT, build_tokenizer, padded_vocab_size, to
 from mmrun.tiny.qwen_vl import _QWEN_SPECIALS
 from tests.tiny import Proof
 
-REMOTE = Path(__file__).resolve().parent.parent / "fixtures" / "remote"
+_STANDINS = Path(__file__).resolve().parent / "standins"
 _ENGINE: dict[str, Any] = {"load_format": "dummy", "max_num_seqs": 2, "max_model_len": 2048}
 
 # STAND-IN chat template (for the chat method only; the generate prompts are the loaders'):
@@ -33,12 +33,6 @@ _CHATML = (
 
 def _write_config(dest: Path, config: dict[str, Any]) -> None:
     (dest / "config.json").write_text(json.dumps(config, indent=2) + "\n")
-
-
-def _vendor(dest: Path, model: str, *files: str) -> None:
-    """Copy a model's remote files (tests/fixtures/remote/<model>/) into the checkpoint."""
-    for name in files:
-        shutil.copy(REMOTE / model / name, dest / name)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -117,14 +111,14 @@ _EAGLE_SPECIALS = [
 
 
 def build_eagle2_5(dest: Path) -> TinyCheckpoint:
-    """Eagle2.5-8B (``Eagle2_5_VLForConditionalGeneration``): the REAL remote config class
-    (Eagle2_5_VLConfig, configuration_eagle2_5_vl.py; see its fixture README), SigLIP tower
-    and Qwen2 text model. vLLM builds the processor itself (InternVL tiling from the config's
-    image_size, min/max_dynamic_patch, use_thumbnail; <img><IMG_CONTEXT>...</img>): 56-pixel
-    tiles of 7-pixel patches, pixel-shuffled by 0.5 -> 16 tokens per tile. vLLM reads
-    ``min_dynamic_patch``/``max_dynamic_patch`` where the class keeps ``*_tiles``: config.json
-    carries both, as the class stores unknown keys. The chat template is a STAND-IN
-    (ChatML, the Qwen2 turns of Eagle's conversation template)."""
+    """Eagle2.5-8B (``Eagle2_5_VLForConditionalGeneration``): a STAND-IN config class
+    (tests/tiny/standins/eagle2_5/), SigLIP tower and Qwen2 text model. vLLM builds the
+    processor itself (InternVL tiling from the config's image_size, min/max_dynamic_patch,
+    use_thumbnail; <img><IMG_CONTEXT>...</img>): 56-pixel tiles of 7-pixel patches,
+    pixel-shuffled by 0.5 -> 16 tokens per tile. config.json also carries the
+    ``min_dynamic_tiles``/``max_dynamic_tiles`` names the Hub's config uses for the same
+    bounds. The chat template is a STAND-IN (ChatML, the Qwen2 turns of Eagle's
+    conversation template)."""
     tok = build_tokenizer(
         dest,
         _EAGLE_SPECIALS,
@@ -133,7 +127,7 @@ def build_eagle2_5(dest: Path) -> TinyCheckpoint:
         pad_token="<|endoftext|>",
     )
     ids = token_ids(tok, ["<|endoftext|>", "<|im_end|>", "<IMG_CONTEXT>"])
-    _vendor(dest, "eagle2_5", "configuration_eagle2_5_vl.py")
+    shutil.copy(_STANDINS / "eagle2_5" / "configuration_eagle2_5_vl.py", dest)
     size, patch = 56, 7
     _write_config(
         dest,
@@ -205,23 +199,22 @@ _SKYWORK_TEMPLATE = (
 
 def build_skywork_chat(dest: Path) -> TinyCheckpoint:
     """Skywork-R1V-38B (``SkyworkR1VChatModel``): InternViT, an MLP projector and a Qwen2 text
-    model. The config class is vLLM's ADAPTATION of the Hub's configuration_skywork_chat.py
-    (see its fixture README: the Hub file itself is in no public repository found), loaded as
-    remote code. vLLM builds the processor itself (InternVL tiling): 56-pixel tiles of
-    7-pixel patches, pixel-shuffled by 0.5 -> 16 tokens per tile. The chat template is a
-    STAND-IN (the text model's turns)."""
+    model. The config class is a STAND-IN (tests/tiny/standins/internvl/: InternVL's fields,
+    which vLLM's skyworkr1v.py reads), loaded as remote code. vLLM builds the processor
+    itself (InternVL tiling): 56-pixel tiles of 7-pixel patches, pixel-shuffled by 0.5 -> 16
+    tokens per tile. The chat template is a STAND-IN (the text model's turns)."""
     bos, eos = "<｜begin▁of▁sentence｜>", "<｜end▁of▁sentence｜>"  # noqa: RUF001
     tok = build_tokenizer(
         dest, _SKYWORK_SPECIALS, chat_template=_SKYWORK_TEMPLATE, bos_token=bos, eos_token=eos
     )
     ids = token_ids(tok, [bos, eos])
-    _vendor(dest, "skywork_chat", "configuration_skywork_chat.py")
+    shutil.copy(_STANDINS / "internvl" / "configuration_internvl_chat.py", dest)
     size = 56
     _write_config(
         dest,
         {
             "architectures": ["SkyworkR1VChatModel"],
-            "auto_map": {"AutoConfig": "configuration_skywork_chat.SkyworkR1VChatConfig"},
+            "auto_map": {"AutoConfig": "configuration_internvl_chat.SkyworkR1VChatConfig"},
             "model_type": "skywork_chat",
             "vision_config": {
                 "architectures": ["InternVisionModel"],
@@ -269,4 +262,10 @@ def build_skywork_chat(dest: Path) -> TinyCheckpoint:
 PROOFS: dict[tuple[str, str], Proof] = {
     # The generate prompt is the loader's hand-written one (vLLM's example's).
     ("image", "bagel"): Proof(build_bagel, standin="chat template"),
+    ("image", "eagle2_5"): Proof(
+        build_eagle2_5, standin="config class, chat template", real_prompt=False
+    ),
+    ("image", "skywork_chat"): Proof(
+        build_skywork_chat, standin="config class, chat template", real_prompt=False
+    ),
 }

@@ -1,9 +1,8 @@
-"""Tiny checkpoints of single-image rows whose config (and processor) classes are remote code,
-with the model authors' OWN classes: the files of the published model repositories, vendored
-unchanged (or minimally changed, as each fixture's README.md says) under
-tests/fixtures/remote/<model>/ with their source and licence. A builder copies them next to
-config.json, whose ``auto_map`` names them, as the Hub repository does, and the test runs them
-with ``--trust-remote-code`` as a user would.
+"""Tiny checkpoints of single-image rows whose config, processor or tokenizer classes are
+remote code, with STAND-INS written by this project (tests/tiny/standins/<model>/, or a
+tokenizer built here) in place of the model authors' classes. A builder copies a stand-in
+module next to config.json, whose ``auto_map`` names it, as the Hub repository does, and the
+test runs it with ``--trust-remote-code`` as a user would.
 
 The tokenizers are trained locally (byte-level BPE) with each model's real special tokens.
 """
@@ -20,6 +19,7 @@ from mmrun.tiny._common import CPU_ARGS, TINY_TEXT, build_tokenizer, token_ids
 from tests.tiny import Proof
 from tests.tiny.image import _text
 
+_STANDINS = Path(__file__).resolve().parent / "standins"
 _REMOTE = Path(__file__).resolve().parent.parent / "fixtures" / "remote"
 
 
@@ -55,13 +55,15 @@ _DOTS_SPECIALS = (
 
 def build_dots_ocr(dest: Path) -> TinyCheckpoint:
     """dots.ocr (``DotsOCRForCausalLM``: a NaViT-style tower with 2x2 patch merging, Qwen2
-    text), with the model's own configuration_dots.py (DotsOCRConfig, DotsVLProcessor) from
-    auto_map. vLLM reads the config class by name and builds transformers' Qwen2VLProcessor
-    over the checkpoint's Qwen2-VL image processor (14-pixel patches, one per frame)."""
+    text). The config class named in auto_map is a STAND-IN (tests/tiny/standins/dots_ocr/:
+    vLLM's own DotsOCRConfig, which vLLM does not register); the Hub's auto_map also names a
+    processor class, which vLLM does not use: it builds transformers' Qwen2VLProcessor over
+    the checkpoint's Qwen2-VL image processor (14-pixel patches, one per frame)."""
     import transformers
 
     tf: Any = transformers
-    _vendor(dest, "dots_ocr", "configuration_dots.py")
+    dest.mkdir(parents=True, exist_ok=True)
+    shutil.copy(_STANDINS / "dots_ocr" / "configuration_dots.py", dest)
     tokenizer = build_tokenizer(
         dest,
         _DOTS_SPECIALS,
@@ -79,10 +81,7 @@ def build_dots_ocr(dest: Path) -> TinyCheckpoint:
     patch = 14
     config = {
         "architectures": ["DotsOCRForCausalLM"],
-        "auto_map": {
-            "AutoConfig": "configuration_dots.DotsOCRConfig",
-            "AutoProcessor": "configuration_dots.DotsVLProcessor",
-        },
+        "auto_map": {"AutoConfig": "configuration_dots.DotsOCRConfig"},
         "model_type": "dots_ocr",
         **text,
         "image_token_id": ids["<|imgpad|>"],
@@ -119,52 +118,52 @@ def build_dots_ocr(dest: Path) -> TinyCheckpoint:
 # GLM-4V
 
 
-def _tiktoken_ranks(size: int, specials: tuple[str, ...]) -> list[bytes]:
-    """A tiktoken vocabulary of ``size`` ranks: a byte-level BPE trained locally (the 256 bytes,
-    then its merges, in merge order, as tiktoken ranks them), then filler entries that no text
-    reaches, so that the special tokens placed after it get the real model's ids."""
-    from mmrun.tiny._common import train_bpe
+# GLM-4's special tokens, in id order from 151329 (the real vocabulary's first special id).
+_GLM4_SPECIALS = (
+    "<|endoftext|>",
+    "[MASK]",
+    "[gMASK]",
+    "[sMASK]",
+    "<sop>",
+    "<eop>",
+    "<|system|>",
+    "<|user|>",
+    "<|assistant|>",
+    "<|observation|>",
+    "<|begin_of_image|>",
+    "<|end_of_image|>",
+    "<|begin_of_video|>",
+    "<|end_of_video|>",
+)
 
-    bpe = train_bpe(specials)
-    # Byte-level BPE spells each byte as a printable character (GPT-2's table): invert it.
-    printable = [*range(ord("!"), ord("~") + 1), *range(0xA1, 0xAC + 1), *range(0xAE, 0xFF + 1)]
-    chars = {chr(b): b for b in printable}
-    extra = 0
-    for b in range(256):
-        if b not in printable:
-            chars[chr(256 + extra)] = b
-            extra += 1
-    vocab = bpe.get_vocab()
-    learned = [
-        bytes(chars[c] for c in token)
-        for token, _ in sorted(vocab.items(), key=lambda item: item[1])
-        if token not in specials
-    ]
-    ranks = list(dict.fromkeys([bytes([b]) for b in range(256)] + learned))
-    # Fillers: two bytes above 0xF8, which no UTF-8 text contains, so no text reaches them.
-    filler = (bytes([0xF8 + i // 65536 % 8, i // 256 % 256, i % 256]) for i in range(size))
-    while len(ranks) < size:
-        ranks.append(next(filler))
-    return ranks
+
+def _glm4_tokenizer(dest: Path) -> dict[str, int]:
+    """A STAND-IN for GLM-4's remote tokenizer (ChatGLM4Tokenizer, tiktoken): a locally trained
+    byte-level BPE whose vocabulary is padded so that the special tokens keep their real ids
+    (151329 on), which the loader's stop ids name; like the real one, it starts each encoded
+    text with ``[gMASK]<sop>``. Returns the special tokens' ids."""
+    from tokenizers.processors import TemplateProcessing
+
+    from tests.tiny.standin import _place_tokens
+
+    placed = {151329 + i: token for i, token in enumerate(_GLM4_SPECIALS)}
+    ids = {token: i for i, token in placed.items()}
+    tokenizer = _place_tokens(build_tokenizer(dest, []), placed, dest)
+    tokenizer.backend_tokenizer.post_processor = TemplateProcessing(
+        single="[gMASK] <sop> $A",
+        special_tokens=[(t, ids[t]) for t in ("[gMASK]", "<sop>")],
+    )
+    tokenizer.eos_token = tokenizer.pad_token = "<|endoftext|>"
+    tokenizer.save_pretrained(str(dest))
+    return ids
 
 
 def build_glm4v(dest: Path) -> TinyCheckpoint:
-    """GLM-4V-9B (``ChatGLMModel`` with an EVA2-CLIP tower, run as ``GLM4VForCausalLM``), with
-    the model's own tokenizer class (tokenization_chatglm.py: ChatGLM4Tokenizer, tiktoken) and
-    tokenizer_config.json from auto_map; vLLM ships the config class (ChatGLMConfig, model type
-    "chatglm") and the image processor. The tiktoken vocabulary is local; it is padded so that
-    the special tokens keep their real ids (151329 on), which the loader's stop ids name."""
-    import base64
-
-    _vendor(dest, "glm4v", "tokenization_chatglm.py", "tokenizer_config.json")
-    added = json.loads((dest / "tokenizer_config.json").read_text())["added_tokens_decoder"]
-    specials = {int(i): t["content"] for i, t in added.items()}
-    first = min(specials)
-    ranks = _tiktoken_ranks(first, tuple(specials.values()))
-    (dest / "tokenizer.model").write_bytes(
-        b"".join(base64.b64encode(token) + b" %d\n" % rank for rank, token in enumerate(ranks))
-    )
-    ids = {t: i for i, t in specials.items()}
+    """GLM-4V-9B (``ChatGLMModel`` with an EVA2-CLIP tower, run as ``GLM4VForCausalLM``): vLLM
+    ships the config class (ChatGLMConfig, model type "chatglm") and the image processor; the
+    tokenizer is a STAND-IN (:func:`_glm4_tokenizer`) for the remote ChatGLM4Tokenizer. The
+    checkpoint carries no chat template (the real one is the remote tokenizer's)."""
+    ids = _glm4_tokenizer(dest)
     patch, size = 14, 56
     vision = {
         "dropout_prob": 0.0,
@@ -324,4 +323,10 @@ def build_molmo(dest: Path) -> TinyCheckpoint:
     return TinyCheckpoint(dest, {**CPU_ARGS, "load_format": "dummy"})
 
 
-PROOFS: dict[tuple[str, str], Proof] = {}
+PROOFS: dict[tuple[str, str], Proof] = {
+    # The prompts are the loaders' hand-written ones (vLLM's example), so real; these
+    # checkpoints carry no chat template, so the test runs generate only.
+    ("image", "dots_ocr"): Proof(build_dots_ocr, standin="config class (vLLM's)"),
+    # The stand-in tokenizer encodes the loader's prompt with the real special ids and prefix.
+    ("image", "glm4v"): Proof(build_glm4v, standin="tokenizer"),
+}

@@ -261,12 +261,7 @@ PROOFS = {
 
 # Why each other key of the single-image and video example has no offline proof.
 UNPROVEN: dict[str, str] = {
-    "dots_ocr": "config class is remote code (dots.ocr; vLLM ships one but does not register "
-    "it); no stand-in written by this project yet (the public copies of the real classes are not vendored)",
-    "eagle2_5": "config class is remote code (Eagle 2.5); no stand-in written by this project yet (the public copies of the real classes are not vendored)",
-    "glm4v": "tokenizer class is remote code (GLM-4V's ChatGLM tokenizer); no stand-in written by this project yet (the public copies of the real classes are not vendored)",
     "molmo": "config, processor and image processor classes are remote code (Molmo); no stand-in written by this project yet (the public copies of the real classes are not vendored)",
-    "skywork_chat": "config class is remote code (Skywork-R1V); no stand-in written by this project yet (the public copies of the real classes are not vendored)",
     "interns1_pro": "vLLM 0.32 runs the checkpoint's remote config and processor classes "
     "(Intern-S1-Pro), found in no public repository (InternLM/Intern-S1 holds docs only)",
     "kanana_v": "vLLM 0.32 runs the checkpoint's remote config, processor and image processor "

@@ -1,8 +1,9 @@
 # Remote code for a checkpoint, run by whatever transformers loads it.
 # mypy: ignore-errors
 """STAND-IN for the remote config classes of the InternVL-style chat checkpoints
-(InternVL2 "internvl_chat", H2OVL-Mississippi "h2ovl_chat", NVLM-D "NVLM_D"), written from the
-fields vLLM 0.32's internvl.py / h2ovl.py / nvlm_d.py / intern_vit.py read. The vision tower's
+(InternVL2 "internvl_chat", H2OVL-Mississippi "h2ovl_chat", NVLM-D "NVLM_D", Skywork-R1V
+"skywork_chat"), written from the fields vLLM 0.32's internvl.py / h2ovl.py / nvlm_d.py /
+skyworkr1v.py / intern_vit.py read. The vision tower's
 fields stay a plain config (vLLM's InternViT reads them as attributes); the language model's
 become its transformers config class when transformers knows the type (qwen2, llama...)."""
 
@@ -79,4 +80,13 @@ class NVLM_D_Config(InternVLChatConfig):
     # Trap: transformers 5 turns a config subclass without an __init__ of its own into a
     # dataclass whose generated __init__ skips InternVLChatConfig's (no text_config then).
     def __init__(self, **kwargs: Any) -> None:
+        super().__init__(**kwargs)
+
+
+class SkyworkR1VChatConfig(InternVLChatConfig):
+    """Skywork-R1V: InternVL's fields (vLLM's skyworkr1v.py reads the same ones)."""
+
+    model_type = "skywork_chat"
+
+    def __init__(self, **kwargs: Any) -> None:  # see NVLM_D_Config
         super().__init__(**kwargs)
