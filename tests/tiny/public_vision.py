@@ -20,14 +20,6 @@ from tests.tiny import Proof
 from tests.tiny.image import _text
 
 _STANDINS = Path(__file__).resolve().parent / "standins"
-_REMOTE = Path(__file__).resolve().parent.parent / "fixtures" / "remote"
-
-
-def _vendor(dest: Path, model: str, *names: str) -> None:
-    """Copy the vendored remote-code files of ``model`` into the checkpoint folder."""
-    dest.mkdir(parents=True, exist_ok=True)
-    for name in names:
-        shutil.copy(_REMOTE / model / name, dest / name)
 
 
 def _write_json(path: Path, data: dict[str, Any]) -> None:
@@ -212,114 +204,6 @@ def build_glm4v(dest: Path) -> TinyCheckpoint:
         "eoi_token_id": ids["<|end_of_image|>"],
     }
     _write_json(dest / "config.json", config)
-    return TinyCheckpoint(dest, {**CPU_ARGS, "load_format": "dummy"})
-
-
-# ---------------------------------------------------------------------------------------------
-# Molmo
-
-# Molmo-7B-D-0924's chat template (its tokenizer_config.json).
-_MOLMO_TEMPLATE = (
-    "{% for message in messages %}{% if loop.first and messages[0]['role'] != 'system' %}"
-    "{{ '<|im_start|>system\nYou are a helpful assistant<|im_end|>\n' }}{% endif %}"
-    "{{'<|im_start|>' + message['role'] + '\n' + message['content'] + '<|im_end|>' + '\n'}}"
-    "{% endfor %}{% if add_generation_prompt %}{{ '<|im_start|>assistant\n' }}{% endif %}"
-)
-# Its tokenizer's Qwen2 tokens, then the image tokens that preprocessing_molmo.py looks up (the
-# real tokenizer has 418 unused "|<EXTRA_TOKENS_i>|" between them).
-_MOLMO_SPECIALS = (
-    "<|endoftext|>",
-    "<|im_start|>",
-    "<|im_end|>",
-    "<im_start>",
-    "<im_end>",
-    "<im_patch>",
-    "<im_col>",
-    "<|image|>",
-)
-
-
-def build_molmo(dest: Path) -> TinyCheckpoint:
-    """Molmo-7B-D (``MolmoForCausalLM``), with the model's own config_molmo.py (MolmoConfig),
-    preprocessing_molmo.py (MolmoProcessor) and image_preprocessing_molmo.py
-    (MolmoImageProcessor) from auto_map, and its real chat template. vLLM builds the full-size
-    CLIP ViT-L/14 tower of the real model whatever the config says (23 layers, 336-pixel
-    crops): only the text model is tiny. The image processor keeps the real settings (up to 12
-    crops): the processor's own defaults set them whatever the checkpoint says, and vLLM counts
-    the crops from the checkpoint's values, so the two must agree."""
-    _vendor(
-        dest, "molmo", "config_molmo.py", "preprocessing_molmo.py", "image_preprocessing_molmo.py"
-    )
-    tokenizer = build_tokenizer(
-        dest,
-        _MOLMO_SPECIALS,
-        chat_template=_MOLMO_TEMPLATE,
-        eos_token="<|endoftext|>",
-        pad_token="<|endoftext|>",
-    )
-    ids = token_ids(tokenizer, _MOLMO_SPECIALS)
-    vocab = _text(tokenizer)["vocab_size"]
-    config = {
-        "architectures": ["MolmoForCausalLM"],
-        "auto_map": {
-            "AutoConfig": "config_molmo.MolmoConfig",
-            "AutoModelForCausalLM": "modeling_molmo.MolmoForCausalLM",
-        },
-        "model_type": "molmo",
-        "attention_layer_norm": False,
-        "clip_qkv": None,
-        "embedding_size": vocab,
-        "vocab_size": vocab,
-        "hidden_size": TINY_TEXT["hidden_size"],
-        "intermediate_size": 2 * TINY_TEXT["intermediate_size"],  # gate and up, fused
-        "num_hidden_layers": 1,
-        "num_attention_heads": TINY_TEXT["num_attention_heads"],
-        "num_key_value_heads": TINY_TEXT["num_key_value_heads"],
-        "max_position_embeddings": 4096,
-        "initializer_range": 0.02,
-        "layer_norm_eps": 1e-06,
-        "layer_norm_type": "rms",
-        "norm_after": False,
-        "qkv_bias": True,
-        "rope_theta": 1000000.0,
-        "tie_word_embeddings": False,
-        "use_cache": True,
-        "use_position_ids": True,
-        "weight_tying": False,
-        "eos_token_id": ids["<|endoftext|>"],
-        "pad_token_id": ids["<|endoftext|>"],
-    }
-    _write_json(dest / "config.json", config)
-    processor_map = {"AutoProcessor": "preprocessing_molmo.MolmoProcessor"}
-    _write_json(
-        dest / "preprocessor_config.json",
-        {
-            "auto_map": {
-                "AutoImageProcessor": "image_preprocessing_molmo.MolmoImageProcessor",
-                **processor_map,
-            },
-            "base_image_input_size": [336, 336],
-            "do_normalize": True,
-            "image_mean": [0.48145466, 0.4578275, 0.40821073],
-            "image_padding_mask": True,
-            "image_patch_size": 14,
-            "image_processor_type": "MolmoImageProcessor",
-            "image_std": [0.26862954, 0.26130258, 0.27577711],
-            "image_token_length_h": 12,
-            "image_token_length_w": 12,
-            "max_crops": 12,
-            "overlap_margins": [4, 4],
-            "processor_class": "MolmoProcessor",
-        },
-    )
-    _write_json(
-        dest / "processor_config.json",
-        {"auto_map": processor_map, "processor_class": "MolmoProcessor"},
-    )
-    config_path = dest / "tokenizer_config.json"
-    tokenizer_config = json.loads(config_path.read_text())
-    tokenizer_config |= {"auto_map": processor_map, "processor_class": "MolmoProcessor"}
-    _write_json(config_path, tokenizer_config)
     return TinyCheckpoint(dest, {**CPU_ARGS, "load_format": "dummy"})
 
 
