@@ -24,6 +24,7 @@ from mmrun.tiny._common import (
 )
 from tests.tiny import Proof
 
+_STANDINS = Path(__file__).resolve().parent / "standins"
 _REMOTE = Path(__file__).resolve().parent.parent / "fixtures" / "remote"
 # Config-only checkpoints: vLLM initialises random weights itself.
 _ENGINE: dict[str, Any] = {"load_format": "dummy", "max_num_seqs": 2, "max_model_len": 2048}
@@ -34,6 +35,13 @@ def _vendor(model: str, dest: Path, *names: str) -> None:
     dest.mkdir(parents=True, exist_ok=True)
     for name in names:
         shutil.copy(_REMOTE / model / name, dest / name)
+
+
+def _standin(model: str, dest: Path, *names: str) -> None:
+    """Copy stand-in remote code (tests/tiny/standins/<model>/) into the checkpoint folder."""
+    dest.mkdir(parents=True, exist_ok=True)
+    for name in names:
+        shutil.copy(_STANDINS / model / name, dest / name)
 
 
 def _write_json(path: Path, data: dict[str, Any]) -> None:
@@ -319,12 +327,11 @@ def _save_midashenglm_weights(config: dict[str, Any], dest: Path) -> None:
 
 def build_midashenglm(dest: Path) -> TinyCheckpoint:
     """MiDashengLM-7B (``MiDashengLMModel``: the Dasheng audio encoder, a subsampling projector,
-    Qwen2.5-Omni's text model) with its real MiDashengLMProcessor (the copy in vLLM's
-    repository of the checkpoint's processing_midashenglm.py) and Wav2Vec2 feature extractor
-    settings; vLLM ships the config class. The seed's prompt is hand-written ChatML, so no
-    chat template is involved."""
+    Qwen2.5-Omni's text model) with a STAND-IN MiDashengLMProcessor (tests/tiny/standins/)
+    over a Wav2Vec2 feature extractor; vLLM ships the config class. The seed's prompt is
+    hand-written ChatML, so no chat template is involved."""
     tf = transformers_module()
-    _vendor("midashenglm", dest, "processing_midashenglm.py")
+    _standin("midashenglm", dest, "processing_midashenglm.py")
     named = {
         "audio_token": "<|AUDIO|>",
         "audio_bos_token": "<|audio_bos|>",
@@ -380,4 +387,6 @@ def build_midashenglm(dest: Path) -> TinyCheckpoint:
 
 
 # (modality, key) -> how each row is proven (see tests.tiny.Proof).
-PROOFS: dict[tuple[str, str], Proof] = {}
+PROOFS: dict[tuple[str, str], Proof] = {
+    ("audio", "midashenglm"): Proof(build_midashenglm, standin="processor class"),
+}
