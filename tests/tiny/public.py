@@ -165,17 +165,17 @@ _LLAMA3_SPECIALS = (
 
 def build_ultravox(dest: Path) -> TinyCheckpoint:
     """Ultravox v0.5 (``UltravoxModel``: a Whisper encoder, stacked frames projected into a
-    Llama text model) with its real UltravoxConfig and UltravoxProcessor (one line changed
-    for transformers 5: see the fixture's README). The audio config names the folder of the
-    Whisper feature extractor (the real checkpoint names openai/whisper-large-v3-turbo);
-    vLLM reads the config with its own UltravoxConfig, the processor with the real one. The
-    tokenizer is trained locally with Llama 3's special tokens and ``<|audio|>`` (the real
-    tokenizer's added token, at ``audio_token_index``); the chat template is a STAND-IN."""
+    Llama text model) with STAND-IN UltravoxConfig and UltravoxProcessor classes
+    (tests/tiny/standins/). The audio config names the folder of the Whisper feature
+    extractor (the real checkpoint names openai/whisper-large-v3-turbo); vLLM reads the
+    config with its own UltravoxConfig, transformers with the stand-in. The tokenizer is
+    trained locally with Llama 3's special tokens and ``<|audio|>`` (the real tokenizer's
+    added token, at ``audio_token_index``); the chat template is a STAND-IN."""
     from mmrun.tiny.whisper import TINY_WHISPER_ENCODER
 
     tf = transformers_module()
     model = "ultravox"
-    _vendor(model, dest, "ultravox_config.py", "ultravox_processing.py")
+    _standin(model, dest, "ultravox_config.py", "ultravox_processing.py")
     # The feature extractor alone in its folder: AutoProcessor then loads a feature extractor
     # (a WhisperProcessor beside a Whisper config.json), the only ``audio_processor`` that
     # transformers 5 accepts. The processor finds the folder by the audio config's name.
@@ -389,4 +389,7 @@ def build_midashenglm(dest: Path) -> TinyCheckpoint:
 # (modality, key) -> how each row is proven (see tests.tiny.Proof).
 PROOFS: dict[tuple[str, str], Proof] = {
     ("audio", "midashenglm"): Proof(build_midashenglm, standin="processor class"),
+    ("audio", "ultravox"): Proof(
+        build_ultravox, standin="config and processor classes, chat template", real_prompt=False
+    ),
 }

@@ -4,8 +4,9 @@
 vLLM 0.32's midashenglm.py reads and calls: the ``feature_extractor`` (its sampling rate), the
 ``audio_token``/``audio_bos_token``/``audio_eos_token`` strings, and a call on
 ``text``/``audio`` that returns the waveforms padded by the feature extractor as
-``input_values`` and each clip's sample count as ``audio_length``. vLLM itself expands each ``<|AUDIO|>`` to the number of
-encoder frames it derives from ``audio_length``, so the text is only tokenized here."""
+``input_values`` and each clip's sample count as ``audio_length``. vLLM itself expands each
+``<|AUDIO|>`` to the number of encoder frames it derives from ``audio_length``, so the text
+is only tokenized here."""
 
 from typing import Any
 
