@@ -1,10 +1,11 @@
-"""Tiny checkpoints of seed rows whose config or processor classes are remote code, with the
-REAL classes: public copies of the model repositories' files, vendored unmodified under
-tests/fixtures/remote/<model>/ (each folder's README.md names its source and licence).
+"""Tiny checkpoints of seed rows whose config or processor classes are remote code, with
+STAND-IN classes (tests/tiny/standins/<model>/) written by this project from what vLLM 0.32
+reads and calls. They prove vLLM's processor path, placeholder expansion and model, not the
+original classes.
 
-Each builder copies those files into the checkpoint folder and names them in ``auto_map``, as
-the model's Hub repository does, so the engine and the processor load them with
-``--trust-remote-code`` (which the end-to-end test passes), as a user's run does.
+Each builder copies its stand-in files into the checkpoint folder and names them in
+``auto_map``, as the model's Hub repository does, so the engine and the processor load them
+with ``--trust-remote-code`` (which the end-to-end test passes), as a user's run does.
 """
 
 from __future__ import annotations
@@ -25,16 +26,8 @@ from mmrun.tiny._common import (
 from tests.tiny import Proof
 
 _STANDINS = Path(__file__).resolve().parent / "standins"
-_REMOTE = Path(__file__).resolve().parent.parent / "fixtures" / "remote"
 # Config-only checkpoints: vLLM initialises random weights itself.
 _ENGINE: dict[str, Any] = {"load_format": "dummy", "max_num_seqs": 2, "max_model_len": 2048}
-
-
-def _vendor(model: str, dest: Path, *names: str) -> None:
-    """Copy the vendored files of ``model`` into the checkpoint folder, as a Hub repo has them."""
-    dest.mkdir(parents=True, exist_ok=True)
-    for name in names:
-        shutil.copy(_REMOTE / model / name, dest / name)
 
 
 def _standin(model: str, dest: Path, *names: str) -> None:
@@ -49,7 +42,7 @@ def _write_json(path: Path, data: dict[str, Any]) -> None:
 
 
 # ---------------------------------------------------------------------------------------------
-# Keye-VL (Kwai-Keye/Keye, keye-vl-8b-preview/)
+# Keye-VL-8B-Preview
 
 _KEYE_SPECIALS = (
     "<|endoftext|>",
@@ -63,20 +56,33 @@ _KEYE_SPECIALS = (
 )
 
 
+# STAND-IN chat template (the checkpoint's own is in its Hub files): ChatML turns, each image
+# or video part as the vision tokens vLLM's Keye-VL expands, then the text parts.
+_KEYE_STANDIN = (
+    "{% for message in messages %}<|im_start|>{{ message['role'] }}\n"
+    "{% if message['content'] is string %}{{ message['content'] }}{% else %}"
+    "{% for part in message['content'] %}"
+    "{% if part['type'] == 'image' %}<|vision_start|><|image_pad|><|vision_end|>"
+    "{% elif part['type'] == 'video' %}<|vision_start|><|video_pad|><|vision_end|>"
+    "{% elif part['type'] == 'text' %}{{ part['text'] }}{% endif %}{% endfor %}{% endif %}"
+    "<|im_end|>\n{% endfor %}{% if add_generation_prompt %}<|im_start|>assistant\n{% endif %}"
+)
+
+
 def build_keye_vl(dest: Path) -> TinyCheckpoint:
     """Keye-VL-8B-Preview (``KeyeForConditionalGeneration``: a SigLIP tower with 2x2 patch
-    merging, Qwen3 text, M-RoPE) with its real KeyeConfig, KeyeProcessor, SiglipImageProcessor
-    and chat template. The tokenizer is trained locally, with the real special tokens."""
-    model = "keye_vl"
-    _vendor(
-        model,
+    merging, Qwen3 text, M-RoPE) with STAND-IN KeyeConfig, KeyeProcessor and image processor
+    classes and chat template (tests/tiny/standins/). The tokenizer is trained locally, with
+    the real special tokens."""
+    _standin(
+        "keye_vl",
         dest,
         "configuration_keye.py",
         "image_processing_keye.py",
         "processing_keye.py",
-        "chat_template.json",
     )
-    template = json.loads((_REMOTE / model / "chat_template.json").read_text())["chat_template"]
+    template = _KEYE_STANDIN
+    (dest / "chat_template.jinja").write_text(template)
     tok = build_tokenizer(
         dest,
         _KEYE_SPECIALS,
@@ -120,7 +126,7 @@ def build_keye_vl(dest: Path) -> TinyCheckpoint:
         "rope_scaling": {"type": "mrope", "mrope_section": [8, 12, 12]},
     }
     _write_json(dest / "config.json", config)
-    # The real preprocessor_config.json with smaller images: at most 16 merged 28x28 patches.
+    # The real preprocessor settings with smaller images: at most 16 merged 28x28 patches.
     merged = 2 * patch
     _write_json(
         dest / "preprocessor_config.json",
@@ -143,7 +149,7 @@ def build_keye_vl(dest: Path) -> TinyCheckpoint:
 
 
 # ---------------------------------------------------------------------------------------------
-# Ultravox (fixie-ai/ultravox, ultravox/model/)
+# Ultravox v0.5
 
 # STAND-IN chat template: Llama 3's turns without its system preamble (the checkpoint's own
 # template, in its tokenizer files, is not public outside the Hub).
@@ -228,7 +234,7 @@ def build_ultravox(dest: Path) -> TinyCheckpoint:
 
 
 # ---------------------------------------------------------------------------------------------
-# MiDashengLM (the processor from vLLM's repository, vllm/transformers_utils/processors/)
+# MiDashengLM
 
 _MIDASHENG_SPECIALS = (
     "<|endoftext|>",
@@ -388,6 +394,11 @@ def build_midashenglm(dest: Path) -> TinyCheckpoint:
 
 # (modality, key) -> how each row is proven (see tests.tiny.Proof).
 PROOFS: dict[tuple[str, str], Proof] = {
+    ("image", "keye_vl"): Proof(
+        build_keye_vl,
+        standin="config, processor and image processor classes, chat template",
+        real_prompt=False,
+    ),
     ("audio", "midashenglm"): Proof(build_midashenglm, standin="processor class"),
     ("audio", "ultravox"): Proof(
         build_ultravox, standin="config and processor classes, chat template", real_prompt=False
