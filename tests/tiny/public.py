@@ -399,6 +399,10 @@ PROOFS: dict[tuple[str, str], Proof] = {
         standin="config, processor and image processor classes, chat template",
         real_prompt=False,
     ),
+    # The video loader's prompt is hand-written (no chat template); tests/e2e/test_video_e2e.py.
+    ("video", "keye_vl"): Proof(
+        build_keye_vl, standin="config, processor and image processor classes"
+    ),
     ("audio", "midashenglm"): Proof(build_midashenglm, standin="processor class"),
     ("audio", "ultravox"): Proof(
         build_ultravox, standin="config and processor classes, chat template", real_prompt=False

@@ -101,6 +101,8 @@ class SiglipImageProcessor(BaseImageProcessor):
         if videos is not None:
             pixels, grids = [], []
             for video in videos:
+                if isinstance(video, tuple):  # (frames, metadata)
+                    video = video[0]
                 frames = list(video)
                 first = self._frame(frames[0])
                 _, height, width = first.shape
