@@ -35,6 +35,7 @@ pytestmark = pytest.mark.e2e
         ("glm_ocr", "generate"),
         ("llava-onevision", "generate"),
         ("llava-next-video", "generate"),
+        ("keye_vl", "generate"),
     ],
 )
 def test_a_clip_through_the_real_engine(
@@ -65,6 +66,8 @@ def test_a_clip_through_the_real_engine(
             "-tp",
             "1",
             "--json",
+            # As the image rows run: a checkpoint may carry remote code (Keye-VL's).
+            "--trust-remote-code",
             *flags,
         ],
         capture_output=True,

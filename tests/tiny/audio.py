@@ -578,9 +578,6 @@ BUILDERS: dict[str, Builder] = {
 
 # Why each other audio seed row has no offline proof on vLLM 0.32 + transformers 5.19.
 UNPROVEN: dict[str, str] = {
-    "midashenglm": "processor class is remote code (MiDashengLMProcessor; vLLM ships the "
-    "config class); no stand-in written by this project yet (the public copies of the real classes are not vendored)",
-    "ultravox": "config and processor classes are remote code (Ultravox); no stand-in written by this project yet (the public copies of the real classes are not vendored)",
     "minicpmo": "needs remote code (MiniCPMOConfig and the checkpoint's processor)",
     "phi4_mm": "needs remote code (Phi4MM config and processor) and the speech LoRA",
 }

@@ -1011,8 +1011,6 @@ BUILDERS: dict[str, Builder] = {
 
 # Every other row of the image seed, with why it has no offline proof on vLLM 0.32.
 UNPROVEN: dict[str, str] = {
-    "keye_vl": "config, image processor and processor classes are remote code (Keye-VL); "
-    "no stand-in written by this project yet (the public copies of the real classes are not vendored)",
     "hyperclovax_seed_vision": "architecture removed from vLLM 0.32 (HCXVision, last in 0.28.0)",
     "keye_vl1_5": "config and processor classes need remote code (Keye-VL-1.5); GitHub's "
     "Kwai-Keye/Keye has only Keye-VL-8B-Preview's files, and transformers 5.19 has no "

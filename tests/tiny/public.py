@@ -1,10 +1,11 @@
-"""Tiny checkpoints of seed rows whose config or processor classes are remote code, with the
-REAL classes: public copies of the model repositories' files, vendored unmodified under
-tests/fixtures/remote/<model>/ (each folder's README.md names its source and licence).
+"""Tiny checkpoints of seed rows whose config or processor classes are remote code, with
+STAND-IN classes (tests/tiny/standins/<model>/) written by this project from what vLLM 0.32
+reads and calls. They prove vLLM's processor path, placeholder expansion and model, not the
+original classes.
 
-Each builder copies those files into the checkpoint folder and names them in ``auto_map``, as
-the model's Hub repository does, so the engine and the processor load them with
-``--trust-remote-code`` (which the end-to-end test passes), as a user's run does.
+Each builder copies its stand-in files into the checkpoint folder and names them in
+``auto_map``, as the model's Hub repository does, so the engine and the processor load them
+with ``--trust-remote-code`` (which the end-to-end test passes), as a user's run does.
 """
 
 from __future__ import annotations
@@ -24,16 +25,16 @@ from mmrun.tiny._common import (
 )
 from tests.tiny import Proof
 
-_REMOTE = Path(__file__).resolve().parent.parent / "fixtures" / "remote"
+_STANDINS = Path(__file__).resolve().parent / "standins"
 # Config-only checkpoints: vLLM initialises random weights itself.
 _ENGINE: dict[str, Any] = {"load_format": "dummy", "max_num_seqs": 2, "max_model_len": 2048}
 
 
-def _vendor(model: str, dest: Path, *names: str) -> None:
-    """Copy the vendored files of ``model`` into the checkpoint folder, as a Hub repo has them."""
+def _standin(model: str, dest: Path, *names: str) -> None:
+    """Copy stand-in remote code (tests/tiny/standins/<model>/) into the checkpoint folder."""
     dest.mkdir(parents=True, exist_ok=True)
     for name in names:
-        shutil.copy(_REMOTE / model / name, dest / name)
+        shutil.copy(_STANDINS / model / name, dest / name)
 
 
 def _write_json(path: Path, data: dict[str, Any]) -> None:
@@ -41,7 +42,7 @@ def _write_json(path: Path, data: dict[str, Any]) -> None:
 
 
 # ---------------------------------------------------------------------------------------------
-# Keye-VL (Kwai-Keye/Keye, keye-vl-8b-preview/)
+# Keye-VL-8B-Preview
 
 _KEYE_SPECIALS = (
     "<|endoftext|>",
@@ -55,20 +56,33 @@ _KEYE_SPECIALS = (
 )
 
 
+# STAND-IN chat template (the checkpoint's own is in its Hub files): ChatML turns, each image
+# or video part as the vision tokens vLLM's Keye-VL expands, then the text parts.
+_KEYE_STANDIN = (
+    "{% for message in messages %}<|im_start|>{{ message['role'] }}\n"
+    "{% if message['content'] is string %}{{ message['content'] }}{% else %}"
+    "{% for part in message['content'] %}"
+    "{% if part['type'] == 'image' %}<|vision_start|><|image_pad|><|vision_end|>"
+    "{% elif part['type'] == 'video' %}<|vision_start|><|video_pad|><|vision_end|>"
+    "{% elif part['type'] == 'text' %}{{ part['text'] }}{% endif %}{% endfor %}{% endif %}"
+    "<|im_end|>\n{% endfor %}{% if add_generation_prompt %}<|im_start|>assistant\n{% endif %}"
+)
+
+
 def build_keye_vl(dest: Path) -> TinyCheckpoint:
     """Keye-VL-8B-Preview (``KeyeForConditionalGeneration``: a SigLIP tower with 2x2 patch
-    merging, Qwen3 text, M-RoPE) with its real KeyeConfig, KeyeProcessor, SiglipImageProcessor
-    and chat template. The tokenizer is trained locally, with the real special tokens."""
-    model = "keye_vl"
-    _vendor(
-        model,
+    merging, Qwen3 text, M-RoPE) with STAND-IN KeyeConfig, KeyeProcessor and image processor
+    classes and chat template (tests/tiny/standins/). The tokenizer is trained locally, with
+    the real special tokens."""
+    _standin(
+        "keye_vl",
         dest,
         "configuration_keye.py",
         "image_processing_keye.py",
         "processing_keye.py",
-        "chat_template.json",
     )
-    template = json.loads((_REMOTE / model / "chat_template.json").read_text())["chat_template"]
+    template = _KEYE_STANDIN
+    (dest / "chat_template.jinja").write_text(template)
     tok = build_tokenizer(
         dest,
         _KEYE_SPECIALS,
@@ -112,7 +126,7 @@ def build_keye_vl(dest: Path) -> TinyCheckpoint:
         "rope_scaling": {"type": "mrope", "mrope_section": [8, 12, 12]},
     }
     _write_json(dest / "config.json", config)
-    # The real preprocessor_config.json with smaller images: at most 16 merged 28x28 patches.
+    # The real preprocessor settings with smaller images: at most 16 merged 28x28 patches.
     merged = 2 * patch
     _write_json(
         dest / "preprocessor_config.json",
@@ -135,7 +149,7 @@ def build_keye_vl(dest: Path) -> TinyCheckpoint:
 
 
 # ---------------------------------------------------------------------------------------------
-# Ultravox (fixie-ai/ultravox, ultravox/model/)
+# Ultravox v0.5
 
 # STAND-IN chat template: Llama 3's turns without its system preamble (the checkpoint's own
 # template, in its tokenizer files, is not public outside the Hub).
@@ -157,17 +171,17 @@ _LLAMA3_SPECIALS = (
 
 def build_ultravox(dest: Path) -> TinyCheckpoint:
     """Ultravox v0.5 (``UltravoxModel``: a Whisper encoder, stacked frames projected into a
-    Llama text model) with its real UltravoxConfig and UltravoxProcessor (one line changed
-    for transformers 5: see the fixture's README). The audio config names the folder of the
-    Whisper feature extractor (the real checkpoint names openai/whisper-large-v3-turbo);
-    vLLM reads the config with its own UltravoxConfig, the processor with the real one. The
-    tokenizer is trained locally with Llama 3's special tokens and ``<|audio|>`` (the real
-    tokenizer's added token, at ``audio_token_index``); the chat template is a STAND-IN."""
+    Llama text model) with STAND-IN UltravoxConfig and UltravoxProcessor classes
+    (tests/tiny/standins/). The audio config names the folder of the Whisper feature
+    extractor (the real checkpoint names openai/whisper-large-v3-turbo); vLLM reads the
+    config with its own UltravoxConfig, transformers with the stand-in. The tokenizer is
+    trained locally with Llama 3's special tokens and ``<|audio|>`` (the real tokenizer's
+    added token, at ``audio_token_index``); the chat template is a STAND-IN."""
     from mmrun.tiny.whisper import TINY_WHISPER_ENCODER
 
     tf = transformers_module()
     model = "ultravox"
-    _vendor(model, dest, "ultravox_config.py", "ultravox_processing.py")
+    _standin(model, dest, "ultravox_config.py", "ultravox_processing.py")
     # The feature extractor alone in its folder: AutoProcessor then loads a feature extractor
     # (a WhisperProcessor beside a Whisper config.json), the only ``audio_processor`` that
     # transformers 5 accepts. The processor finds the folder by the audio config's name.
@@ -220,7 +234,7 @@ def build_ultravox(dest: Path) -> TinyCheckpoint:
 
 
 # ---------------------------------------------------------------------------------------------
-# MiDashengLM (the processor from vLLM's repository, vllm/transformers_utils/processors/)
+# MiDashengLM
 
 _MIDASHENG_SPECIALS = (
     "<|endoftext|>",
@@ -319,12 +333,11 @@ def _save_midashenglm_weights(config: dict[str, Any], dest: Path) -> None:
 
 def build_midashenglm(dest: Path) -> TinyCheckpoint:
     """MiDashengLM-7B (``MiDashengLMModel``: the Dasheng audio encoder, a subsampling projector,
-    Qwen2.5-Omni's text model) with its real MiDashengLMProcessor (the copy in vLLM's
-    repository of the checkpoint's processing_midashenglm.py) and Wav2Vec2 feature extractor
-    settings; vLLM ships the config class. The seed's prompt is hand-written ChatML, so no
-    chat template is involved."""
+    Qwen2.5-Omni's text model) with a STAND-IN MiDashengLMProcessor (tests/tiny/standins/)
+    over a Wav2Vec2 feature extractor; vLLM ships the config class. The seed's prompt is
+    hand-written ChatML, so no chat template is involved."""
     tf = transformers_module()
-    _vendor("midashenglm", dest, "processing_midashenglm.py")
+    _standin("midashenglm", dest, "processing_midashenglm.py")
     named = {
         "audio_token": "<|AUDIO|>",
         "audio_bos_token": "<|audio_bos|>",
@@ -380,4 +393,18 @@ def build_midashenglm(dest: Path) -> TinyCheckpoint:
 
 
 # (modality, key) -> how each row is proven (see tests.tiny.Proof).
-PROOFS: dict[tuple[str, str], Proof] = {}
+PROOFS: dict[tuple[str, str], Proof] = {
+    ("image", "keye_vl"): Proof(
+        build_keye_vl,
+        standin="config, processor and image processor classes, chat template",
+        real_prompt=False,
+    ),
+    # The video loader's prompt is hand-written (no chat template); tests/e2e/test_video_e2e.py.
+    ("video", "keye_vl"): Proof(
+        build_keye_vl, standin="config, processor and image processor classes"
+    ),
+    ("audio", "midashenglm"): Proof(build_midashenglm, standin="processor class"),
+    ("audio", "ultravox"): Proof(
+        build_ultravox, standin="config and processor classes, chat template", real_prompt=False
+    ),
+}
