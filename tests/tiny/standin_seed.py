@@ -12,7 +12,7 @@ from pathlib import Path
 from typing import Any
 
 from mmrun.tiny import TinyCheckpoint
-from mmrun.tiny._common import TINY_TEXT, build_tokenizer
+from mmrun.tiny._common import TINY_TEXT, build_tokenizer, padded_vocab_size, token_ids
 from tests.tiny import Proof
 from tests.tiny.standin import _place_tokens
 
@@ -107,9 +107,127 @@ def build_phi3_v(dest: Path) -> TinyCheckpoint:
     return TinyCheckpoint(dest, {"load_format": "dummy", "max_num_seqs": 2, "max_model_len": 4096})
 
 
+# STAND-IN chat template for Kimi-VL (its real one ships with the remote processor): its turn
+# markers (<|im_user|>user<|im_middle|>...<|im_end|>) and media placeholder, string or part
+# contents.
+_KIMI_TEMPLATE = (
+    "{% for message in messages %}"
+    "{% if message['role'] == 'user' %}<|im_user|>{% elif message['role'] == 'assistant' %}"
+    "<|im_assistant|>{% else %}<|im_system|>{% endif %}{{ message['role'] }}<|im_middle|>"
+    "{% if message['content'] is string %}{{ message['content'] }}{% else %}"
+    "{% for part in message['content'] %}{% if part['type'] == 'image' %}"
+    "<|media_start|>image<|media_content|><|media_pad|><|media_end|>"
+    "{% elif part['type'] == 'text' %}{{ part['text'] }}{% endif %}{% endfor %}{% endif %}"
+    "<|im_end|>{% endfor %}"
+    "{% if add_generation_prompt %}<|im_assistant|>assistant<|im_middle|>{% endif %}"
+)
+_KIMI_SPECIALS = [
+    "[BOS]",
+    "[EOS]",
+    "<|im_end|>",
+    "<|im_user|>",
+    "<|im_assistant|>",
+    "<|im_system|>",
+    "<|im_middle|>",
+    "<|media_start|>",
+    "<|media_content|>",
+    "<|media_end|>",
+    "<|media_pad|>",
+]
+
+
+def build_kimi_vl(dest: Path) -> TinyCheckpoint:
+    """Kimi-VL-A3B-Instruct (``KimiVLForConditionalGeneration``): vLLM's own config class
+    (KimiVLConfig, MoonViTConfig); STAND-IN processor and image processor classes and chat
+    template; a generic tokenizer with Kimi's turn and media tokens. The tower is a tiny
+    MoonViT (14-pixel patches, 2 x 2 merge kernel); in_token_limit 256 patches keeps an image
+    at about 64 tokens. Text model: vLLM's DeepseekV2ForCausalLM, 1 dense layer with multi-head
+    latent attention (the real one is a DeepSeek-V3-style MoE)."""
+    tok = build_tokenizer(
+        dest,
+        _KIMI_SPECIALS,
+        chat_template=_KIMI_TEMPLATE,
+        bos_token="[BOS]",
+        eos_token="<|im_end|>",
+    )
+    ids = token_ids(tok, _KIMI_SPECIALS)
+    _copy_standins("kimi_vl", dest)
+    config = {
+        "architectures": ["KimiVLForConditionalGeneration"],
+        "model_type": "kimi_vl",
+        "media_placeholder_token_id": ids["<|media_pad|>"],
+        "vision_config": {
+            "model_type": "moonvit",
+            "patch_size": 14,
+            "init_pos_emb_height": 16,
+            "init_pos_emb_width": 16,
+            "num_attention_heads": 2,
+            "num_hidden_layers": 1,
+            "hidden_size": 64,
+            "intermediate_size": 128,
+            "merge_kernel_size": [2, 2],
+        },
+        "text_config": {
+            "model_type": "deepseek_v2",
+            "vocab_size": padded_vocab_size(tok),
+            "hidden_size": TINY_TEXT["hidden_size"],
+            "intermediate_size": TINY_TEXT["intermediate_size"],
+            "num_hidden_layers": 1,
+            "num_attention_heads": 2,
+            "num_key_value_heads": 2,
+            # Multi-head latent attention of DeepSeek-V3's sizes: vLLM's CPU MLA kernel takes
+            # only a 512 + 64 latent.
+            "kv_lora_rank": 512,
+            "q_lora_rank": None,
+            "qk_nope_head_dim": 128,
+            "qk_rope_head_dim": 64,
+            "v_head_dim": 128,
+            # Every layer dense (first_k_dense_replace): the MoE sizes are only declared.
+            "first_k_dense_replace": 1,
+            "n_routed_experts": 2,
+            "num_experts_per_tok": 1,
+            "moe_intermediate_size": 64,
+            "max_position_embeddings": 4096,
+            "bos_token_id": ids["[BOS]"],
+            "eos_token_id": ids["<|im_end|>"],
+        },
+    }
+    _write_json(dest / "config.json", config)
+    auto_map = {
+        "AutoImageProcessor": "image_processing_kimi_vl.KimiVLImageProcessor",
+        "AutoProcessor": "processing_kimi_vl.KimiVLProcessor",
+    }
+    _write_json(
+        dest / "preprocessor_config.json",
+        {
+            "image_processor_type": "KimiVLImageProcessor",
+            "processor_class": "KimiVLProcessor",
+            "patch_size": 14,
+            "merge_kernel_size": [2, 2],
+            "in_token_limit": 256,
+            "auto_map": auto_map,
+        },
+    )
+    _write_json(
+        dest / "processor_config.json",
+        {
+            "processor_class": "KimiVLProcessor",
+            "auto_map": {"AutoProcessor": auto_map["AutoProcessor"]},
+        },
+    )
+    (dest / "chat_template.jinja").write_text(_KIMI_TEMPLATE)
+    return TinyCheckpoint(dest, {"load_format": "dummy", "max_num_seqs": 2, "max_model_len": 4096})
+
+
 # (modality, key) -> how each row is proven (see tests.tiny.Proof).
 PROOFS: dict[tuple[str, str], Proof] = {
     # The prompt is the seed's hand-written one (no chat template in the checkpoint); the
     # stand-in processor only sets how many placeholder tokens an image expands to.
     ("image", "phi3_v"): Proof(build_phi3_v, standin="config, processor classes"),
+    # The prompt comes from the stand-in chat template: the engine path only.
+    ("image", "kimi_vl"): Proof(
+        build_kimi_vl,
+        standin="processor classes, chat template, generic tokenizer",
+        real_prompt=False,
+    ),
 }
