@@ -1015,11 +1015,6 @@ UNPROVEN: dict[str, str] = {
     "keye_vl1_5": "config and processor classes need remote code (Keye-VL-1.5); GitHub's "
     "Kwai-Keye/Keye has only Keye-VL-8B-Preview's files, and transformers 5.19 has no "
     "keye_vl_1_5 port",
-    "kimi_vl": "processor classes need remote code: KimiVLImageProcessor is published only on "
-    "the Hub, and vLLM's repository's processing_kimi_vl.py imports "
-    "_validate_images_text_input_order, which transformers 5 removed",
-    "phi3_v": "processor classes need remote code (Phi3VProcessor, Phi3VImageProcessor): "
-    "published only on the Hub; the public copies found are modified ports",
     "phi4_mm": "config and processor need remote code, plus the vision LoRA adapter",
     "phi4_multimodal": (
         "architecture removed from vLLM 0.32 (Phi4Multimodal, last in 0.12.0); no vLLM 0.12 "
