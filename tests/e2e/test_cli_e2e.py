@@ -12,7 +12,8 @@ that keeps vLLM imported, with the engine core in that process, and ``chat`` on 
 that ``generate`` started (one engine start per row instead of two, each without vLLM's three
 imports). ``test_the_mmrun_command`` runs the generate checks on qwen2_5_vl and whisper
 through ``python -m mmrun`` processes, as a user does (engine core and worker as processes of
-their own), twice with one seed.
+their own), then again with one prompt per batch and the engine core in mmrun's process, with
+one seed.
 """
 
 from __future__ import annotations
@@ -89,11 +90,16 @@ def cli_args(modality: str, key: str, checkpoint: TinyCheckpoint, *extra: str) -
 
 
 def run_command(
-    modality: str, key: str, checkpoint: TinyCheckpoint, server_url: str, *extra: str
+    modality: str,
+    key: str,
+    checkpoint: TinyCheckpoint,
+    server_url: str,
+    *extra: str,
+    **env_vars: str,
 ) -> dict[str, Any]:
     """``python -m mmrun ...`` in a process of its own; its --json document."""
     args = [sys.executable, "-m", "mmrun", *cli_args(modality, key, checkpoint, *extra)]
-    env = {**os.environ, "MMRUN_ASSETS_BASE_URL": server_url, "HF_HUB_OFFLINE": "1"}
+    env = {**os.environ, "MMRUN_ASSETS_BASE_URL": server_url, "HF_HUB_OFFLINE": "1", **env_vars}
     proc = subprocess.run(args, capture_output=True, text=True, env=env, timeout=900)
     assert proc.returncode == 0, proc.stderr[-3000:]
     return json.loads(proc.stdout)  # type: ignore[no-any-return]
@@ -197,13 +203,16 @@ def test_the_mmrun_command(
     (vLLM's engine core and worker in processes of their own), with one seed: the same sampled
     texts, though the second run puts every prompt in a batch of its own (each prompt samples
     with its own seed; with vLLM's engine seed alone, a text depends on the prompts beside it
-    and on when each arrived: CI saw this test fail that way)."""
+    and on when each arrived: CI saw this test fail that way). The second run has the engine
+    core in mmrun's process (``VLLM_ENABLE_V1_MULTIPROCESSING=0``, see tests/e2e/conftest.py):
+    the same texts whatever the process layout, at one import of vLLM instead of three."""
     checkpoint = tiny_checkpoint(modality, key)
     seeded = ("--num-prompts", str(NUM_PROMPTS), "--seed", "1234", "--temperature", "1.0")
     alone = ("--engine-arg", "max_num_seqs=1")
+    in_process = {"VLLM_ENABLE_V1_MULTIPROCESSING": "0"}
     runs = [
-        run_command(modality, key, checkpoint, media_server.url, *seeded, *extra)
-        for extra in ((), alone)
+        run_command(modality, key, checkpoint, media_server.url, *seeded, *extra, **env)
+        for extra, env in (((), {}), (alone, in_process))
     ]
     for doc in runs:
         check_generate(modality, key, checkpoint, doc)

@@ -1,6 +1,8 @@
 """A real batch, then `mmrun score`, `report` and `compare` on what it wrote: two runs of the
 tiny random-weight Qwen2.5-VL over one manifest (6 and 3 new tokens), so the second answers are
-the first ones cut short."""
+the first ones cut short. The runs are mmrun's CLI in the CLI worker (tests/e2e/cli_worker.py):
+what is tested is what the review commands make of real runs' files, and the second run reuses
+the first one's engine."""
 
 from __future__ import annotations
 
@@ -15,8 +17,8 @@ import jiwer
 import pytest
 from whisper_normalizer.english import EnglishTextNormalizer
 
+from tests.e2e.cli_worker import CliWorker
 from tests.e2e.test_batch_e2e import Factory, images, rows
-from tests.e2e.test_batch_e2e import mmrun as batch
 
 pytestmark = pytest.mark.e2e
 
@@ -33,7 +35,7 @@ def review(*args: str, cwd: Path) -> subprocess.CompletedProcess[str]:
 
 
 def test_score_report_and_compare_of_two_real_runs(
-    tiny_checkpoint: Factory, tmp_path: Path
+    tiny_checkpoint: Factory, tmp_path: Path, cli_worker: CliWorker
 ) -> None:
     qwen = tiny_checkpoint("image", "qwen2_5_vl")
     paths = images(tmp_path / "photos", 5)
@@ -45,12 +47,20 @@ def test_score_report_and_compare_of_two_real_runs(
     manifest = tmp_path / "manifest.jsonl"
     manifest.write_text("".join(json.dumps(line) + "\n" for line in lines))
     long, short = tmp_path / "long.jsonl", tmp_path / "short.jsonl"
-    for out, tokens in ((long, "6"), (short, "3")):
-        proc = batch(
-            "image", "qwen2_5_vl", qwen, "--input", str(manifest), "-o", str(out),
-            "--max-tokens", tokens,
-        )  # fmt: skip
-        assert proc.returncode == 3, proc.stderr[-3000:]  # the missing file fails, the rest run
+    engine_args = {**qwen.engine_args, "enforce_eager": True, "max_num_seqs": 1}
+    flags = [f"--engine-arg={k}={json.dumps(v)}" for k, v in engine_args.items()]
+    try:
+        for out, tokens in ((long, "6"), (short, "3")):
+            run = cli_worker.run(
+                [
+                    "image", "-m", "qwen2_5_vl", "--model", str(qwen.path), "-tp", "1", *flags,
+                    "--input", str(manifest), "-o", str(out), "--max-tokens", tokens,
+                ],
+                {"HF_HUB_OFFLINE": "1"},
+            )  # fmt: skip
+            assert run.returncode == 3, run.stderr[-3000:]  # the missing file fails, the rest run
+    finally:
+        cli_worker.release()
 
     scored = review(
         "score", "long.jsonl", "-r", "meta.answer", "--metric", "wer", "--metric", "chrf", "--in-place",

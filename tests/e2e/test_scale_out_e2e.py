@@ -212,14 +212,20 @@ def test_the_ray_backend_gives_the_local_backend_s_lines(
     local, remote = tmp_path / "local.jsonl", tmp_path / "ray.jsonl"
     # Sampled: each prompt's own seed must reach Ray's engine stage too.
     args = ["--input", str(source), "--max-tokens", "6", "--temperature", "1.0", "--seed", "3"]
+    # Both engines with their core in-process: the local run's in mmrun's process, the Ray
+    # engine stage's in its actor (mmrun forwards VLLM_* variables to the workers).
     here = subprocess.run(
-        command(qwen, *args, "-o", str(local)), env=ENV, capture_output=True, text=True, timeout=900
+        command(qwen, *args, "-o", str(local)),
+        env=IN_PROCESS,
+        capture_output=True,
+        text=True,
+        timeout=900,
     )
     assert here.returncode == 3, here.stderr[-3000:]
     started = time.monotonic()
     there = subprocess.run(
         command(qwen, *args, "-o", str(remote), "--backend", "ray"),
-        env=ray_cluster,
+        env={**ray_cluster, "VLLM_ENABLE_V1_MULTIPROCESSING": "0"},
         capture_output=True,
         text=True,
         timeout=1500,
