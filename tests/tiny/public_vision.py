@@ -302,7 +302,8 @@ PROOFS: dict[tuple[str, str], Proof] = {
     ("image", "glm4v"): Proof(build_glm4v, standin="tokenizer"),
     # Generate sends the loader's prompt (real); chat goes through the stand-in template.
     # Not in CI: vLLM builds the full-size CLIP ViT-L/14 tower whatever the config says and
-    # runs it on every crop; its test_cli_e2e case took 19-30 s on the shared 2-core machine.
+    # runs it on every crop; its test_cli_e2e case took 19-24 s (23-29 s with teardown) on the
+    # shared 2-core machine.
     ("image", "molmo"): Proof(
         build_molmo,
         standin="config, processor and image processor classes, chat template",
