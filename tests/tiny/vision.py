@@ -261,7 +261,6 @@ PROOFS = {
 
 # Why each other key of the single-image and video example has no offline proof.
 UNPROVEN: dict[str, str] = {
-    "molmo": "config, processor and image processor classes are remote code (Molmo); no stand-in written by this project yet (the public copies of the real classes are not vendored)",
     "interns1_pro": "vLLM 0.32 runs the checkpoint's remote config and processor classes "
     "(Intern-S1-Pro), found in no public repository (InternLM/Intern-S1 holds docs only)",
     "kanana_v": "vLLM 0.32 runs the checkpoint's remote config, processor and image processor "
