@@ -38,6 +38,7 @@ _PROOF_MODULES = (
     "tests.tiny.public_vision",
     "tests.tiny.vision_more",
     "tests.tiny.cohere",
+    "tests.tiny.ernie",
 )
 
 # The environment `make install` builds (.venv): the vLLM the docs are generated with.
