@@ -154,4 +154,8 @@ PROOFS: dict[tuple[str, str], Proof] = {
         standin="config, processor and image processor classes, chat template",
         real_prompt=False,
     ),
+    # The video loader's prompt is hand-written (no chat template); tests/e2e/test_video_e2e.py.
+    ("video", "ernie45_vl"): Proof(
+        build_ernie45_vl, standin="config, processor and image processor classes"
+    ),
 }
