@@ -36,6 +36,7 @@ pytestmark = pytest.mark.e2e
         ("llava-onevision", "generate"),
         ("llava-next-video", "generate"),
         ("keye_vl", "generate"),
+        ("ernie45_vl", "generate"),
     ],
 )
 def test_a_clip_through_the_real_engine(
@@ -66,7 +67,7 @@ def test_a_clip_through_the_real_engine(
             "-tp",
             "1",
             "--json",
-            # As the image rows run: a checkpoint may carry remote code (Keye-VL's).
+            # As the image rows run: a checkpoint may carry remote code (Keye-VL's, ERNIE-4.5-VL's).
             "--trust-remote-code",
             *flags,
         ],
@@ -91,6 +92,7 @@ def test_a_clip_through_the_real_engine(
         "glm_ocr": "<|video|>",
         "gemma4": "<|video|>",
         "qwen2_5_omni": "<|VIDEO|>",
+        "ernie45_vl": "<|video@placeholder|>",
     }.get(key, "<video>" if key.startswith("llava") else "<|video_pad|>")
     assert doc["prompt"].count(placeholder) == 1
     (output,) = doc["outputs"]

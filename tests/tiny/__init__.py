@@ -39,6 +39,7 @@ _PROOF_MODULES = (
     "tests.tiny.vision_more",
     "tests.tiny.cohere",
     "tests.tiny.standin_seed",
+    "tests.tiny.ernie",
 )
 
 # The environment `make install` builds (.venv): the vLLM the docs are generated with.

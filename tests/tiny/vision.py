@@ -280,9 +280,4 @@ UNPROVEN: dict[str, str] = {
     # vLLM's own model builds a full-size SAM ViT-B tower and a 24-layer, 896-wide Qwen2
     # encoder whatever the config says, and runs 768-pixel crops.
     "deepseek_ocr2": "not built: vLLM hard-codes full-size SAM ViT-B and Qwen2 encoder towers",
-    # transformers' Ernie4_5_VLMoe classes nest the text config and give no pixel_hidden_size,
-    # spatial_conv_size or im_patch_id, and their processor returns pixel_values and
-    # image_grid_thw where vLLM reads the Hub processor's images and grid_thw.
-    "ernie45_vl": "vLLM 0.32's ERNIE-4.5-VL needs the Hub's remote-code config and processor "
-    "(transformers' own classes lack the fields and outputs it reads)",
 }
