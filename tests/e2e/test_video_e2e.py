@@ -37,6 +37,7 @@ pytestmark = pytest.mark.e2e
         ("llava-next-video", "generate"),
         ("keye_vl", "generate"),
         ("ernie45_vl", "generate"),
+        ("internvl_chat", "generate"),
     ],
 )
 def test_a_clip_through_the_real_engine(
@@ -93,6 +94,7 @@ def test_a_clip_through_the_real_engine(
         "gemma4": "<|video|>",
         "qwen2_5_omni": "<|VIDEO|>",
         "ernie45_vl": "<|video@placeholder|>",
+        "internvl_chat": "<video>",
     }.get(key, "<video>" if key.startswith("llava") else "<|video_pad|>")
     assert doc["prompt"].count(placeholder) == 1
     (output,) = doc["outputs"]

@@ -80,7 +80,7 @@ class Proof:
 def proofs() -> dict[tuple[str, str], Proof]:
     """Every proven row, keyed by (modality, model key), with how it is proven. The video
     rows run the image checkpoints of the same models (their processors carry the real video
-    processors), in tests/e2e/test_video_e2e.py."""
+    processors) unless their proof names a builder of its own, in tests/e2e/test_video_e2e.py."""
     found = {key: Proof(builder) for key, builder in selftest_builders().items()}
     for modality, module in _MODULES:
         for key, builder in import_module(module).BUILDERS.items():

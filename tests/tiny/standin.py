@@ -240,7 +240,7 @@ _INTERNVL_KINDS: dict[str, dict[str, Any]] = {
 }
 
 
-def _internvl_family(dest: Path, kind: str) -> TinyCheckpoint:
+def _internvl_family(dest: Path, kind: str, specials: tuple[str, ...] = ()) -> TinyCheckpoint:
     """vLLM builds these processors itself from config fields (image_size, patch_size,
     downsample_ratio, min/max_dynamic_patch, dynamic_image_size, use_thumbnail, use_msac):
     56-pixel tiles of 7-pixel patches, pixel-shuffled by 0.5 -> 16 tokens per tile (with 4,
@@ -248,7 +248,9 @@ def _internvl_family(dest: Path, kind: str) -> TinyCheckpoint:
     prefixes that ``generate`` has and vLLM's chat placeholders do not)."""
 
     spec = _INTERNVL_KINDS[kind]
-    tok = build_tokenizer(dest, spec["specials"], chat_template=spec["template"], **spec["tokens"])
+    tok = build_tokenizer(
+        dest, [*spec["specials"], *specials], chat_template=spec["template"], **spec["tokens"]
+    )
     eos = spec["tokens"]["eos_token"]
     ids = token_ids(tok, [eos])
     shutil.copy(_STANDINS / "internvl" / "configuration_internvl_chat.py", dest)
@@ -298,6 +300,14 @@ def _internvl_family(dest: Path, kind: str) -> TinyCheckpoint:
 def build_internvl_chat(dest: Path) -> TinyCheckpoint:
     """InternVL2 (``InternVLChatModel``); tiny text model Qwen2 (InternVL2-2B's is InternLM2)."""
     return _internvl_family(dest, "internvl_chat")
+
+
+def build_internvl3(dest: Path) -> TinyCheckpoint:
+    """InternVL3 (``InternVLChatModel``, the video row's): as :func:`build_internvl_chat` with
+    the Qwen2.5 tokenizer's ``<|video_pad|>``, which vLLM's InternVL needs to take video (it
+    expands each frame into it). Not the image row's checkpoint: with a video processor, vLLM
+    0.32 also passes the image row's ``max_dynamic_patch`` to it, which it rejects."""
+    return _internvl_family(dest, "internvl_chat", ("<|video_pad|>",))
 
 
 def build_h2ovl_chat(dest: Path) -> TinyCheckpoint:
@@ -498,6 +508,9 @@ PROOFS: dict[tuple[str, str], Proof] = {
     ),
     ("image", "internvl_chat"): Proof(
         build_internvl_chat, standin="config class, chat template", real_prompt=False
+    ),
+    ("video", "internvl_chat"): Proof(
+        build_internvl3, standin="config class, chat template", real_prompt=False
     ),
     ("image", "h2ovl_chat"): Proof(
         build_h2ovl_chat, standin="config class, chat template", real_prompt=False
