@@ -38,6 +38,7 @@ pytestmark = pytest.mark.e2e
         ("keye_vl", "generate"),
         ("ernie45_vl", "generate"),
         ("internvl_chat", "generate"),
+        ("interns1", "generate"),
     ],
 )
 def test_a_clip_through_the_real_engine(
@@ -95,6 +96,7 @@ def test_a_clip_through_the_real_engine(
         "qwen2_5_omni": "<|VIDEO|>",
         "ernie45_vl": "<|video@placeholder|>",
         "internvl_chat": "<video>",
+        "interns1": "<video>",
     }.get(key, "<video>" if key.startswith("llava") else "<|video_pad|>")
     assert doc["prompt"].count(placeholder) == 1
     (output,) = doc["outputs"]

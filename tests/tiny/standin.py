@@ -506,6 +506,9 @@ PROOFS: dict[tuple[str, str], Proof] = {
     ("image", "interns1"): Proof(
         build_interns1, standin="chat template, generic tokenizer", real_prompt=False
     ),
+    ("video", "interns1"): Proof(
+        build_interns1, standin="chat template, generic tokenizer", real_prompt=False
+    ),
     ("image", "internvl_chat"): Proof(
         build_internvl_chat, standin="config class, chat template", real_prompt=False
     ),
