@@ -39,6 +39,7 @@ pytestmark = pytest.mark.e2e
         ("ernie45_vl", "generate"),
         ("internvl_chat", "generate"),
         ("interns1", "generate"),
+        ("ovis2_5", "generate"),
     ],
 )
 def test_a_clip_through_the_real_engine(
@@ -97,6 +98,7 @@ def test_a_clip_through_the_real_engine(
         "ernie45_vl": "<|video@placeholder|>",
         "internvl_chat": "<video>",
         "interns1": "<video>",
+        "ovis2_5": "<video>",
     }.get(key, "<video>" if key.startswith("llava") else "<|video_pad|>")
     assert doc["prompt"].count(placeholder) == 1
     (output,) = doc["outputs"]

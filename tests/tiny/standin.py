@@ -531,4 +531,9 @@ PROOFS: dict[tuple[str, str], Proof] = {
         standin="config classes, chat template, image processor, token order",
         real_prompt=False,
     ),
+    ("video", "ovis2_5"): Proof(
+        build_ovis2_5,
+        standin="config classes, chat template, image processor, token order",
+        real_prompt=False,
+    ),
 }
