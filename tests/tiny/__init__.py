@@ -25,8 +25,9 @@ _MODULES = (
     ("audio", "tests.tiny.audio"),
 )
 # Modules that expose PROOFS ((modality, key) -> Proof): rows whose vLLM modules need
-# torchaudio or timm, rows proven with a stand-in, rows that only an older vLLM runs, and rows
-# whose checkpoints carry remote code vendored from public repositories (public_more).
+# torchaudio or timm, rows proven with stand-ins written for the tests (standin, standin_seed,
+# public, public_more, public_vision, ernie, cohere), rows that only an older vLLM runs, and
+# the single-image example's keys (vision, vision_more, ocr_and_more).
 _PROOF_MODULES = (
     "tests.tiny.extras",
     "tests.tiny.standin",
