@@ -2,8 +2,8 @@
 LightOnOCR and GLM-OCR (see tests/tiny/__init__.py and tools/upstream.py).
 
 Their loaders write the prompt by hand, as that example does, so each checkpoint proves the
-real prompt format by generate; the chat method renders the model's published chat template
-(GLM-OCR: the GLM-V template that tests/tiny/image.py carries). BLIP-2 has no chat method.
+real prompt format by generate; the chat method renders a chat template: GLM-OCR's is the GLM-V
+template that tests/tiny/image.py carries, LightOnOCR's a stand-in. BLIP-2 has no chat method.
 """
 
 from __future__ import annotations
@@ -93,38 +93,23 @@ def build_blip2(dest: Path) -> TinyCheckpoint:
 # ---------------------------------------------------------------------------------------------
 # LightOnOCR
 
-# lightonai/LightOnOCR-1B-1025, chat_template.jinja.
-_LIGHTONOCR_TEMPLATE = """{% set image_count = namespace(value=0) %}
-{% for message in messages %}
-{% if loop.first and message['role'] != 'system' %}
-<|im_start|>system<|im_end|>
-{% endif %}
-<|im_start|>{{ message['role'] }}
-{% if message['content'] is string %}
-{{ message['content'] }}<|im_end|>
-{% else %}
-{% for content in message['content'] %}
-{% if content['type'] == 'image' or 'image' in content or 'image_url' in content %}
-{% set image_count.value = image_count.value + 1 %}
-{% if add_vision_id %}
-Picture {{ image_count.value }}:
-{% endif -%}
-<|image_pad|>
-{%- elif 'text' in content %}
-{{ content['text'] }}
-{% endif %}
-{% endfor %}
-<|im_end|>
-{% endif %}
-{% endfor %}
-{% if add_generation_prompt %}
-<|im_start|>assistant
-{% endif %}"""
+# STAND-IN chat template (for the chat method only), in the turn layout of the loader's
+# hand-written prompt: an empty system turn, then each image as <|image_pad|> before the text.
+_LIGHTONOCR_TEMPLATE = (
+    "{% if messages[0]['role'] != 'system' %}<|im_start|>system<|im_end|>\n{% endif %}"
+    "{% for message in messages %}<|im_start|>{{ message['role'] }}\n"
+    "{% if message['content'] is string %}{{ message['content'] }}{% else %}"
+    "{% for part in message['content'] %}"
+    "{% if part['type'] == 'image' %}<|image_pad|>"
+    "{% elif part['type'] == 'text' %}{{ part['text'] }}{% endif %}"
+    "{% endfor %}{% endif %}<|im_end|>\n{% endfor %}"
+    "{% if add_generation_prompt %}<|im_start|>assistant\n{% endif %}"
+)
 
 
 def build_lightonocr(dest: Path) -> TinyCheckpoint:
     """LightOnOCR (``LightOnOCRForConditionalGeneration``: Pixtral tower, Mistral 3's patch
-    merger and projector, Qwen3 text), with its real chat template.
+    merger and projector, Qwen3 text), with a stand-in chat template.
 
     Its config.json is a Mistral 3 config naming the LightOnOCR architecture, as the Hub's
     is; vLLM builds the processor as a Pixtral processor (image, break and end tokens from
@@ -282,7 +267,7 @@ def build_glm_ocr(dest: Path) -> TinyCheckpoint:
 # video processor.
 PROOFS = {
     ("image", "blip-2"): Proof(build_blip2),
-    ("image", "lightonocr"): Proof(build_lightonocr),
+    ("image", "lightonocr"): Proof(build_lightonocr, standin="chat template"),
     ("image", "glm_ocr"): Proof(build_glm_ocr),
     ("video", "glm_ocr"): Proof(build_glm_ocr),
 }

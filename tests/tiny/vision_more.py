@@ -252,17 +252,16 @@ _LFM2_VL_TOKENS = {
     "image_end_token": "<|image_end|>",
     "image_thumbnail_token": "<|img_thumbnail|>",
 }
-# Stand-in chat template: transformers' LFM2-VL processor tests' (ChatML turns after the BOS,
-# the image placeholders where the content puts them); the real one adds tool-use parts.
+# STAND-IN chat template: ChatML turns after the BOS, each image as <image> where the content
+# puts it (the real template, not known offline, also has tool-use parts).
 _LFM2_VL_TEMPLATE = (
-    "{{bos_token}}{% for message in messages %}"
-    "{{'<|im_start|>' + message['role'] + '\n'}}"
-    "{% if message['content'] is string %}{{ message['content'] }}"
-    "{% else %}{% for content in message['content'] %}"
-    "{% if content['type'] == 'image' %}{{ '<image>' }}"
-    "{% elif content['type'] == 'text' %}{{ content['text'] }}{% endif %}"
-    "{% endfor %}{% endif %}{{'<|im_end|>\n'}}{% endfor %}"
-    "{% if add_generation_prompt %}{{'<|im_start|>assistant\n' }}{% endif %}"
+    "{{ bos_token }}{% for message in messages %}<|im_start|>{{ message['role'] }}\n"
+    "{% if message['content'] is string %}{{ message['content'] }}{% else %}"
+    "{% for part in message['content'] %}"
+    "{% if part['type'] == 'image' %}<image>"
+    "{% elif part['type'] == 'text' %}{{ part['text'] }}{% endif %}"
+    "{% endfor %}{% endif %}<|im_end|>\n{% endfor %}"
+    "{% if add_generation_prompt %}<|im_start|>assistant\n{% endif %}"
 )
 
 
