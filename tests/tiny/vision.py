@@ -48,14 +48,7 @@ def build_qwen3_vl_moe(dest: Path) -> TinyCheckpoint:
 
 def _qwen3_vl(dest: Path, *, moe: bool) -> TinyCheckpoint:
     tf = transformers_module()
-    tokenizer = build_tokenizer(
-        dest,
-        _QWEN_SPECIALS,
-        chat_template=_QWEN2_VL_TEMPLATE,
-        eos_token="<|im_end|>",
-        pad_token="<|endoftext|>",
-    )
-    ids = token_ids(tokenizer, _QWEN_SPECIALS)
+    tokenizer, ids = qwen3_tokenizer(dest)
     # mrope_section halves sum to head_dim / 2 = 32 (the real 24/20/20 is for head_dim 128).
     text = _text(
         tokenizer,
@@ -67,16 +60,7 @@ def _qwen3_vl(dest: Path, *, moe: bool) -> TinyCheckpoint:
             "mrope_interleaved": True,
         },
     )
-    vision: dict[str, Any] = {
-        "depth": 1,
-        "hidden_size": 64,
-        "intermediate_size": 128,
-        "num_heads": 2,
-        "patch_size": 16,
-        "out_hidden_size": TINY_TEXT["hidden_size"],
-        "num_position_embeddings": 256,
-        "deepstack_visual_indexes": [0],
-    }
+    vision = {**QWEN3_VISION, "deepstack_visual_indexes": [0]}
     if moe:
         # norm_topk_prob: vLLM reads it (the real config.json carries it; the class has no field).
         text |= {
@@ -85,11 +69,56 @@ def _qwen3_vl(dest: Path, *, moe: bool) -> TinyCheckpoint:
             "moe_intermediate_size": 128,
             "norm_topk_prob": True,
         }
-    config_class, model_class = (
-        (tf.Qwen3VLMoeConfig, tf.Qwen3VLMoeForConditionalGeneration)
-        if moe
-        else (tf.Qwen3VLConfig, tf.Qwen3VLForConditionalGeneration)
+        return qwen3_checkpoint(
+            dest, tf.Qwen3VLMoeConfig, tf.Qwen3VLMoeForConditionalGeneration, text, vision, ids,
+            tokenizer, dummy_weights=True,
+        )  # fmt: skip
+    return qwen3_checkpoint(
+        dest, tf.Qwen3VLConfig, tf.Qwen3VLForConditionalGeneration, text, vision, ids, tokenizer
     )
+
+
+def qwen3_tokenizer(dest: Path) -> tuple[Any, dict[str, int]]:
+    """The Qwen tokenizer of the Qwen3-VL-style checkpoints (Qwen3-VL, Qwen3.5) and its
+    special tokens' ids, with the stand-in chat template (Qwen2-VL's)."""
+    tokenizer = build_tokenizer(
+        dest,
+        _QWEN_SPECIALS,
+        chat_template=_QWEN2_VL_TEMPLATE,
+        eos_token="<|im_end|>",
+        pad_token="<|endoftext|>",
+    )
+    return tokenizer, token_ids(tokenizer, _QWEN_SPECIALS)
+
+
+# A one-block Qwen3-VL vision tower (16-pixel patches) that feeds TINY_TEXT's hidden size.
+QWEN3_VISION: dict[str, Any] = {
+    "depth": 1,
+    "hidden_size": 64,
+    "intermediate_size": 128,
+    "num_heads": 2,
+    "patch_size": 16,
+    "out_hidden_size": TINY_TEXT["hidden_size"],
+    "num_position_embeddings": 256,
+}
+
+
+def qwen3_checkpoint(
+    dest: Path,
+    config_class: Any,
+    model_class: Any,
+    text: dict[str, Any],
+    vision: dict[str, Any],
+    ids: dict[str, int],
+    tokenizer: Any,
+    *,
+    dummy_weights: bool = False,
+) -> TinyCheckpoint:
+    """A Qwen3-VL-style checkpoint (Qwen3-VL, Qwen3.5, and their MoE forms) with the real
+    Qwen3-VL processor, image and video processors. ``dummy_weights``: the config alone, vLLM
+    initialising random weights itself (for the MoE forms: transformers saves the experts
+    fused, in a layout vLLM's loader does not take for these models)."""
+    tf = transformers_module()
     config = config_class(
         text_config=text,
         vision_config=vision,
@@ -106,10 +135,8 @@ def _qwen3_vl(dest: Path, *, moe: bool) -> TinyCheckpoint:
         tokenizer=tokenizer,
         chat_template=_QWEN2_VL_TEMPLATE,
     )
-    if moe:
-        # Config only (vLLM initialises random weights itself): transformers saves the experts
-        # fused, in a layout vLLM's loader does not take for this model.
-        save_config(config, dest, "Qwen3VLMoeForConditionalGeneration")
+    if dummy_weights:
+        save_config(config, dest, model_class.__name__)
         processor.save_pretrained(str(dest))
         return TinyCheckpoint(dest, {**CPU_ARGS, "load_format": "dummy"})
     return finish(dest, model_class, config, processor)

@@ -8,7 +8,6 @@ with the model's real special tokens, and the model's real processor classes.
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any
 
 from mmrun.tiny import TinyCheckpoint
 from mmrun.tiny._common import (
@@ -16,15 +15,14 @@ from mmrun.tiny._common import (
     TINY_TEXT,
     build_tokenizer,
     finish,
-    save_config,
     save_random_weights,
     token_ids,
     transformers_module,
 )
-from mmrun.tiny.qwen_vl import _QWEN2_VL_TEMPLATE, _QWEN_SPECIALS
 from tests.tiny import Proof
 from tests.tiny.extras import build_gemma3n
 from tests.tiny.image import _text
+from tests.tiny.vision import QWEN3_VISION, qwen3_checkpoint, qwen3_tokenizer
 
 # ---------------------------------------------------------------------------------------------
 # Qwen3.5
@@ -51,14 +49,7 @@ def build_qwen3_5_moe(dest: Path) -> TinyCheckpoint:
 
 def _qwen3_5(dest: Path, *, moe: bool) -> TinyCheckpoint:
     tf = transformers_module()
-    tokenizer = build_tokenizer(
-        dest,
-        _QWEN_SPECIALS,
-        chat_template=_QWEN2_VL_TEMPLATE,
-        eos_token="<|im_end|>",
-        pad_token="<|endoftext|>",
-    )
-    ids = token_ids(tokenizer, _QWEN_SPECIALS)
+    tokenizer, ids = qwen3_tokenizer(dest)
     # A quarter of each head is rotated (partial_rotary_factor 0.25, as in the real model):
     # the mrope_section halves sum to 64 * 0.25 / 2 = 8 (the real 11/11/10 is for head_dim 256).
     text = _text(
@@ -78,15 +69,6 @@ def _qwen3_5(dest: Path, *, moe: bool) -> TinyCheckpoint:
             "partial_rotary_factor": 0.25,
         },
     )
-    vision: dict[str, Any] = {
-        "depth": 1,
-        "hidden_size": 64,
-        "intermediate_size": 128,
-        "num_heads": 2,
-        "patch_size": 16,
-        "out_hidden_size": TINY_TEXT["hidden_size"],
-        "num_position_embeddings": 256,
-    }
     if moe:
         del text["intermediate_size"]
         text |= {
@@ -95,34 +77,14 @@ def _qwen3_5(dest: Path, *, moe: bool) -> TinyCheckpoint:
             "moe_intermediate_size": 128,
             "shared_expert_intermediate_size": 128,
         }
-    config_class, model_class = (
-        (tf.Qwen3_5MoeConfig, tf.Qwen3_5MoeForConditionalGeneration)
-        if moe
-        else (tf.Qwen3_5Config, tf.Qwen3_5ForConditionalGeneration)
-    )
-    config = config_class(
-        text_config=text,
-        vision_config=vision,
-        image_token_id=ids["<|image_pad|>"],
-        video_token_id=ids["<|video_pad|>"],
-        vision_start_token_id=ids["<|vision_start|>"],
-        vision_end_token_id=ids["<|vision_end|>"],
-    )
-    # At most 16 merged 32x32 patches per image or frame pair: a few placeholder tokens each.
-    pixels = {"shortest_edge": 4 * 32 * 32, "longest_edge": 16 * 32 * 32}
-    processor = tf.Qwen3VLProcessor(
-        image_processor=tf.Qwen2VLImageProcessor(size=pixels, patch_size=16),
-        video_processor=tf.Qwen3VLVideoProcessor(size=pixels),
-        tokenizer=tokenizer,
-        chat_template=_QWEN2_VL_TEMPLATE,
-    )
-    if moe:
-        # Config only (vLLM initialises random weights itself): transformers saves the experts
-        # fused, in a layout vLLM's loader does not take for this model.
-        save_config(config, dest, "Qwen3_5MoeForConditionalGeneration")
-        processor.save_pretrained(str(dest))
-        return TinyCheckpoint(dest, {**CPU_ARGS, "load_format": "dummy"})
-    return finish(dest, model_class, config, processor)
+        return qwen3_checkpoint(
+            dest, tf.Qwen3_5MoeConfig, tf.Qwen3_5MoeForConditionalGeneration, text, QWEN3_VISION,
+            ids, tokenizer, dummy_weights=True,
+        )  # fmt: skip
+    return qwen3_checkpoint(
+        dest, tf.Qwen3_5Config, tf.Qwen3_5ForConditionalGeneration, text, QWEN3_VISION, ids,
+        tokenizer,
+    )  # fmt: skip
 
 
 # ---------------------------------------------------------------------------------------------
