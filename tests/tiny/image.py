@@ -822,34 +822,63 @@ _GLM4V_TEMPLATE = """[gMASK]<sop>
 """
 
 
-def build_glm4_5v(dest: Path) -> TinyCheckpoint:
-    """GLM-4.5V (``Glm4vMoeForConditionalGeneration``: Qwen2-VL-like tower, MoE text)."""
-    tf = transformers_module()
-    specials = [
-        "<|endoftext|>",
-        "[gMASK]",
-        "<sop>",
-        "<|system|>",
-        "<|user|>",
-        "<|assistant|>",
-        "<|observation|>",
-        "<|begin_of_image|>",
-        "<|end_of_image|>",
-        "<|image|>",
-        "<|begin_of_video|>",
-        "<|end_of_video|>",
-        "<|video|>",
-        "<think>",
-        "</think>",
-    ]
+# GLM-V's special tokens, which GLM-4.1V, GLM-4.5V and GLM-OCR share.
+_GLM_V_SPECIALS = (
+    "<|endoftext|>",
+    "[gMASK]",
+    "<sop>",
+    "<|system|>",
+    "<|user|>",
+    "<|assistant|>",
+    "<|observation|>",
+    "<|begin_of_image|>",
+    "<|end_of_image|>",
+    "<|image|>",
+    "<|begin_of_video|>",
+    "<|end_of_video|>",
+    "<|video|>",
+    "<think>",
+    "</think>",
+)
+# A one-block GLM-V vision tower that feeds TINY_TEXT's hidden size.
+GLM_V_VISION: dict[str, Any] = {
+    "depth": 1,
+    "hidden_size": 64,
+    "intermediate_size": 128,
+    "num_heads": 2,
+    "out_hidden_size": TINY_TEXT["hidden_size"],
+}
+
+
+def glm_v_tokenizer(dest: Path) -> tuple[Any, dict[str, int]]:
+    """The tokenizer of the GLM-V checkpoints, with the GLM-V chat template, and its special
+    tokens' ids."""
     tokenizer = build_tokenizer(
         dest,
-        specials,
+        _GLM_V_SPECIALS,
         chat_template=_GLM4V_TEMPLATE,
         eos_token="<|endoftext|>",
         pad_token="<|endoftext|>",
     )
-    ids = token_ids(tokenizer, specials)
+    return tokenizer, token_ids(tokenizer, _GLM_V_SPECIALS)
+
+
+def glm_v_media_ids(ids: dict[str, int]) -> dict[str, int]:
+    """The media token ids a GLM-V config names."""
+    return {
+        "image_token_id": ids["<|image|>"],
+        "video_token_id": ids["<|video|>"],
+        "image_start_token_id": ids["<|begin_of_image|>"],
+        "image_end_token_id": ids["<|end_of_image|>"],
+        "video_start_token_id": ids["<|begin_of_video|>"],
+        "video_end_token_id": ids["<|end_of_video|>"],
+    }
+
+
+def build_glm4_5v(dest: Path) -> TinyCheckpoint:
+    """GLM-4.5V (``Glm4vMoeForConditionalGeneration``: Qwen2-VL-like tower, MoE text)."""
+    tf = transformers_module()
+    tokenizer, ids = glm_v_tokenizer(dest)
     # head_dim 64 with partial_rotary_factor 0.5: 32 rotary dims, mrope halves 4 + 6 + 6 = 16
     # (the real 8/12/12 is for head_dim 128).
     text = _text(
@@ -871,22 +900,10 @@ def build_glm4_5v(dest: Path) -> TinyCheckpoint:
         eos_token_id=[ids["<|endoftext|>"], ids["<|user|>"], ids["<|observation|>"]],
         pad_token_id=ids["<|endoftext|>"],
     )
-    vision = {
-        "depth": 1,
-        "hidden_size": 64,
-        "intermediate_size": 128,
-        "num_heads": 2,
-        "out_hidden_size": TINY_TEXT["hidden_size"],
-    }
     config = tf.Glm4vMoeConfig(
         text_config=text,
-        vision_config=vision,
-        image_token_id=ids["<|image|>"],
-        video_token_id=ids["<|video|>"],
-        image_start_token_id=ids["<|begin_of_image|>"],
-        image_end_token_id=ids["<|end_of_image|>"],
-        video_start_token_id=ids["<|begin_of_video|>"],
-        video_end_token_id=ids["<|end_of_video|>"],
+        vision_config=GLM_V_VISION,
+        **glm_v_media_ids(ids),
     )
     # 16 to 32 merged 28 x 28 patches per image (the real minimum is 112 x 112 pixels).
     pixels = {"shortest_edge": 112 * 112, "longest_edge": 32 * 28 * 28}

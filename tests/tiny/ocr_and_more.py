@@ -23,7 +23,13 @@ from mmrun.tiny._common import (
 )
 from mmrun.tiny.qwen_vl import _QWEN_SPECIALS
 from tests.tiny import Proof
-from tests.tiny.image import _GLM4V_TEMPLATE, _text
+from tests.tiny.image import (
+    _GLM4V_TEMPLATE,
+    GLM_V_VISION,
+    _text,
+    glm_v_media_ids,
+    glm_v_tokenizer,
+)
 
 # ---------------------------------------------------------------------------------------------
 # BLIP-2
@@ -190,31 +196,7 @@ def build_glm_ocr(dest: Path) -> TinyCheckpoint:
     dense GLM text model), with the real GLM-4.6V processor, image processor and video
     processor that its checkpoint names, and the GLM-V chat template (tests/tiny/image.py)."""
     tf = transformers_module()
-    specials = [
-        "<|endoftext|>",
-        "[gMASK]",
-        "<sop>",
-        "<|system|>",
-        "<|user|>",
-        "<|assistant|>",
-        "<|observation|>",
-        "<|begin_of_image|>",
-        "<|end_of_image|>",
-        "<|image|>",
-        "<|begin_of_video|>",
-        "<|end_of_video|>",
-        "<|video|>",
-        "<think>",
-        "</think>",
-    ]
-    tokenizer = build_tokenizer(
-        dest,
-        specials,
-        chat_template=_GLM4V_TEMPLATE,
-        eos_token="<|endoftext|>",
-        pad_token="<|endoftext|>",
-    )
-    ids = token_ids(tokenizer, specials)
+    tokenizer, ids = glm_v_tokenizer(dest)
     # head_dim 64 with partial_rotary_factor 0.5: 32 rotary dims, mrope halves 4 + 6 + 6 = 16.
     text = _text(
         tokenizer,
@@ -226,22 +208,10 @@ def build_glm_ocr(dest: Path) -> TinyCheckpoint:
         eos_token_id=[ids["<|endoftext|>"], ids["<|user|>"], ids["<|observation|>"]],
         pad_token_id=ids["<|endoftext|>"],
     )
-    vision = {
-        "depth": 1,
-        "hidden_size": 64,
-        "intermediate_size": 128,
-        "num_heads": 2,
-        "out_hidden_size": TINY_TEXT["hidden_size"],
-    }
     config = tf.GlmOcrConfig(
         text_config=text,
-        vision_config=vision,
-        image_token_id=ids["<|image|>"],
-        video_token_id=ids["<|video|>"],
-        image_start_token_id=ids["<|begin_of_image|>"],
-        image_end_token_id=ids["<|end_of_image|>"],
-        video_start_token_id=ids["<|begin_of_video|>"],
-        video_end_token_id=ids["<|end_of_video|>"],
+        vision_config=GLM_V_VISION,
+        **glm_v_media_ids(ids),
     )
     # 24 to 32 merged 28 x 28 patches per image (the budget counts an image as 2 frames). The
     # loader's mm_processor_kwargs (vLLM's example's budget) would otherwise let the tests'

@@ -14,14 +14,19 @@ from pathlib import Path
 from mmrun.tiny import Builder, TinyCheckpoint
 from mmrun.tiny._common import (
     CPU_ARGS,
-    TINY_TEXT,
     build_tokenizer,
     finish,
     save_config,
     token_ids,
     transformers_module,
 )
-from tests.tiny.image import _GLM4V_TEMPLATE, _text
+from tests.tiny.image import (
+    _GLM4V_TEMPLATE,
+    GLM_V_VISION,
+    _text,
+    glm_v_media_ids,
+    glm_v_tokenizer,
+)
 
 # ---------------------------------------------------------------------------------------------
 # GLM-4.1V-Thinking
@@ -34,31 +39,7 @@ def build_glm4_1v(dest: Path) -> TinyCheckpoint:
     known offline.
     """
     tf = transformers_module()
-    specials = [
-        "<|endoftext|>",
-        "[gMASK]",
-        "<sop>",
-        "<|system|>",
-        "<|user|>",
-        "<|assistant|>",
-        "<|observation|>",
-        "<|begin_of_image|>",
-        "<|end_of_image|>",
-        "<|image|>",
-        "<|begin_of_video|>",
-        "<|end_of_video|>",
-        "<|video|>",
-        "<think>",
-        "</think>",
-    ]
-    tokenizer = build_tokenizer(
-        dest,
-        specials,
-        chat_template=_GLM4V_TEMPLATE,
-        eos_token="<|endoftext|>",
-        pad_token="<|endoftext|>",
-    )
-    ids = token_ids(tokenizer, specials)
+    tokenizer, ids = glm_v_tokenizer(dest)
     text = _text(
         tokenizer,
         rope_parameters={
@@ -69,22 +50,10 @@ def build_glm4_1v(dest: Path) -> TinyCheckpoint:
         eos_token_id=[ids["<|endoftext|>"], ids["<|user|>"], ids["<|observation|>"]],
         pad_token_id=ids["<|endoftext|>"],
     )
-    vision = {
-        "depth": 1,
-        "hidden_size": 64,
-        "intermediate_size": 128,
-        "num_heads": 2,
-        "out_hidden_size": TINY_TEXT["hidden_size"],
-    }
     config = tf.Glm4vConfig(
         text_config=text,
-        vision_config=vision,
-        image_token_id=ids["<|image|>"],
-        video_token_id=ids["<|video|>"],
-        image_start_token_id=ids["<|begin_of_image|>"],
-        image_end_token_id=ids["<|end_of_image|>"],
-        video_start_token_id=ids["<|begin_of_video|>"],
-        video_end_token_id=ids["<|end_of_video|>"],
+        vision_config=GLM_V_VISION,
+        **glm_v_media_ids(ids),
     )
     pixels = {"shortest_edge": 112 * 112, "longest_edge": 32 * 28 * 28}
     processor = tf.Glm4vProcessor(
