@@ -19,6 +19,7 @@ from mmrun.tiny import TinyCheckpoint
 from mmrun.tiny._common import TINY_TEXT, build_tokenizer, padded_vocab_size, token_ids
 from mmrun.tiny.qwen_vl import _QWEN_SPECIALS
 from tests.tiny import Proof
+from tests.tiny.standin import INTERN_VIT
 
 _STANDINS = Path(__file__).resolve().parent / "standins"
 _ENGINE: dict[str, Any] = {"load_format": "dummy", "max_num_seqs": 2, "max_model_len": 2048}
@@ -209,30 +210,14 @@ def build_skywork_chat(dest: Path) -> TinyCheckpoint:
     )
     ids = token_ids(tok, [bos, eos])
     shutil.copy(_STANDINS / "internvl" / "configuration_internvl_chat.py", dest)
-    size = 56
+    size = INTERN_VIT["image_size"]
     _write_config(
         dest,
         {
             "architectures": ["SkyworkR1VChatModel"],
             "auto_map": {"AutoConfig": "configuration_internvl_chat.SkyworkR1VChatConfig"},
             "model_type": "skywork_chat",
-            "vision_config": {
-                "architectures": ["InternVisionModel"],
-                "model_type": "intern_vit_6b",
-                "hidden_size": 64,
-                "intermediate_size": 128,
-                "num_attention_heads": 2,
-                "num_hidden_layers": 1,
-                "image_size": size,
-                "patch_size": 7,
-                "num_channels": 3,
-                "hidden_act": "gelu",
-                "layer_norm_eps": 1e-6,
-                "norm_type": "layer_norm",
-                "qk_normalization": False,
-                "qkv_bias": True,
-                "initializer_factor": 1.0,
-            },
+            "vision_config": dict(INTERN_VIT),
             "llm_config": {
                 **TINY_TEXT,
                 "model_type": "qwen2",

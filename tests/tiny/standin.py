@@ -17,6 +17,25 @@ from tests.tiny import Proof
 
 _STANDINS = Path(__file__).parent / "standins"
 _ENGINE: dict[str, Any] = {"load_format": "dummy", "max_num_seqs": 2, "max_model_len": 2048}
+# A one-layer InternViT tower (56-pixel images, 7-pixel patches): the vision config of the
+# InternVL-style checkpoints.
+INTERN_VIT: dict[str, Any] = {
+    "architectures": ["InternVisionModel"],
+    "model_type": "intern_vit_6b",
+    "hidden_size": 64,
+    "intermediate_size": 128,
+    "num_attention_heads": 2,
+    "num_hidden_layers": 1,
+    "image_size": 56,
+    "patch_size": 7,
+    "num_channels": 3,
+    "hidden_act": "gelu",
+    "layer_norm_eps": 1e-6,
+    "norm_type": "layer_norm",
+    "qk_normalization": False,
+    "qkv_bias": True,
+    "initializer_factor": 1.0,
+}
 
 
 def _byte_level_tiktoken(dest: Path) -> None:
@@ -259,23 +278,7 @@ def _internvl_family(dest: Path, kind: str, specials: tuple[str, ...] = ()) -> T
         "architectures": [spec["architecture"]],
         "auto_map": {"AutoConfig": f"configuration_internvl_chat.{spec['class']}"},
         "model_type": kind,
-        "vision_config": {
-            "architectures": ["InternVisionModel"],
-            "model_type": "intern_vit_6b",
-            "hidden_size": 64,
-            "intermediate_size": 128,
-            "num_attention_heads": 2,
-            "num_hidden_layers": 1,
-            "image_size": 56,
-            "patch_size": 7,
-            "num_channels": 3,
-            "hidden_act": "gelu",
-            "layer_norm_eps": 1e-6,
-            "norm_type": "layer_norm",
-            "qk_normalization": False,
-            "qkv_bias": True,
-            "initializer_factor": 1.0,
-        },
+        "vision_config": dict(INTERN_VIT),
         "llm_config": {
             **TINY_TEXT,
             "model_type": text_type,
