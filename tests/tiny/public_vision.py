@@ -17,6 +17,7 @@ from typing import Any
 from mmrun.tiny import TinyCheckpoint
 from mmrun.tiny._common import CPU_ARGS, TINY_TEXT, build_tokenizer, token_ids
 from tests.tiny import Proof
+from tests.tiny.audio import _GLM_SPECIALS
 from tests.tiny.image import _text
 
 _STANDINS = Path(__file__).resolve().parent / "standins"
@@ -110,23 +111,9 @@ def build_dots_ocr(dest: Path) -> TinyCheckpoint:
 # GLM-4V
 
 
-# GLM-4's special tokens, in id order from 151329 (the real vocabulary's first special id).
-_GLM4_SPECIALS = (
-    "<|endoftext|>",
-    "[MASK]",
-    "[gMASK]",
-    "[sMASK]",
-    "<sop>",
-    "<eop>",
-    "<|system|>",
-    "<|user|>",
-    "<|assistant|>",
-    "<|observation|>",
-    "<|begin_of_image|>",
-    "<|end_of_image|>",
-    "<|begin_of_video|>",
-    "<|end_of_video|>",
-)
+# GLM-4's special tokens, in id order from 151329 (the real vocabulary's first special id): the
+# GLM-4 family's list, up to its audio tokens.
+_GLM4_SPECIALS = _GLM_SPECIALS[: _GLM_SPECIALS.index("<|begin_of_audio|>")]
 
 
 def _glm4_tokenizer(dest: Path) -> dict[str, int]:
