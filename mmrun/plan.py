@@ -90,6 +90,18 @@ class RunOptions:
     output_format: str | None = None
     # The modality's own options (Modality.options), by name: video's num_frames, fps, ...
     modality_options: Mapping[str, Any] = field(default_factory=dict)
+    # Items of other modalities that every prompt carries ahead of its own, by modality
+    # (``mmrun video --image photo.jpg``: {"image": ("photo.jpg",)}); see Modality.companions.
+    companions: Mapping[str, tuple[str, ...]] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class Companion:
+    """Items of another modality that every prompt of a run carries ahead of its own (an
+    image with each clip): the modality that decodes them, and their sources."""
+
+    modality: Modality
+    sources: tuple[str, ...]
 
 
 class Items:
@@ -136,6 +148,11 @@ class Plan:
     # The engine arguments mmrun chose for this run's size on a GPU, each with why ("KEY=VALUE
     # (why)"): shown with --verbose and --dry-run.
     choices: tuple[str, ...] = ()
+    companions: tuple[Companion, ...] = ()
+
+    def companion_sources(self) -> dict[str, list[str]] | None:
+        """The companions' sources by modality, for the output; None where there are none."""
+        return {c.modality.name: list(c.sources) for c in self.companions} or None
 
     def engines(self) -> dict[str, Any]:
         """Where the engines run, for the dry run and the output file's record."""
@@ -221,7 +238,9 @@ class Plan:
             return item.question
         if self.options.question is not None:
             return self.options.question
-        return self.modality.question(len(item.sources))
+        return self.modality.question(
+            len(item.sources), tuple(c.modality.name for c in self.companions)
+        )
 
 
 @dataclass(frozen=True)
@@ -258,7 +277,49 @@ def replica_plan(recipe: Recipe, registry: Registry, vllm: VllmInfo) -> Plan:
         sampling=dict(recipe.sampling),
         batch=True,
         vllm_version=vllm.version,
+        companions=companions_of(recipe.options, registry),
     )
+
+
+def companions_of(opts: RunOptions, registry: Registry) -> tuple[Companion, ...]:
+    """The run's companion items, each with the modality that decodes it."""
+    return tuple(
+        Companion(registry.modality(name), tuple(sources))
+        for name, sources in opts.companions.items()
+        if sources
+    )
+
+
+def check_companions(
+    opts: RunOptions, spec: LoaderSpec, modality: Modality, registry: Registry
+) -> tuple[Companion, ...]:
+    """The run's companions, each one the model takes with its own items: one item each (what
+    vLLM's example sends), a file, URL or data: URI, not a folder or pattern."""
+    companions = companions_of(opts, registry)
+    for companion in companions:
+        name = companion.modality.name
+        if name not in spec.companions:
+            takers = [s.key for s in registry.specs(modality.name) if name in s.companions]
+            raise UsageError(
+                f"{spec.key} takes no {name} with its {modality.name}",
+                hint=(
+                    f"drop --{name}, or choose a model that takes both: {', '.join(takers)}"
+                    if takers
+                    else f"drop --{name}"
+                ),
+            )
+        sources, expanded = expand_sources(companion.sources, companion.modality)
+        if expanded or len(sources) != 1:
+            raise UsageError(
+                f"--{name} takes one {name} for every {modality.name} prompt, got "
+                f"{'a folder or pattern' if expanded else len(sources)}",
+                hint=f"name one {name} file or URL",
+            )
+        if opts.backend == "ray":
+            raise UsageError(
+                f"--{name} runs on the local backend", hint="drop --backend ray (use -dp N)"
+            )
+    return companions
 
 
 def plan(opts: RunOptions, registry: Registry, vllm: VllmInfo, gpus: Sequence[str] = ()) -> Plan:
@@ -267,6 +328,7 @@ def plan(opts: RunOptions, registry: Registry, vllm: VllmInfo, gpus: Sequence[st
     spec = registry.get(opts.modality, opts.key or modality.default_model)
     check_allowed(opts, spec)
     check_numbers(opts, modality)
+    companions = check_companions(opts, spec, modality, registry)
     sampling = compose_sampling(spec, modality, opts)
     vllm_version = vllm.version if opts.dry_run else check_supported(spec, vllm)
     model = resolved_model(opts.model) or spec.repo_id
@@ -317,12 +379,18 @@ def plan(opts: RunOptions, registry: Registry, vllm: VllmInfo, gpus: Sequence[st
         )
         listed = [Item(_item_id(groups, i), i, tuple(group)) for i, group in enumerate(groups)]
         items = Items(listed, len(listed), count)
+    if chat_input and companions:
+        name = companions[0].modality.name
+        raise UsageError(
+            f"--{name} adds to mmrun's own prompts, not to an OpenAI batch file's messages",
+            hint=f"put the {name} in the messages, or drop --{name}",
+        )
     if opts.warmup and batch:
         raise UsageError("--warmup is for timing one batch", hint="drop --warmup")
     limit = items.max_count if spec.max_items is None else min(items.max_count, spec.max_items)
     question = opts.question
     if question is None and count is not None:
-        question = modality.question(count)
+        question = modality.question(count, tuple(c.modality.name for c in companions))
     engine_args = compose_engine_args(
         spec,
         model=model,
@@ -332,6 +400,7 @@ def plan(opts: RunOptions, registry: Registry, vllm: VllmInfo, gpus: Sequence[st
         overrides=opts.engine_args,
         engine_key=modality.engine_key,
         engine_keys=registry.engine_keys(),
+        companions={c.modality.engine_key: len(c.sources) for c in companions},
     )
     if json_lines or structured.asks_for_json(sampling.get("structured_outputs")):
         structured.compact_json(engine_args, opts.engine_args)
@@ -381,6 +450,7 @@ def plan(opts: RunOptions, registry: Registry, vllm: VllmInfo, gpus: Sequence[st
         backend=opts.backend,
         replicas=replicas,
         choices=choices,
+        companions=companions,
     )
 
 
@@ -421,17 +491,20 @@ def compose_engine_args(
     overrides: Mapping[str, Any] | None = None,
     engine_key: str | None = None,
     engine_keys: Sequence[str] = (),
+    companions: Mapping[str, int] | None = None,
 ) -> dict[str, Any]:
     """The keyword arguments for ``vllm.LLM``, in a stable order. ``engine_key``: vLLM's name
     for the model's kind of media, where the modality's differs from it. ``engine_keys``: every
     kind of media the registered modalities give vLLM; those the model is not asked to take
-    get a limit of 0, so vLLM reserves no memory for them."""
+    get a limit of 0, so vLLM reserves no memory for them. ``companions``: the items of other
+    kinds each prompt carries too (vLLM's name -> how many)."""
     args: dict[str, Any] = {"model": model}
     if spec.trust_remote_code:
         args["trust_remote_code"] = True
     args.update(copy.deepcopy(dict(spec.engine_args)))  # nested values: this run's own
     limits = {name: 0 for name in engine_keys}
     limits[engine_key or spec.modality] = num_items
+    limits.update(companions or {})
     args["limit_mm_per_prompt"] = limits
     if seed is not None:
         args["seed"] = seed

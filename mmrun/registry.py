@@ -115,6 +115,11 @@ class Modality:
     options: the command's own options (video: frames per clip, frame rate, pixels per frame).
     configure: ``(modality, values) -> modality``: the modality as a run with these option
         values uses it (video binds its frame sampling into its decoder); unchanged by default.
+    companions: other modalities whose items a prompt of this command may carry ahead of its
+        own, for the models that take them together (video: an image with the clip, vLLM's
+        "image+video"); the command gets their media options (``mmrun video --image``).
+    companion_questions: the default question of a prompt that carries a companion's items,
+        by the companion's name.
     """
 
     name: str
@@ -140,6 +145,8 @@ class Modality:
     decode_file: Callable[[str, str], Decoded] | None = None
     options: tuple[MediaOption, ...] = ()
     configure: Callable[[Modality, Mapping[str, Any]], Modality] = _unconfigured
+    companions: tuple[str, ...] = ()
+    companion_questions: Mapping[str, str] = field(default_factory=dict)
 
     def with_options(self, values: Mapping[str, Any]) -> Modality:
         """This modality configured by a run's option values (defaults where missing)."""
@@ -165,7 +172,11 @@ class Modality:
     def count_option(self) -> str:
         return f"--num-{self.name}s"
 
-    def question(self, count: int) -> str:
+    def question(self, count: int, companions: tuple[str, ...] = ()) -> str:
+        """The default question for ``count`` items, with the items of ``companions``."""
+        for name in companions:
+            if name in self.companion_questions:
+                return self.companion_questions[name]
         known = [n for n in sorted(self.questions) if n <= count]
         return self.questions[known[-1] if known else min(self.questions)]
 
@@ -197,6 +208,9 @@ class LoaderSpec:
         ``--trust-remote-code``.
     max_items: the most media items one prompt may carry (None: no model limit).
     min_items: the fewest media items one prompt must carry.
+    companions: the other modalities of which a prompt may carry one item ahead of its own
+        (video rows: "image", where vLLM's example runs the model on an image and a video in
+        one prompt); the loader reads how many from ``LoaderContext.companions``.
     methods: the ``vllm.LLM`` methods this model can be run with.
     requires: extra Python modules the loader imports (checked before running).
     needs_model: the model has no public default repository; ``--model`` is required.
@@ -218,6 +232,7 @@ class LoaderSpec:
     trust_remote_code: bool = False
     max_items: int | None = None
     min_items: int = 0
+    companions: tuple[str, ...] = ()
     methods: tuple[Method, ...] = ALL_METHODS
     requires: tuple[str, ...] = ()
     needs_model: bool = False

@@ -10,7 +10,7 @@ resize rule, sampling defaults) is declared as data on the loader, with :func:`m
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any, Literal, Protocol
 
 TemplateSource = Literal["processor", "tokenizer"]
@@ -70,6 +70,8 @@ class LoaderContext:
     templates: renders the model's chat template; only template-based loaders touch it.
     media: the decoded media of this prompt (PIL images, ``(waveform, sample_rate)``, ...);
         given only to loaders declared with ``reads_media=True`` (voxtral), empty otherwise.
+    companions: how many items of other modalities the prompt carries ahead of its own, by
+        modality (a clip with an image: ``{"image": 1}``); see ``companion``.
     """
 
     question: str
@@ -77,6 +79,11 @@ class LoaderContext:
     model: str
     templates: TemplateRenderer
     media: Sequence[Any] = ()
+    companions: Mapping[str, int] = field(default_factory=dict)
+
+    def companion(self, modality: str) -> int:
+        """How many ``modality`` items the prompt carries ahead of its own (0: none)."""
+        return self.companions.get(modality, 0)
 
 
 @dataclass(frozen=True)

@@ -134,6 +134,8 @@ def request_json(plan: Plan, prompt: Prompt | None, lora_path: str | None) -> di
         else {"name": lora.name, "int_id": lora.int_id, "path": lora_path},
         "num_prompts": plan.items.total,
         "engines": plan.engines(),
+        # The items every prompt carries ahead of its own (an image with each clip).
+        **({"with_media": plan.companion_sources()} if plan.companions else {}),
         # The modality's own settings (video: frames per clip, frame rate, pixels per frame).
         **(
             {"modality_options": plan.modality.option_values(plan.options.modality_options)}
@@ -236,7 +238,17 @@ def encode(row: Mapping[str, Any]) -> bytes:
 
 
 # What a later run must share with the run that wrote a file to resume it.
-_IDENTITY = ("modality", "key", "model", "method", "question", "sampling", "seed", "dry_run")
+_IDENTITY = (
+    "modality",
+    "key",
+    "model",
+    "method",
+    "question",
+    "sampling",
+    "seed",
+    "dry_run",
+    "with_media",
+)
 
 
 def identity(plan: Plan) -> dict[str, Any]:
@@ -249,6 +261,7 @@ def identity(plan: Plan) -> dict[str, Any]:
         "sampling": plan.sampling,
         "seed": plan.engine_args.get("seed"),
         "dry_run": plan.options.dry_run,
+        "with_media": plan.companion_sources(),
     }
 
 

@@ -33,6 +33,7 @@ from mmrun.inputs import Item
 from mmrun.inputs.openai_batch import fill_media
 from mmrun.media import MediaItem, MediaResolver, ProgressFn, decoded_bytes, prefetch_budget
 from mmrun.plan import Plan
+from mmrun.registry import Modality
 from mmrun.request import LoaderContext, Prompt, TemplateRenderer
 from mmrun.results import Completion, ItemError, Outcome, RunResult
 from mmrun.structured import checked
@@ -279,6 +280,7 @@ class Prompts:
             model=self._plan.model,
             templates=self._renderer,
             media=media,
+            companions={c.modality.name: len(c.sources) for c in self._plan.companions},
         )
 
 
@@ -302,6 +304,22 @@ class Runner:
         # A replica of a parallel run shares the host's cores with the others.
         self.engines_on_host = int(plan.options.data_parallel_size)
         self._t0 = time.perf_counter()
+        # The items every prompt carries ahead of its own (an image with each clip), resolved
+        # once by resolve_companions().
+        self.companion_media: list[tuple[Modality, list[MediaItem]]] = []
+
+    def resolve_companions(self) -> None:
+        """Fetch and decode the run's companion items (a few, shared by every prompt), before
+        the engine starts: one that cannot be read fails the run in a second."""
+        for companion in self.plan.companions:
+            resolver = MediaResolver(
+                companion.modality, self.hooks.on_request, self.hooks.on_progress
+            )
+            try:
+                media = [f.result() for f in resolver.submit(companion.sources)]
+            finally:
+                resolver.close()
+            self.companion_media.append((companion.modality, media))
 
     def window(self, replica: bool = False) -> int:
         """How many prompts may be in the engine at once: enough to keep its scheduler full
@@ -427,9 +445,14 @@ class Runner:
             parts = [modality.chat_part(m.data, spec) for m in media]
             if messages is not None:
                 return fill_media(messages, modality.name, parts)
-            return engine.chat_input(question, parts)
+            ahead = [c.chat_part(m.data, spec) for c, items in self.companion_media for m in items]
+            return engine.chat_input(question, [*ahead, *parts])
         data = [modality.to_engine(m.data, spec) for m in media]
-        return engine.generate_input(prompt, modality.engine_key, data)
+        companions = {
+            c.engine_key: [c.to_engine(m.data, spec) for m in items]
+            for c, items in self.companion_media
+        }
+        return engine.generate_input(prompt, modality.engine_key, data, companions)
 
     def drive(
         self,
@@ -542,6 +565,7 @@ def run_named(
         for future in pipeline.futures:
             future.add_done_callback(lambda _: media_done.append(time.perf_counter()))
         runner.timings["prepare_s"] = time.perf_counter() - runner._t0
+        runner.resolve_companions()
         if plan.checks_items():
             # Waited for before the engine starts: an item the model cannot take (a clip too
             # long) fails in a second.
@@ -658,6 +682,7 @@ def run_batch(
     )
     handle = None
     try:
+        runner.resolve_companions()
         if not prefetch:
             pipeline.keep_futures = False
         handle = runner.start(resolver, pipeline if prefetch else None, abort_on_media=False)

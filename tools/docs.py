@@ -97,8 +97,9 @@ def _provenance(specs: list[Any]) -> str:
         f"{upstream.COMMIT}, {upstream.DATE}), which `tools/upstream.py` fetches and "
         "`tests/golden/test_upstream_parity.py` compares with every key mmrun shares with "
         f'them; {single} ("vLLM {upstream.VERSION} single-image and video example") come from '
-        "that distribution's `vision_language_offline.py`, one image or one video per prompt "
-        "(its prompts that carry an image and a video together are not offered yet)."
+        "that distribution's `vision_language_offline.py`, one image or one video per prompt; "
+        "where its prompt carries an image and a video together, the video row takes one image "
+        'with each clip (`mmrun video --image`; "+1 image" below).'
     )
 
 
@@ -145,7 +146,7 @@ def models_markdown() -> str:
             f"{low}-{high}"
             if high is not None and high != low
             else (str(high) if high else f"{low}+")
-        )
+        ) + "".join(f" (+1 {name})" for name in spec.companions)
         supported_now = info.supports(spec.architecture)
         supported = {True: "yes", False: "no", None: "?"}[supported_now]
         last = info.removed.get(spec.architecture)

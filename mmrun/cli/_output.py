@@ -135,6 +135,10 @@ def _print_plan(result: RunResult, console: Console) -> None:
     table.add_row("sampling", escape(json.dumps(request["sampling"])))
     if "modality_options" in request:
         table.add_row(result.plan.modality.name, escape(json.dumps(request["modality_options"])))
+    for name, sources in (request.get("with_media") or {}).items():
+        table.add_row(
+            f"with each {result.plan.modality.name}", escape(f"{name}: {', '.join(sources)}")
+        )
     if request["stop_token_ids"]:
         table.add_row("stop token ids", str(request["stop_token_ids"]))
     if request["lora"]:

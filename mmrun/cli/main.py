@@ -57,7 +57,12 @@ def root(
 
 # One command per modality, built-in or from a plugin.
 for _modality in get_registry().modalities.values():
-    app.command(_modality.name, epilog=epilog(_modality))(make_command(_modality))
+    _companions = [
+        get_registry().modalities[name]
+        for name in _modality.companions
+        if name in get_registry().modalities
+    ]
+    app.command(_modality.name, epilog=epilog(_modality))(make_command(_modality, _companions))
 app.command("models")(models)
 app.command("plugins")(plugins)
 app.command("selftest")(selftest)

@@ -59,6 +59,7 @@ def _row(spec: LoaderSpec, supported: bool | None, last_version: str | None) -> 
         "family": spec.family,
         "min_items": spec.min_items,
         "max_items": spec.max_items,
+        "companions": list(spec.companions),
         "methods": list(spec.methods),
         "trust_remote_code": spec.trust_remote_code,
         "needs_model": spec.needs_model,
@@ -137,11 +138,17 @@ COLUMNS: tuple[tuple[str, Callable[[dict[str, Any]], str]], ...] = (
     ("repo id", lambda row: str(row["repo_id"])),
     ("modality", lambda row: str(row["modality"])),
     ("vLLM", lambda row: _supported(row)),
-    ("max items", lambda row: "any" if row["max_items"] is None else str(row["max_items"])),
+    ("max items", lambda row: _max_items(row)),
     ("methods", lambda row: ",".join(row["methods"])),
     ("remote code", lambda row: "yes" if row["trust_remote_code"] else ""),
     ("proven on", lambda row: _proof_cell(row["proof"])),
 )
+
+
+def _max_items(row: dict[str, Any]) -> str:
+    """"any", or the most items; "+1 image" where a prompt may carry an image with its own."""
+    text = "any" if row["max_items"] is None else str(row["max_items"])
+    return text + "".join(f" +1 {name}" for name in row.get("companions", ()))
 
 
 def _supported(row: dict[str, Any]) -> str:

@@ -5,7 +5,7 @@
 import enum
 import inspect
 import os
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from typing import Annotated, Any
 
 import typer
@@ -37,6 +37,11 @@ def _execute(modality: str, **kw: Any) -> None:
     from mmrun.support import vllm_info
 
     json_out, quiet, verbose = kw.pop("json_out"), kw.pop("quiet"), kw.pop("verbose")
+    # The companions' media options arrive with the modality's own options.
+    companions = {
+        name: tuple(kw["modality_options"].pop(_companion_param(name), None) or ())
+        for name in kw.pop("companions")
+    }
     if quiet and verbose:
         raise UsageError("--quiet and --verbose contradict each other", hint="pass one of them")
     opts = RunOptions(
@@ -83,6 +88,7 @@ def _execute(modality: str, **kw: Any) -> None:
         ),
         output_format=_output_format(kw["output_format"]),
         modality_options=kw["modality_options"],
+        companions=companions,
     )
     configure_environment(verbose)
     show_library_output(verbose)
@@ -207,8 +213,11 @@ def _number(value: float) -> str:
     return f"{value:g}"
 
 
-def make_command(modality: Modality) -> Callable[..., None]:
+def make_command(modality: Modality, companions: Sequence[Modality] = ()) -> Callable[..., None]:
+    """``companions``: the registered modalities of ``modality.companions``, whose media
+    options the command also takes."""
     noun = modality.name
+    companion_names = [c.name for c in companions]
     lit = o.literal
     # The media option's one-letter form, where it means nothing else in any command: -v is
     # --verbose everywhere, -q --question, -o --output, -m --model-type, -n the count.
@@ -364,17 +373,57 @@ def make_command(modality: Modality) -> Callable[..., None]:
         quiet: o.QuietOpt = False,
         **modality_options: Any,
     ) -> None:
-        _execute(noun, **{k: v for k, v in locals().items()})
+        given = {k: v for k, v in locals().items() if k != "companion_names"}
+        _execute(noun, companions=companion_names, **given)
 
     command.__doc__ = modality.summary or f"Run a model on {noun} inputs through vLLM."
     command.__name__ = noun
-    _add_modality_options(command, modality.options)
+    taken = {*_SHARED_SHORT, modality.short_option}
+    _add_modality_options(
+        command, modality.options, [_companion_option(modality, c, taken) for c in companions]
+    )
     return command
 
 
-def _add_modality_options(command: Callable[..., None], options: tuple[MediaOption, ...]) -> None:
-    """The modality's own options (``--num-frames``) as parameters of its command: Typer reads
-    the signature, and their values arrive in the command's ``modality_options``."""
+def _companion_param(name: str) -> str:
+    return f"companion_{name}"
+
+
+def _companion_option(
+    modality: Modality, companion: Modality, taken: set[str]
+) -> inspect.Parameter:
+    """The option that names a companion's item (``mmrun video --image photo.jpg``)."""
+    short = [companion.short_option] if companion.short_option not in taken else []
+    noun = companion.name
+    return inspect.Parameter(
+        _companion_param(noun),
+        inspect.Parameter.KEYWORD_ONLY,
+        default=None,
+        annotation=Annotated[
+            list[str] | None,
+            typer.Option(
+                companion.option,
+                *short,
+                help=o.literal(
+                    f"{_article(noun).capitalize()} {noun} that every prompt carries ahead of "
+                    f"its {modality.name}, for the models that take both (`mmrun models "
+                    f"{modality.name}` lists them): a path, http(s) URL or data: URI."
+                ),
+                show_default=False,
+                metavar="SRC",
+            ),
+        ],
+    )
+
+
+def _add_modality_options(
+    command: Callable[..., None],
+    options: tuple[MediaOption, ...],
+    more: Sequence[inspect.Parameter] = (),
+) -> None:
+    """The modality's own options (``--num-frames``), and ``more`` (its companions' media
+    options), as parameters of its command: Typer reads the signature, and their values arrive
+    in the command's ``modality_options``."""
     signature = inspect.signature(command)
     fixed = [p for p in signature.parameters.values() if p.kind is not p.VAR_KEYWORD]
     extra = [
@@ -395,7 +444,7 @@ def _add_modality_options(command: Callable[..., None], options: tuple[MediaOpti
         )
         for option in options
     ]
-    command.__signature__ = signature.replace(parameters=[*fixed, *extra])  # type: ignore[attr-defined]
+    command.__signature__ = signature.replace(parameters=[*fixed, *extra, *more])  # type: ignore[attr-defined]
 
 
 def epilog(modality: Modality) -> str | None:

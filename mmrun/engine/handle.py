@@ -184,16 +184,25 @@ def device_name() -> str:
 # Shaping requests, as vLLM's own examples do in run_generate / run_chat.
 
 
-def generate_input(prompt: Prompt, modality: str, media: Sequence[Any]) -> dict[str, Any]:
-    """One ``LLM.generate`` prompt: the text (or token ids) and its media."""
+def generate_input(
+    prompt: Prompt,
+    modality: str,
+    media: Sequence[Any],
+    companions: Mapping[str, Sequence[Any]] | None = None,
+) -> dict[str, Any]:
+    """One ``LLM.generate`` prompt: the text (or token ids) and its media, after the items of
+    other kinds it carries too (``companions``: vLLM's name for each kind -> its items)."""
     request: dict[str, Any] = (
         {"prompt": prompt.text}
         if prompt.text is not None
         else {"prompt_token_ids": list(prompt.token_ids or ())}
     )
     data = list(prompt.multi_modal_data) if prompt.multi_modal_data is not None else list(media)
+    mm_data = {k: list(v) for k, v in (companions or {}).items() if v}
     if data:
-        request["multi_modal_data"] = {modality: data}
+        mm_data[modality] = data
+    if mm_data:
+        request["multi_modal_data"] = mm_data
     return request
 
 

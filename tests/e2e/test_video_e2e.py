@@ -15,6 +15,7 @@ from pathlib import Path
 import pytest
 
 from mmrun.tiny import TinyCheckpoint
+from tests.e2e.cli_worker import CliWorker
 from tests.helpers.media import write_clip
 
 pytestmark = pytest.mark.e2e
@@ -178,3 +179,119 @@ def test_a_half_hour_clip_is_sampled_in_bounded_memory(
     # The engine's own footprint (torch, vLLM, the KV cache) dominates; the clip adds little.
     assert peak < 4 * 1024 * 1024, f"peak RSS {peak} KiB"
     print(f"peak RSS: dry run {peaks}, engine run {peak} KiB")
+
+
+def _image_tokens(checkpoint: TinyCheckpoint, image: Path) -> int:
+    """The tokens the checkpoint's own (transformers) image processor gives an image."""
+    from PIL import Image
+    from transformers import AutoImageProcessor
+
+    processor = AutoImageProcessor.from_pretrained(checkpoint.path)
+    grid = processor(images=[Image.open(image)], return_tensors="np")["image_grid_thw"][0]
+    return int(grid.prod()) // processor.merge_size**2
+
+
+def test_a_clip_with_an_image_through_the_real_engine(
+    tiny_checkpoint: Callable[[str, str], TinyCheckpoint], tmp_path: Path, cli_worker: CliWorker
+) -> None:
+    """``mmrun video --image``: one image ahead of each clip (vLLM's "image+video"), on the
+    tiny Qwen2.5-VL through the real engine, by generate, by chat and as a batch, on one engine
+    (the runs share their engine arguments). A larger image adds exactly the tokens the
+    model's own image processor gives it: the image reaches the model beside the clip."""
+    from PIL import Image
+
+    checkpoint = tiny_checkpoint("video", "qwen2_5_vl")
+    clips = tmp_path / "clips"
+    clips.mkdir()
+    clip = write_clip(clips / "a.mp4")
+    write_clip(clips / "b.mp4")
+    small, large = tmp_path / "small.png", tmp_path / "large.png"
+    Image.new("RGB", (56, 56), "red").save(small)
+    Image.new("RGB", (112, 84), "blue").save(large)
+    engine_args = {**checkpoint.engine_args, "enforce_eager": True}
+    common = [
+        "video",
+        "-m",
+        "qwen2_5_vl",
+        "--model",
+        str(checkpoint.path),
+        "--num-frames",
+        "8",
+        "--max-tokens",
+        "4",
+        "-tp",
+        "1",
+        *[f"--engine-arg={k}={json.dumps(v)}" for k, v in engine_args.items()],
+    ]
+    env = {"HF_HUB_OFFLINE": "1"}
+    try:
+        docs = {}
+        for image, method in ((small, "generate"), (large, "generate"), (large, "chat")):
+            args = [*common, "--video", str(clip), "--image", str(image), "--method", method]
+            run = cli_worker.run([*args, "--json"], env)
+            assert run.returncode == 0, run.stderr[-3000:]
+            docs[(image.name, method)] = json.loads(run.stdout)
+        doc = docs[("small.png", "generate")]
+        assert doc["request"]["engine_args"]["limit_mm_per_prompt"] == {
+            "image": 1,
+            "video": 1,
+            "audio": 0,
+        }
+        assert doc["request"]["with_media"] == {"image": [str(small)]}
+        assert doc["question"] == "What is shown in the image? What happens in the video?"
+        assert doc["prompt"].count("<|image_pad|>") == doc["prompt"].count("<|video_pad|>") == 1
+        tokens = {k: d["outputs"][0]["prompt_tokens"] for k, d in docs.items()}
+        added = tokens[("large.png", "generate")] - tokens[("small.png", "generate")]
+        assert added == _image_tokens(checkpoint, large) - _image_tokens(checkpoint, small) > 0
+        assert docs[("large.png", "chat")]["outputs"][0]["completion_tokens"] > 0
+
+        # A batch: both clips, each with the image, on the same engine.
+        out = tmp_path / "out.jsonl"
+        run = cli_worker.run(
+            [*common, "--video", str(clips), "--image", str(small), "-o", str(out)], env
+        )
+        assert run.returncode == 0, run.stderr[-3000:]
+        lines = [json.loads(line) for line in out.read_text().splitlines()]
+        assert sorted(line["id"] for line in lines) == sorted(str(p) for p in clips.iterdir())
+        assert all(line["prompt_tokens"] == tokens[("small.png", "generate")] for line in lines)
+        assert run.reused, "the batch started an engine of its own"
+    finally:
+        cli_worker.release()
+
+
+@pytest.mark.parametrize(
+    ("key", "placeholders"),
+    [
+        ("glm4_1v", ("<|image|>", "<|video|>")),
+        ("llava-onevision", ("<image>", "<video>")),
+    ],
+)
+def test_an_image_and_a_clip_in_one_prompt_of_other_families(
+    key: str,
+    placeholders: tuple[str, str],
+    tiny_checkpoint: Callable[[str, str], TinyCheckpoint],
+    tmp_path: Path,
+    cli_worker: CliWorker,
+) -> None:
+    """The image+video prompt of two other families (their own placeholders and processors),
+    through the real engine: vLLM finds each placeholder's item and expands both."""
+    from PIL import Image
+
+    checkpoint = tiny_checkpoint("video", key)
+    clip = write_clip(tmp_path / "clip.mp4")
+    image = tmp_path / "photo.png"
+    Image.new("RGB", (64, 48), "green").save(image)
+    engine_args = {**checkpoint.engine_args, "enforce_eager": True}
+    args = ["video", "-m", key, "--model", str(checkpoint.path), "--video", str(clip)]
+    args += ["--image", str(image), "--num-frames", "8", "--max-tokens", "4", "-tp", "1"]
+    args += ["--json", "--trust-remote-code"]
+    args += [f"--engine-arg={k}={json.dumps(v)}" for k, v in engine_args.items()]
+    try:
+        run = cli_worker.run(args, {"HF_HUB_OFFLINE": "1"})
+    finally:
+        cli_worker.release()
+    assert run.returncode == 0, run.stderr[-3000:]
+    doc = json.loads(run.stdout)
+    assert [doc["prompt"].count(p) for p in placeholders] == [1, 1]
+    assert doc["request"]["engine_args"]["limit_mm_per_prompt"]["image"] == 1
+    assert doc["outputs"][0]["completion_tokens"] > 0

@@ -56,6 +56,36 @@ def build(modality: str, key: str) -> dict[str, Any]:
         else None,
         # The model's own sampling defaults, where it has any (deepseek_ocr).
         **({"sampling": dict(spec.sampling)} if spec.sampling else {}),
+        # The request of a prompt that also carries one item of each companion (a clip with
+        # an image: ``mmrun video --image``).
+        **({"with_companions": with_companions(modality, spec, count)} if spec.companions else {}),
+    }
+
+
+def with_companions(modality: str, spec: Any, count: int) -> dict[str, Any]:
+    companions = {name: 1 for name in spec.companions}
+    question = REGISTRY.modalities[modality].question(count, tuple(companions))
+    renderer = oracle.RecordingRenderer()
+    ctx = LoaderContext(
+        question=question,
+        num_items=count,
+        model=spec.repo_id,
+        templates=renderer,
+        companions=companions,
+    )
+    engine_args = compose_engine_args(
+        spec,
+        model=spec.repo_id,
+        num_items=count,
+        seed=None,
+        engine_keys=builtin_registry().engine_keys(),
+        companions=companions,
+    )
+    return {
+        "companions": companions,
+        "question": question,
+        "limit_mm_per_prompt": engine_args["limit_mm_per_prompt"],
+        "prompt": spec(ctx).text,
     }
 
 

@@ -429,7 +429,8 @@ VISION_GAPS: dict[tuple[str, str], str] = {
     ("vision_chunk", "kimi_k25"): "vLLM takes Kimi K2.5's images as 'vision_chunk' items; "
     "mmrun's image row sends 'image' items",
 }
-# --modality image+video (one image and one video in one prompt): not offered by mmrun yet.
+# --modality image+video (one image and one video in one prompt): mmrun's video row of the key
+# with one companion image (``mmrun video --image``).
 IMAGE_AND_VIDEO = "image+video"
 
 
@@ -483,12 +484,17 @@ def vision_upstream(modality: str, key: str) -> dict[str, Any]:
 
 
 def vision_mmrun(modality: str, key: str, question: str) -> dict[str, Any]:
+    """mmrun's request for the example's ``--modality``: image+video is the video row with an
+    image ahead of the clip."""
+    companions = {"image": 1} if modality == IMAGE_AND_VIDEO else {}
+    modality = "video" if modality == IMAGE_AND_VIDEO else modality
     spec = REGISTRY.get(modality, key)
     ctx = LoaderContext(
         question=question,
         num_items=1,
         model=spec.repo_id,
         templates=seed_oracle.RecordingRenderer(),
+        companions=companions,
     )
     prompt = spec(ctx)
     lora = None
@@ -496,13 +502,18 @@ def vision_mmrun(modality: str, key: str, question: str) -> dict[str, Any]:
         sub = spec.lora.subfolder
         lora = [[spec.lora.name, spec.lora.int_id, os.path.join(spec.repo_id, sub or "")]]
     engine = compose_engine_args(
-        spec, model=spec.repo_id, num_items=1, seed=None, engine_keys=ENGINE_KEYS
+        spec,
+        model=spec.repo_id,
+        num_items=1,
+        seed=None,
+        engine_keys=ENGINE_KEYS,
+        companions=companions,
     )
     return {
         "question": question,
         "engine_args": oracle.plain(engine),
         "prompt": prompt.text,
-        "media": {REGISTRY.modalities[modality].engine_key: 1},
+        "media": {**companions, REGISTRY.modalities[modality].engine_key: 1},
         "sampling": oracle.plain(dict(spec.sampling)),
         "stop_token_ids": list(prompt.stop_token_ids),
         "lora": lora,
@@ -548,11 +559,22 @@ def test_single_image_and_video_gaps_still_differ(modality: str, key: str) -> No
     assert theirs["media"] != ours["media"]
 
 
-def test_image_and_video_prompts_are_listed() -> None:
-    """The keys whose upstream prompt can carry an image and a video together; mmrun runs
-    them on one kind of media per prompt (docs/models.md says so)."""
-    both = sorted(k for m, k in VISION_KEYS if m == IMAGE_AND_VIDEO)
-    assert both and all(("video", k) in VISION_KEYS for k in both)
+IMAGE_AND_VIDEO_KEYS = [k for m, k in VISION_KEYS if m == IMAGE_AND_VIDEO]
+
+
+def test_the_video_rows_that_take_an_image_are_upstreams() -> None:
+    """A video row takes a companion image exactly where the example runs the key on an image
+    and a video in one prompt."""
+    assert IMAGE_AND_VIDEO_KEYS, "no upstream examples: see test_upstream_examples_are_fetched"
+    ours = sorted(s.key for s in REGISTRY.specs("video") if "image" in s.companions)
+    assert ours == sorted(IMAGE_AND_VIDEO_KEYS)
+
+
+@pytest.mark.parametrize("key", IMAGE_AND_VIDEO_KEYS)
+def test_image_and_video_request_matches_upstream(key: str) -> None:
+    differing = vision_differences(IMAGE_AND_VIDEO, key)
+    detail = "\n".join(f"{name}: {line}" for name, line in differing.items())
+    assert not differing, f"image+video/{key} differs from upstream:\n{detail}"
 
 
 # The single-image example's image requests for keys the multi-image example also has: mmrun's

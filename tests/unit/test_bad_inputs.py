@@ -14,6 +14,7 @@ import base64
 import ctypes
 import http.server
 import io
+import json
 import multiprocessing
 import os
 import struct
@@ -997,3 +998,82 @@ def test_a_failed_start_builds_no_prompt(
         runner.run_named(the_plan, lambda model, trust: RecordingRenderer(events))
     time.sleep(0.2)  # a warm-up thread left behind would have rendered by now
     assert events == []
+
+
+# --- an image with each clip (mmrun video --image) ------------------------------------------------
+
+
+@pytest.fixture(scope="module")
+def clip_and_image(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path]:
+    from tests.helpers.media import write_clip
+
+    root = tmp_path_factory.mktemp("clip-and-image")
+    image = root / "photo.png"
+    image.write_bytes(PNG)
+    return write_clip(root / "clip.mp4"), image
+
+
+def test_an_image_with_a_clip_plans_both(clip_and_image: tuple[Path, Path]) -> None:
+    clip, image = clip_and_image
+    outcome = cli("video", "--video", str(clip), "--image", str(image), "--dry-run", "--json")
+    assert outcome.code == 0, outcome.stderr
+    doc = json.loads(outcome.stdout)
+    assert doc["request"]["engine_args"]["limit_mm_per_prompt"]["image"] == 1
+    assert doc["request"]["with_media"] == {"image": [str(image)]}
+    assert doc["question"] == "What is shown in the image? What happens in the video?"
+    assert doc["prompt"].index("<|image_pad|>") < doc["prompt"].index("<|video_pad|>")
+
+
+@pytest.mark.parametrize(
+    ("extra", "code", "fragments"),
+    [
+        (["-m", "gemma4"], EXIT_USAGE, ["gemma4 takes no image with its video", "qwen2_5_vl"]),
+        (["-i", "{image}"], EXIT_USAGE, ["--image takes one image", "got 2"]),
+        (["-i", "{folder}"], EXIT_USAGE, ["--image takes one image", "a folder or pattern"]),
+        (["--backend", "ray"], EXIT_USAGE, ["--image runs on the local backend"]),
+    ],
+)
+def test_an_image_a_clip_model_cannot_take_is_refused(
+    extra: list[str],
+    code: int,
+    fragments: list[str],
+    clip_and_image: tuple[Path, Path],
+    isolated_cache: Path,
+) -> None:
+    clip, image = clip_and_image
+    extra = [e.format(image=image, folder=image.parent) for e in extra]
+    args = ["video", "--video", str(clip), "-i", str(image), *extra, "--dry-run"]
+    check(cli(*args), code, *fragments, cache=isolated_cache)
+
+
+def test_an_unreadable_image_with_a_clip_is_one_line(
+    clip_and_image: tuple[Path, Path], tmp_path: Path, isolated_cache: Path
+) -> None:
+    clip, _ = clip_and_image
+    not_an_image = tmp_path / "notes.png"
+    not_an_image.write_text("not an image")
+    args = ["video", "--video", str(clip), "--image", str(not_an_image), "--dry-run"]
+    check(cli(*args), EXIT_USAGE, "is not an image", cache=isolated_cache)
+
+
+def test_an_openai_batch_file_takes_no_image(
+    clip_and_image: tuple[Path, Path], tmp_path: Path, isolated_cache: Path
+) -> None:
+    clip, image = clip_and_image
+    batch = tmp_path / "batch.jsonl"
+    body = {
+        "model": "m",
+        "messages": [
+            {
+                "role": "user",
+                "content": [
+                    {"type": "text", "text": "What happens?"},
+                    {"type": "video_url", "video_url": {"url": str(clip)}},
+                ],
+            }
+        ],
+    }
+    line = {"custom_id": "a", "method": "POST", "url": "/v1/chat/completions", "body": body}
+    batch.write_text(json.dumps(line) + "\n")
+    args = ["video", "--input", str(batch), "--image", str(image), "-o", str(tmp_path / "o.jsonl")]
+    check(cli(*args, "--dry-run"), EXIT_USAGE, "OpenAI batch file", cache=isolated_cache)

@@ -50,6 +50,7 @@ def test_models_lists_it_and_the_allow_list_hides_it() -> None:
         "family": "mmrun_example_plugin",
         "min_items": 0,
         "max_items": None,
+        "companions": [],
         "methods": ["generate", "chat"],
         "trust_remote_code": False,
         "needs_model": False,

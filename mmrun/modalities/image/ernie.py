@@ -12,8 +12,9 @@ ERNIE_VIDEO = "Video {i}:<|VIDEO_START|><|video@placeholder|><|VIDEO_END|>"
 
 
 def ernie_prompt(ctx: LoaderContext, placeholder: str) -> Prompt:
-    """ERNIE's turn: the question first, then the numbered media, then the empty thought."""
-    media = numbered(placeholder, ctx.num_items)
+    """ERNIE's turn: the question first, then the numbered media (an image that comes with a
+    clip first), then the empty thought."""
+    media = numbered(ERNIE_IMAGE, ctx.companion("image")) + numbered(placeholder, ctx.num_items)
     return Prompt(
         text=f"<|begin_of_sentence|>User: {ctx.question}{media}\nAssistant: <think></think>"
     )

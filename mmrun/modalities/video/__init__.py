@@ -108,11 +108,16 @@ VIDEO = Modality(
     describe=_describe,
     options=VIDEO_OPTIONS,
     configure=_configure,
+    # vLLM's single-image and video example runs most of its video models on an image and a
+    # clip in one prompt ("image+video"), with this question.
+    companions=("image",),
+    companion_questions={"image": "What is shown in the image? What happens in the video?"},
     summary="Run a video-language model on video clips through vLLM.",
     examples=(
         "mmrun video -m qwen2_5_vl --video clip.mp4",
         "mmrun video -m qwen2_5_vl --video 'clips/*.mp4' -o answers.jsonl",
         "mmrun video -m qwen3_vl --video talk.mp4 --fps 0.5 --num-frames 64 --max-pixels 200704",
+        "mmrun video -m qwen2_5_vl --video clip.mp4 --image photo.jpg",
     ),
 )
 

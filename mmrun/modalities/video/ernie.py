@@ -16,6 +16,7 @@ from mmrun.request import LoaderContext, Prompt
     trust_remote_code=True,
     min_items=1,
     max_items=1,
+    companions=("image",),
 )
 def ernie45_vl(ctx: LoaderContext) -> Prompt:
     return ernie_prompt(ctx, ERNIE_VIDEO)

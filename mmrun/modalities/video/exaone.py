@@ -6,6 +6,8 @@ from mmrun.modalities.image.qwen import QWEN3_ENGINE_ARGS
 from mmrun.registry import loader
 from mmrun.request import LoaderContext, Prompt
 
+_IMAGE = "<vision><|image_pad|></vision>"
+
 
 @loader(
     "exaone4_5",
@@ -16,9 +18,12 @@ from mmrun.request import LoaderContext, Prompt
     engine_args=QWEN3_ENGINE_ARGS,
     min_items=1,
     max_items=1,
+    companions=("image",),
 )
 def exaone4_5(ctx: LoaderContext) -> Prompt:
+    image = _IMAGE * ctx.companion("image")
     return Prompt(
         text="<|system|>\nYou are a helpful assistant.<|endofturn|>\n"
-        f"<|user|>\n<vision><|video_pad|></vision>{ctx.question}<|endofturn|>\n<|assistant|>\n"
+        f"<|user|>\n{image}<vision><|video_pad|></vision>{ctx.question}<|endofturn|>\n"
+        "<|assistant|>\n"
     )

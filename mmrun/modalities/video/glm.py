@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from mmrun.modalities.image.glm import GLM_OCR_ENGINE_ARGS, GLM_VIDEO, glm_prompt
+from mmrun.modalities.image.glm import GLM_IMAGE, GLM_OCR_ENGINE_ARGS, GLM_VIDEO, glm_prompt
 from mmrun.registry import loader
 from mmrun.request import LoaderContext, Prompt
 
@@ -18,9 +18,10 @@ _GLM4_5V_ENGINE_ARGS = {**GLM_OCR_ENGINE_ARGS, "tensor_parallel_size": 4}
     engine_args=GLM_OCR_ENGINE_ARGS,
     min_items=1,
     max_items=1,
+    companions=("image",),
 )
 def glm4_1v(ctx: LoaderContext) -> Prompt:
-    return glm_prompt(ctx, GLM_VIDEO)
+    return glm_prompt(ctx, GLM_IMAGE * ctx.companion("image") + GLM_VIDEO)
 
 
 @loader(
@@ -31,9 +32,10 @@ def glm4_1v(ctx: LoaderContext) -> Prompt:
     engine_args=_GLM4_5V_ENGINE_ARGS,
     min_items=1,
     max_items=1,
+    companions=("image",),
 )
 def glm4_5v(ctx: LoaderContext) -> Prompt:
-    return glm_prompt(ctx, GLM_VIDEO)
+    return glm_prompt(ctx, GLM_IMAGE * ctx.companion("image") + GLM_VIDEO)
 
 
 @loader(
@@ -44,9 +46,10 @@ def glm4_5v(ctx: LoaderContext) -> Prompt:
     engine_args=_GLM4_5V_ENGINE_ARGS,
     min_items=1,
     max_items=1,
+    companions=("image",),
 )
 def glm4_5v_fp8(ctx: LoaderContext) -> Prompt:
-    return glm_prompt(ctx, GLM_VIDEO)
+    return glm_prompt(ctx, GLM_IMAGE * ctx.companion("image") + GLM_VIDEO)
 
 
 @loader(
@@ -57,6 +60,7 @@ def glm4_5v_fp8(ctx: LoaderContext) -> Prompt:
     engine_args=GLM_OCR_ENGINE_ARGS,
     min_items=1,
     max_items=1,
+    companions=("image",),
 )
 def glm_ocr(ctx: LoaderContext) -> Prompt:
-    return glm_prompt(ctx, GLM_VIDEO)
+    return glm_prompt(ctx, GLM_IMAGE * ctx.companion("image") + GLM_VIDEO)

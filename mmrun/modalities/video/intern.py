@@ -20,9 +20,10 @@ from mmrun.request import LoaderContext, Prompt
     trust_remote_code=True,
     min_items=1,
     max_items=1,
+    companions=("image",),
 )
 def interns1(ctx: LoaderContext) -> Prompt:
-    return placeholder_first_prompt(ctx, "<video>")
+    return placeholder_first_prompt(ctx, "<IMG_CONTEXT>\n" * ctx.companion("image") + "<video>")
 
 
 @loader(
@@ -34,9 +35,11 @@ def interns1(ctx: LoaderContext) -> Prompt:
     trust_remote_code=True,
     min_items=1,
     max_items=1,
+    companions=("image",),
 )
 def interns1_pro(ctx: LoaderContext) -> Prompt:
-    return placeholder_first_prompt(ctx, "<|vision_start|><|video_pad|><|vision_end|>")
+    image = "<|vision_start|><|image_pad|><|vision_end|>" * ctx.companion("image")
+    return placeholder_first_prompt(ctx, image + "<|vision_start|><|video_pad|><|vision_end|>")
 
 
 @loader(
@@ -49,6 +52,8 @@ def interns1_pro(ctx: LoaderContext) -> Prompt:
     trust_remote_code=True,
     min_items=1,
     max_items=1,
+    companions=("image",),
 )
 def internvl_chat(ctx: LoaderContext) -> Prompt:
-    return placeholder_first_prompt(ctx, "<video>", INTERNVL_STOP_TOKENS)
+    image = "<image>\n" * ctx.companion("image")
+    return placeholder_first_prompt(ctx, image + "<video>", INTERNVL_STOP_TOKENS)

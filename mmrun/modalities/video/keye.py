@@ -7,6 +7,7 @@ from mmrun.registry import loader
 from mmrun.request import LoaderContext, Prompt
 
 _ENGINE_ARGS = {"max_model_len": 8192}
+_IMAGE = "<|vision_start|><|image_pad|><|vision_end|>"
 _VIDEO = "<|vision_start|><|video_pad|><|vision_end|>"
 
 
@@ -19,9 +20,10 @@ _VIDEO = "<|vision_start|><|video_pad|><|vision_end|>"
     trust_remote_code=True,
     min_items=1,
     max_items=1,
+    companions=("image",),
 )
 def keye_vl(ctx: LoaderContext) -> Prompt:
-    return Prompt(text=chatml(_VIDEO + ctx.question))
+    return Prompt(text=chatml(_IMAGE * ctx.companion("image") + _VIDEO + ctx.question))
 
 
 @loader(
@@ -34,6 +36,7 @@ def keye_vl(ctx: LoaderContext) -> Prompt:
     trust_remote_code=True,
     min_items=1,
     max_items=1,
+    companions=("image",),
 )
 def keye_vl1_5(ctx: LoaderContext) -> Prompt:
-    return Prompt(text=chatml(_VIDEO + ctx.question))
+    return Prompt(text=chatml(_IMAGE * ctx.companion("image") + _VIDEO + ctx.question))

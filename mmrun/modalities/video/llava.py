@@ -27,6 +27,10 @@ def llava_next_video(ctx: LoaderContext) -> Prompt:
     engine_args={"max_model_len": 16384},
     min_items=1,
     max_items=1,
+    companions=("image",),
 )
 def llava_onevision(ctx: LoaderContext) -> Prompt:
-    return Prompt(text=f"<|im_start|>user <video>\n{ctx.question}<|im_end|><|im_start|>assistant\n")
+    image = "<image>\n" * ctx.companion("image")
+    return Prompt(
+        text=f"<|im_start|>user {image}<video>\n{ctx.question}<|im_end|><|im_start|>assistant\n"
+    )

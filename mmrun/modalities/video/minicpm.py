@@ -2,7 +2,12 @@
 
 from __future__ import annotations
 
-from mmrun.modalities.image.minicpm import MINICPM_ENGINE_ARGS, MINICPM_VIDEO, minicpm_prompt
+from mmrun.modalities.image.minicpm import (
+    MINICPM_ENGINE_ARGS,
+    MINICPM_IMAGE,
+    MINICPM_VIDEO,
+    minicpm_prompt,
+)
 from mmrun.registry import loader
 from mmrun.request import LoaderContext, Prompt
 
@@ -16,9 +21,10 @@ from mmrun.request import LoaderContext, Prompt
     trust_remote_code=True,
     min_items=1,
     max_items=1,
+    companions=("image",),
 )
 def minicpmo(ctx: LoaderContext) -> Prompt:
-    return minicpm_prompt(ctx, MINICPM_VIDEO)
+    return minicpm_prompt(ctx, f"{MINICPM_IMAGE}\n" * ctx.companion("image") + MINICPM_VIDEO)
 
 
 @loader(
@@ -30,6 +36,7 @@ def minicpmo(ctx: LoaderContext) -> Prompt:
     trust_remote_code=True,
     min_items=1,
     max_items=1,
+    companions=("image",),
 )
 def minicpmv(ctx: LoaderContext) -> Prompt:
-    return minicpm_prompt(ctx, MINICPM_VIDEO)
+    return minicpm_prompt(ctx, f"{MINICPM_IMAGE}\n" * ctx.companion("image") + MINICPM_VIDEO)

@@ -15,9 +15,11 @@ from mmrun.request import LoaderContext, Prompt
     trust_remote_code=True,
     min_items=1,
     max_items=1,
+    companions=("image",),
 )
 def molmo2(ctx: LoaderContext) -> Prompt:
-    # The video comes before the turn, as in vLLM's single-image and video example.
+    # The media come before the turn, as in vLLM's single-image and video example.
+    image = "<|image|>" * ctx.companion("image")
     return Prompt(
-        text=f"<|video|><|im_start|>user\n{ctx.question}<|im_end|>\n<|im_start|>assistant\n"
+        text=f"{image}<|video|><|im_start|>user\n{ctx.question}<|im_end|>\n<|im_start|>assistant\n"
     )

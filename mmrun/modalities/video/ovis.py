@@ -16,7 +16,9 @@ from mmrun.request import LoaderContext, Prompt
     trust_remote_code=True,
     min_items=1,
     max_items=1,
+    companions=("image",),
 )
 def ovis2_5(ctx: LoaderContext) -> Prompt:
     # Written by hand, as for images: Ovis2.5's chat template drops placeholders from text.
-    return Prompt(text=chatml(f"\n<video>\n{ctx.question}"))
+    image = "<image>\n" * ctx.companion("image")
+    return Prompt(text=chatml(f"\n{image}<video>\n{ctx.question}"))

@@ -15,11 +15,15 @@ from mmrun.request import LoaderContext, Prompt
     trust_remote_code=True,
     min_items=1,
     max_items=1,
+    companions=("image",),
 )
 def openpangu_vl(ctx: LoaderContext) -> Prompt:
     # [unused9]/[unused10] open and close a turn, [unused18]/[unused20] the media, [unused32]
-    # is the video placeholder; the role names are the model's Chinese ones.
+    # is the video placeholder ([unused19] an image's, ahead of it); the role names are the
+    # model's Chinese ones.
+    image = "[unused19]" * ctx.companion("image")
     return Prompt(
-        text="<s>[unused9]系统：[unused10][unused9]用户：[unused18][unused32][unused20]"  # noqa: RUF001
+        text="<s>[unused9]系统：[unused10][unused9]用户："  # noqa: RUF001
+        f"[unused18]{image}[unused32][unused20]"
         f"{ctx.question}[unused10][unused9]助手："  # noqa: RUF001
     )

@@ -3,7 +3,14 @@
 from __future__ import annotations
 
 from mmrun.modalities.audio.qwen import OMNI_SYSTEM
-from mmrun.modalities.image.qwen import OMNI_VIDEO, QWEN3_ENGINE_ARGS, QWEN_VIDEO, qwen_prompt
+from mmrun.modalities.image.qwen import (
+    OMNI_IMAGE,
+    OMNI_VIDEO,
+    QWEN3_ENGINE_ARGS,
+    QWEN_IMAGE,
+    QWEN_VIDEO,
+    qwen_prompt,
+)
 from mmrun.registry import loader
 from mmrun.request import LoaderContext, Prompt
 
@@ -24,9 +31,10 @@ _QWEN2_VL_ENGINE_ARGS = {
     engine_args=_QWEN2_VL_ENGINE_ARGS,
     min_items=1,
     max_items=1,
+    companions=("image",),
 )
 def qwen2_vl(ctx: LoaderContext) -> Prompt:
-    return qwen_prompt(ctx, QWEN_VIDEO)
+    return qwen_prompt(ctx, QWEN_IMAGE * ctx.companion("image") + QWEN_VIDEO)
 
 
 @loader(
@@ -37,9 +45,10 @@ def qwen2_vl(ctx: LoaderContext) -> Prompt:
     engine_args=QWEN3_ENGINE_ARGS,
     min_items=1,
     max_items=1,
+    companions=("image",),
 )
 def qwen2_5_vl(ctx: LoaderContext) -> Prompt:
-    return qwen_prompt(ctx, QWEN_VIDEO)
+    return qwen_prompt(ctx, QWEN_IMAGE * ctx.companion("image") + QWEN_VIDEO)
 
 
 @loader(
@@ -50,10 +59,11 @@ def qwen2_5_vl(ctx: LoaderContext) -> Prompt:
     engine_args=QWEN3_ENGINE_ARGS,
     min_items=1,
     max_items=1,
+    companions=("image",),
     methods=("generate",),
 )
 def qwen2_5_omni(ctx: LoaderContext) -> Prompt:
-    return qwen_prompt(ctx, OMNI_VIDEO, system=OMNI_SYSTEM)
+    return qwen_prompt(ctx, OMNI_IMAGE * ctx.companion("image") + OMNI_VIDEO, system=OMNI_SYSTEM)
 
 
 @loader(
@@ -64,9 +74,10 @@ def qwen2_5_omni(ctx: LoaderContext) -> Prompt:
     engine_args=QWEN3_ENGINE_ARGS,
     min_items=1,
     max_items=1,
+    companions=("image",),
 )
 def qwen3_vl(ctx: LoaderContext) -> Prompt:
-    return qwen_prompt(ctx, QWEN_VIDEO)
+    return qwen_prompt(ctx, QWEN_IMAGE * ctx.companion("image") + QWEN_VIDEO)
 
 
 @loader(
@@ -77,9 +88,10 @@ def qwen3_vl(ctx: LoaderContext) -> Prompt:
     engine_args=QWEN3_ENGINE_ARGS,
     min_items=1,
     max_items=1,
+    companions=("image",),
 )
 def qwen3_vl_moe(ctx: LoaderContext) -> Prompt:
-    return qwen_prompt(ctx, QWEN_VIDEO)
+    return qwen_prompt(ctx, QWEN_IMAGE * ctx.companion("image") + QWEN_VIDEO)
 
 
 @loader(
@@ -90,9 +102,10 @@ def qwen3_vl_moe(ctx: LoaderContext) -> Prompt:
     engine_args=QWEN3_ENGINE_ARGS,
     min_items=1,
     max_items=1,
+    companions=("image",),
 )
 def qwen3_5(ctx: LoaderContext) -> Prompt:
-    return qwen_prompt(ctx, QWEN_VIDEO)
+    return qwen_prompt(ctx, QWEN_IMAGE * ctx.companion("image") + QWEN_VIDEO)
 
 
 @loader(
@@ -103,6 +116,7 @@ def qwen3_5(ctx: LoaderContext) -> Prompt:
     engine_args=QWEN3_ENGINE_ARGS,
     min_items=1,
     max_items=1,
+    companions=("image",),
 )
 def qwen3_5_moe(ctx: LoaderContext) -> Prompt:
-    return qwen_prompt(ctx, QWEN_VIDEO)
+    return qwen_prompt(ctx, QWEN_IMAGE * ctx.companion("image") + QWEN_VIDEO)
