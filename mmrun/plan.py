@@ -150,6 +150,14 @@ class Plan:
     choices: tuple[str, ...] = ()
     companions: tuple[Companion, ...] = ()
 
+    def engine_items(self, items: Sequence[Any]) -> tuple[str, list[Any]]:
+        """A prompt's media as vLLM takes them: its name for them, and the items (each
+        wrapped with its kind, where the row sends them under a name of its own)."""
+        kind = self.modality.engine_key
+        if not self.spec.media_key:
+            return kind, list(items)
+        return self.spec.media_key, [{"type": kind, kind: item} for item in items]
+
     def companion_sources(self) -> dict[str, list[str]] | None:
         """The companions' sources by modality, for the output; None where there are none."""
         return {c.modality.name: list(c.sources) for c in self.companions} or None
@@ -503,7 +511,7 @@ def compose_engine_args(
         args["trust_remote_code"] = True
     args.update(copy.deepcopy(dict(spec.engine_args)))  # nested values: this run's own
     limits = {name: 0 for name in engine_keys}
-    limits[engine_key or spec.modality] = num_items
+    limits[spec.media_key or engine_key or spec.modality] = num_items
     limits.update(companions or {})
     args["limit_mm_per_prompt"] = limits
     if seed is not None:

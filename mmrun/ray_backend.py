@@ -128,7 +128,8 @@ def preprocess(recipe: Recipe, row: dict[str, Any]) -> dict[str, Any]:
     else:
         request["tokenized_prompt"] = list(prompt.token_ids or ())
     if data:
-        request["multimodal_data"] = {plan.modality.engine_key: data}
+        key, items = plan.engine_items(data)
+        request["multimodal_data"] = {key: items}
     return request
 
 

@@ -208,6 +208,9 @@ class LoaderSpec:
         ``--trust-remote-code``.
     max_items: the most media items one prompt may carry (None: no model limit).
     min_items: the fewest media items one prompt must carry.
+    media_key: vLLM's name for this row's media where it is not the modality's: its items are
+        then sent as ``{"type": <modality's>, <modality's>: item}`` ("vision_chunk": Kimi K2.5
+        takes its images as vision chunks); empty: the modality's.
     companions: the other modalities of which a prompt may carry one item ahead of its own
         (video rows: "image", where vLLM's example runs the model on an image and a video in
         one prompt); the loader reads how many from ``LoaderContext.companions``.
@@ -232,6 +235,7 @@ class LoaderSpec:
     trust_remote_code: bool = False
     max_items: int | None = None
     min_items: int = 0
+    media_key: str = ""
     companions: tuple[str, ...] = ()
     methods: tuple[Method, ...] = ALL_METHODS
     requires: tuple[str, ...] = ()

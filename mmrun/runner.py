@@ -452,7 +452,7 @@ class Runner:
             c.engine_key: [c.to_engine(m.data, spec) for m in items]
             for c, items in self.companion_media
         }
-        return engine.generate_input(prompt, modality.engine_key, data, companions)
+        return engine.generate_input(prompt, *self.plan.engine_items(data), companions)
 
     def drive(
         self,

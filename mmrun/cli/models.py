@@ -146,7 +146,8 @@ COLUMNS: tuple[tuple[str, Callable[[dict[str, Any]], str]], ...] = (
 
 
 def _max_items(row: dict[str, Any]) -> str:
-    """"any", or the most items; "+1 image" where a prompt may carry an image with its own."""
+    """The most items a prompt takes ("any": no limit), and "+1 image" where it may carry an
+    image with its own."""
     text = "any" if row["max_items"] is None else str(row["max_items"])
     return text + "".join(f" +1 {name}" for name in row.get("companions", ()))
 

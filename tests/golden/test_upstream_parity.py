@@ -424,11 +424,9 @@ VISION = oracle.VISION_EXAMPLE
 VISION_SAMPLING_DEFAULT = {"temperature": 0.2, "max_tokens": 64}
 VISION_MODALITIES = ("image", "video")
 
-# Upstream requests mmrun does not build yet, each strictly expected to differ.
-VISION_GAPS: dict[tuple[str, str], str] = {
-    ("vision_chunk", "kimi_k25"): "vLLM takes Kimi K2.5's images as 'vision_chunk' items; "
-    "mmrun's image row sends 'image' items",
-}
+# The example's --modality vision_chunk (Kimi K2.5's images): mmrun's image row of the key,
+# which sends its images as vision chunks (LoaderSpec.media_key).
+VISION_CHUNK = "vision_chunk"
 # --modality image+video (one image and one video in one prompt): mmrun's video row of the key
 # with one companion image (``mmrun video --image``).
 IMAGE_AND_VIDEO = "image+video"
@@ -453,7 +451,8 @@ VISION_KEYS = _vision_keys()
 VISION_SHARED = [
     (m, k)
     for m, k in VISION_KEYS
-    if m in VISION_MODALITIES and not (m == "image" and k in oracle.keys(oracle.IMAGE_EXAMPLE))
+    if m in (*VISION_MODALITIES, VISION_CHUNK)
+    and not (m == "image" and k in oracle.keys(oracle.IMAGE_EXAMPLE))
 ]
 
 
@@ -487,7 +486,7 @@ def vision_mmrun(modality: str, key: str, question: str) -> dict[str, Any]:
     """mmrun's request for the example's ``--modality``: image+video is the video row with an
     image ahead of the clip."""
     companions = {"image": 1} if modality == IMAGE_AND_VIDEO else {}
-    modality = "video" if modality == IMAGE_AND_VIDEO else modality
+    modality = {IMAGE_AND_VIDEO: "video", VISION_CHUNK: "image"}.get(modality, modality)
     spec = REGISTRY.get(modality, key)
     ctx = LoaderContext(
         question=question,
@@ -513,7 +512,7 @@ def vision_mmrun(modality: str, key: str, question: str) -> dict[str, Any]:
         "question": question,
         "engine_args": oracle.plain(engine),
         "prompt": prompt.text,
-        "media": {**companions, REGISTRY.modalities[modality].engine_key: 1},
+        "media": {**companions, spec.media_key or REGISTRY.modalities[modality].engine_key: 1},
         "sampling": oracle.plain(dict(spec.sampling)),
         "stop_token_ids": list(prompt.stop_token_ids),
         "lora": lora,
@@ -538,8 +537,8 @@ def test_every_single_image_and_video_key_is_registered() -> None:
     assert {(s.modality, s.key) for s in REGISTRY.specs("video")} <= wanted, (
         "every video row comes from the single-image and video example"
     )
-    for modality, key in VISION_GAPS:
-        assert (modality, key) in VISION_KEYS
+    chunks = {k for m, k in VISION_KEYS if m == VISION_CHUNK}
+    assert chunks == {s.key for s in REGISTRY.specs("image") if s.media_key == VISION_CHUNK}
 
 
 @pytest.mark.parametrize(
@@ -549,14 +548,6 @@ def test_single_image_and_video_request_matches_upstream(modality: str, key: str
     differing = vision_differences(modality, key)
     detail = "\n".join(f"{name}: {line}" for name, line in differing.items())
     assert not differing, f"{modality}/{key} differs from upstream:\n{detail}"
-
-
-@pytest.mark.parametrize(("modality", "key"), list(VISION_GAPS))
-def test_single_image_and_video_gaps_still_differ(modality: str, key: str) -> None:
-    """A listed gap must still be one: once mmrun sends what upstream sends, remove it."""
-    theirs = vision_upstream(modality, key)
-    ours = vision_mmrun("image", key, theirs["question"])
-    assert theirs["media"] != ours["media"]
 
 
 IMAGE_AND_VIDEO_KEYS = [k for m, k in VISION_KEYS if m == IMAGE_AND_VIDEO]

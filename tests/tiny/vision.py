@@ -293,8 +293,7 @@ UNPROVEN: dict[str, str] = {
     "kanana_v": "vLLM 0.32 runs the checkpoint's remote config, processor and image processor "
     "classes (Kanana-V); kakao/kanana holds no model code, and no public copy with a named "
     "source was found",
-    "kimi_k25": "config and processor classes need remote code (Kimi K2.5); mmrun does not "
-    "send its 'vision_chunk' items yet",
+    "kimi_k25": "config and processor classes need remote code (Kimi K2.5)",
     "minicpmo": "remote config, processor, image processor and tokenizer classes "
     "(openbmb/MiniCPM-o-2_6), not in vLLM or transformers",
     "minicpmv": "remote image processor and tokenizer classes (openbmb/MiniCPM-V-2_6's "

@@ -28,7 +28,8 @@ def kimi_vl(ctx: LoaderContext) -> Prompt:
     engine_args={"max_model_len": 4096, "tensor_parallel_size": 4},
     trust_remote_code=True,
     max_items=1,
-    note="vLLM takes its images as 'vision_chunk' items, which mmrun does not send yet",
+    # vLLM runs Kimi K2.5 on vision chunks (an image, or a run of a video's frames).
+    media_key="vision_chunk",
 )
 def kimi_k25(ctx: LoaderContext) -> Prompt:
     return Prompt(
