@@ -29,9 +29,12 @@ pytestmark = pytest.mark.e2e
         ("qwen3_vl", "generate"),
         ("qwen3_vl_moe", "generate"),
         ("qwen3_5", "generate"),
+        ("qwen3_5_moe", "generate"),
         ("gemma4", "generate"),
         ("qwen2_5_omni", "generate"),
         ("glm4_1v", "generate"),
+        ("glm4_5v", "generate"),
+        ("glm4_5v_fp8", "generate"),
         ("glm_ocr", "generate"),
         ("llava-onevision", "generate"),
         ("llava-next-video", "generate"),
@@ -92,6 +95,8 @@ def test_a_clip_through_the_real_engine(
     }
     placeholder = {
         "glm4_1v": "<|video|>",
+        "glm4_5v": "<|video|>",
+        "glm4_5v_fp8": "<|video|>",
         "glm_ocr": "<|video|>",
         "gemma4": "<|video|>",
         "qwen2_5_omni": "<|VIDEO|>",

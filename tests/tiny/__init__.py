@@ -110,6 +110,9 @@ VIDEO_KEYS = (
     "qwen3_vl",
     "qwen3_vl_moe",
     "glm4_1v",
+    "glm4_5v",
+    # Unquantised, as its image row (tests/tiny/image.py): proves the prompt, not FP8.
+    "glm4_5v_fp8",
     "llava-onevision",
 )
 
