@@ -43,6 +43,7 @@ pytestmark = pytest.mark.e2e
         ("internvl_chat", "generate"),
         ("interns1", "generate"),
         ("ovis2_5", "generate"),
+        ("exaone4_5", "generate"),
     ],
 )
 def test_a_clip_through_the_real_engine(
@@ -104,6 +105,7 @@ def test_a_clip_through_the_real_engine(
         "internvl_chat": "<video>",
         "interns1": "<video>",
         "ovis2_5": "<video>",
+        "exaone4_5": "<vision><|video_pad|></vision>",
     }.get(key, "<video>" if key.startswith("llava") else "<|video_pad|>")
     assert doc["prompt"].count(placeholder) == 1
     (output,) = doc["outputs"]

@@ -229,9 +229,12 @@ BUILDERS: dict[str, Builder] = {
     "paddleocr_vl": build_paddleocr_vl,
 }
 
-# Rows whose prompt comes from a stand-in chat template: they prove the engine path.
+# Rows whose proof is not the real prompt format (the image row's prompt comes from a stand-in
+# chat template) or that are not image rows. EXAONE 4.5's video row runs the image row's
+# checkpoint with the video loader's hand-written prompt (tests/e2e/test_video_e2e.py).
 PROOFS: dict[tuple[str, str], Proof] = {
     ("image", "exaone4_5"): Proof(build_exaone4_5, standin="chat template", real_prompt=False),
+    ("video", "exaone4_5"): Proof(build_exaone4_5, standin="chat template"),
 }
 
 # The other keys vLLM's example added, with why they have no offline proof on vLLM 0.32.
