@@ -150,6 +150,113 @@ def build_exaone4_5(dest: Path) -> TinyCheckpoint:
 
 
 # ---------------------------------------------------------------------------------------------
+# Granite Vision 4.1
+
+# Granite's role and text markers, and the image placeholder (Granite4VisionProcessor's
+# default, and the one vLLM's model names).
+_GRANITE_SPECIALS = ("<|end_of_text|>", "<|start_of_role|>", "<|end_of_role|>", "<image>")
+# STAND-IN chat template: Granite's turns (<|start_of_role|>ROLE<|end_of_role|> CONTENT
+# <|end_of_text|>), each image as <image> where the content puts it; the real template is not
+# known offline.
+_GRANITE_TEMPLATE = (
+    "{% for message in messages %}"
+    "{{ '<|start_of_role|>' + message['role'] + '<|end_of_role|>' }}"
+    "{% if message['content'] is string %}{{ message['content'] }}{% else %}"
+    "{% for part in message['content'] %}"
+    "{% if part['type'] == 'image' %}<image>\n"
+    "{% elif part['type'] == 'text' %}{{ part['text'] }}{% endif %}"
+    "{% endfor %}{% endif %}<|end_of_text|>\n{% endfor %}"
+    "{% if add_generation_prompt %}<|start_of_role|>assistant<|end_of_role|>{% endif %}"
+)
+
+
+def build_granite4_vision(dest: Path) -> TinyCheckpoint:
+    """Granite Vision 4.1 (``Granite4VisionForConditionalGeneration``): a SigLIP tower whose
+    features reach the Granite text model through window Q-Former projectors at several text
+    layers (deepstack), the real Granite 4 Vision processor over the LLaVA-NeXT image
+    processor it names (any-resolution tiles).
+
+    The geometry is the real one shrunk: the real 384-pixel tiles of 16-pixel patches (24 x 24)
+    with downsample rate 4/8 become 128-pixel tiles (8 x 8 patches, one 8 x 8 window, 4 x 4
+    queries). The real model injects 4 vision layers and 4 spatial offset groups (vLLM and
+    transformers always build the 4 spatial projectors), each at a text layer of its own:
+    here one vision layer and the 4 groups, on 5 text layers.
+
+    Stand-in chat template: see ``_GRANITE_TEMPLATE``.
+    """
+    tf = transformers_module()
+    tokenizer = build_tokenizer(
+        dest,
+        _GRANITE_SPECIALS,
+        chat_template=_GRANITE_TEMPLATE,
+        bos_token="<|end_of_text|>",
+        eos_token="<|end_of_text|>",
+        pad_token="<|end_of_text|>",
+        image_token="<image>",
+    )
+    ids = token_ids(tokenizer, _GRANITE_SPECIALS)
+    text = _text(
+        tokenizer,
+        num_hidden_layers=5,
+        bos_token_id=ids["<|end_of_text|>"],
+        eos_token_id=ids["<|end_of_text|>"],
+        pad_token_id=ids["<|end_of_text|>"],
+    )
+    del text["head_dim"]  # Granite derives it: hidden_size / num_attention_heads = 64
+    tile, patch = 128, 16
+    config = tf.Granite4VisionConfig(
+        text_config=text,
+        vision_config={
+            "model_type": "siglip_vision_model",
+            "hidden_size": 64,  # vLLM's Q-Former takes hidden_size / 64 heads
+            "intermediate_size": 128,
+            "num_hidden_layers": 2,
+            "num_attention_heads": 2,
+            "image_size": tile,
+            "patch_size": patch,
+            "vision_use_head": False,
+        },
+        image_token_index=ids["<image>"],
+        vision_feature_select_strategy="full",  # SigLIP has no class token to drop
+        image_grid_pinpoints=[[tile, tile], [tile, 2 * tile], [2 * tile, tile]],
+        downsample_rate="4/8",
+        deepstack_layer_map=[[-2, 0]],
+        spatial_vision_layer=-1,
+        spatial_target_layers=[1, 2, 3, 4],
+    )
+    image_processor = tf.LlavaNextImageProcessor(
+        size={"shortest_edge": tile},
+        crop_size={"height": tile, "width": tile},
+        image_grid_pinpoints=config.image_grid_pinpoints,
+        image_mean=[0.5, 0.5, 0.5],
+        image_std=[0.5, 0.5, 0.5],
+    )
+    processor = tf.Granite4VisionProcessor(
+        image_processor=image_processor,
+        tokenizer=tokenizer,
+        patch_size=patch,
+        vision_feature_select_strategy="full",
+        chat_template=_GRANITE_TEMPLATE,
+        downsample_rate="4/8",
+    )
+    return finish(
+        dest,
+        tf.Granite4VisionForConditionalGeneration,
+        config,
+        processor,
+        rename=_siglip_tower_names,
+    )
+
+
+def _siglip_tower_names(name: str) -> str:
+    """``model.vision_tower.X`` -> ``model.vision_tower.vision_model.X``: the SigLIP tower's
+    names as vLLM's Granite 4 Vision loader takes them (transformers 5 saves the tower without
+    its ``vision_model`` level)."""
+    prefix = "model.vision_tower."
+    return prefix + "vision_model." + name[len(prefix) :] if name.startswith(prefix) else name
+
+
+# ---------------------------------------------------------------------------------------------
 # PaddleOCR-VL
 
 
@@ -234,6 +341,9 @@ BUILDERS: dict[str, Builder] = {
 # checkpoint with the video loader's hand-written prompt (tests/e2e/test_video_e2e.py).
 PROOFS: dict[tuple[str, str], Proof] = {
     ("image", "exaone4_5"): Proof(build_exaone4_5, standin="chat template", real_prompt=False),
+    ("image", "granite4_vision"): Proof(
+        build_granite4_vision, standin="chat template", real_prompt=False
+    ),
     ("video", "exaone4_5"): Proof(build_exaone4_5, standin="chat template"),
 }
 
@@ -243,8 +353,6 @@ UNPROVEN: dict[str, str] = {
     # vLLM's own config and processor classes would do, but its model builds full-size SAM
     # ViT-B and CLIP-L towers whatever the config says, and runs 1024-pixel global views.
     "deepseek_ocr": "not built: vLLM hard-codes full-size SAM ViT-B and CLIP-L towers",
-    "granite4_vision": "not built yet (transformers' classes exist; the real chat template is "
-    "not known offline)",
     "hunyuan_vl": "not built yet (transformers' classes exist; vLLM runs it through its "
     "Transformers backend)",
     "molmo2": "config and processor classes need remote code (Molmo2)",
