@@ -2,9 +2,9 @@
 (see tests/tiny/__init__.py and tools/upstream.py).
 
 Proof levels, as in docs/models.md: a builder whose prompt is written by hand in the loader
-(paddleocr_vl, hunyuan_vl) proves the real prompt format; one whose prompt comes from the
-model's chat template carries a stand-in template where the real one is not known offline,
-which proves the engine path, not the exact prompt (said per builder).
+(paddleocr_vl) proves the real prompt format; one whose prompt comes from the model's chat
+template carries a stand-in template where the real one is not known offline, which proves
+the engine path, not the exact prompt (said per builder and in PROOFS).
 """
 
 from __future__ import annotations
@@ -353,8 +353,12 @@ UNPROVEN: dict[str, str] = {
     # vLLM's own config and processor classes would do, but its model builds full-size SAM
     # ViT-B and CLIP-L towers whatever the config says, and runs 1024-pixel global views.
     "deepseek_ocr": "not built: vLLM hard-codes full-size SAM ViT-B and CLIP-L towers",
-    "hunyuan_vl": "not built yet (transformers' classes exist; vLLM runs it through its "
-    "Transformers backend)",
+    # vLLM runs it through its Transformers backend, which swaps transformers' linear layers
+    # for its own; the tower's patch merger feeds its output projection a permuted tensor,
+    # and vLLM's x86 CPU GEMM kernels (oneDNN, and SGL on AMX) need the last dimension
+    # contiguous. A tiny checkpoint of transformers' own classes gets that far.
+    "hunyuan_vl": "fails on vLLM 0.32's CPU backend: the vision patch merger's projection "
+    "gets a non-contiguous input ('mat1 must be contiguous at last dimension')",
     "molmo2": "config and processor classes need remote code (Molmo2)",
     "openpangu_vl": "config, processor and tokenizer classes need remote code (openPangu-VL)",
     "phi4_siglip": "config and processor classes need remote code (Phi-4-reasoning-vision)",
