@@ -30,9 +30,12 @@ pytestmark = pytest.mark.e2e
         ("qwen3_vl", "generate"),
         ("qwen3_vl_moe", "generate"),
         ("qwen3_5", "generate"),
+        ("qwen3_5_moe", "generate"),
         ("gemma4", "generate"),
         ("qwen2_5_omni", "generate"),
         ("glm4_1v", "generate"),
+        ("glm4_5v", "generate"),
+        ("glm4_5v_fp8", "generate"),
         ("glm_ocr", "generate"),
         ("llava-onevision", "generate"),
         ("llava-next-video", "generate"),
@@ -41,6 +44,7 @@ pytestmark = pytest.mark.e2e
         ("internvl_chat", "generate"),
         ("interns1", "generate"),
         ("ovis2_5", "generate"),
+        ("exaone4_5", "generate"),
     ],
 )
 def test_a_clip_through_the_real_engine(
@@ -93,6 +97,8 @@ def test_a_clip_through_the_real_engine(
     }
     placeholder = {
         "glm4_1v": "<|video|>",
+        "glm4_5v": "<|video|>",
+        "glm4_5v_fp8": "<|video|>",
         "glm_ocr": "<|video|>",
         "gemma4": "<|video|>",
         "qwen2_5_omni": "<|VIDEO|>",
@@ -100,6 +106,7 @@ def test_a_clip_through_the_real_engine(
         "internvl_chat": "<video>",
         "interns1": "<video>",
         "ovis2_5": "<video>",
+        "exaone4_5": "<vision><|video_pad|></vision>",
     }.get(key, "<video>" if key.startswith("llava") else "<|video_pad|>")
     assert doc["prompt"].count(placeholder) == 1
     (output,) = doc["outputs"]

@@ -26,8 +26,9 @@ _MODULES = (
 )
 # Modules that expose PROOFS ((modality, key) -> Proof): rows whose vLLM modules need
 # torchaudio or timm, rows proven with stand-ins written for the tests (standin, standin_seed,
-# public, public_more, public_vision, ernie, cohere), rows that only an older vLLM runs, and
-# the single-image example's keys (vision, vision_more, ocr_and_more).
+# public, public_more, public_vision, ernie, cohere), rows that only an older vLLM runs, the
+# single-image example's keys (vision, vision_more, ocr_and_more), and the multi-image
+# example's keys proven with a stand-in chat template (upstream).
 _PROOF_MODULES = (
     "tests.tiny.extras",
     "tests.tiny.standin",
@@ -41,6 +42,7 @@ _PROOF_MODULES = (
     "tests.tiny.cohere",
     "tests.tiny.standin_seed",
     "tests.tiny.ernie",
+    "tests.tiny.upstream",
 )
 
 # The environment `make install` builds (.venv): the vLLM the docs are generated with.
@@ -110,6 +112,9 @@ VIDEO_KEYS = (
     "qwen3_vl",
     "qwen3_vl_moe",
     "glm4_1v",
+    "glm4_5v",
+    # Unquantised, as its image row (tests/tiny/image.py): proves the prompt, not FP8.
+    "glm4_5v_fp8",
     "llava-onevision",
 )
 

@@ -2,9 +2,9 @@
 (see tests/tiny/__init__.py and tools/upstream.py).
 
 Proof levels, as in docs/models.md: a builder whose prompt is written by hand in the loader
-(paddleocr_vl, hunyuan_vl) proves the real prompt format; one whose prompt comes from the
-model's chat template carries a stand-in template where the real one is not known offline,
-which proves the engine path, not the exact prompt (said per builder).
+(paddleocr_vl) proves the real prompt format; one whose prompt comes from the model's chat
+template carries a stand-in template where the real one is not known offline, which proves
+the engine path, not the exact prompt (said per builder and in PROOFS).
 """
 
 from __future__ import annotations
@@ -20,6 +20,7 @@ from mmrun.tiny._common import (
     token_ids,
     transformers_module,
 )
+from tests.tiny import Proof
 from tests.tiny.image import (
     _GLM4V_TEMPLATE,
     GLM_V_VISION,
@@ -63,6 +64,196 @@ def build_glm4_1v(dest: Path) -> TinyCheckpoint:
         chat_template=_GLM4V_TEMPLATE,
     )
     return finish(dest, tf.Glm4vForConditionalGeneration, config, processor)
+
+
+# ---------------------------------------------------------------------------------------------
+# EXAONE 4.5
+
+# EXAONE 4.5's turn and vision tokens, as vLLM's example prompt spells them.
+_EXAONE_SPECIALS = (
+    "<|endofturn|>",
+    "<|system|>",
+    "<|user|>",
+    "<|assistant|>",
+    "<vision>",
+    "</vision>",
+    "<|image_pad|>",
+    "<|video_pad|>",
+)
+# STAND-IN chat template: the turns and vision spans of vLLM's example prompt (each turn's
+# role token and a newline, its content, <|endofturn|>), each medium as <vision>PAD</vision>
+# where the content puts it, with no system turn unless one is given; the real template is
+# not known offline.
+_EXAONE_TEMPLATE = (
+    "{% for message in messages %}{{ '<|' + message['role'] + '|>\n' }}"
+    "{% if message['content'] is string %}{{ message['content'] }}{% else %}"
+    "{% for part in message['content'] %}"
+    "{% if part['type'] == 'image' %}<vision><|image_pad|></vision>"
+    "{% elif part['type'] == 'video' %}<vision><|video_pad|></vision>"
+    "{% elif part['type'] == 'text' %}{{ part['text'] }}{% endif %}"
+    "{% endfor %}{% endif %}<|endofturn|>\n{% endfor %}"
+    "{% if add_generation_prompt %}<|assistant|>\n{% endif %}"
+)
+
+
+def build_exaone4_5(dest: Path) -> TinyCheckpoint:
+    """EXAONE 4.5 (``Exaone4_5_ForConditionalGeneration``): an EXAONE 4 text model (a
+    sliding-window layer, then a global one), EXAONE 4.5's vision tower (Qwen2.5-VL's layout
+    with grouped-query attention and 2-D rotary embeddings), and the real EXAONE 4.5
+    processor over the Qwen2-VL image and video processors it names.
+
+    Stand-in chat template (the image row's prompt; the video row's is hand-written): see
+    ``_EXAONE_TEMPLATE``.
+    """
+    tf = transformers_module()
+    tokenizer = build_tokenizer(
+        dest,
+        _EXAONE_SPECIALS,
+        chat_template=_EXAONE_TEMPLATE,
+        eos_token="<|endofturn|>",
+    )
+    ids = token_ids(tokenizer, _EXAONE_SPECIALS)
+    text = _text(
+        tokenizer,
+        num_hidden_layers=2,
+        layer_types=["sliding_attention", "full_attention"],
+        sliding_window=512,
+        bos_token_id=None,  # the tokenizer prepends none
+        eos_token_id=ids["<|endofturn|>"],
+    )
+    vision = {
+        "depth": 1,
+        "hidden_size": 64,
+        "intermediate_size": 128,
+        "num_heads": 2,
+        "num_key_value_heads": 1,
+        "out_hidden_size": text["hidden_size"],
+        "fullatt_block_indexes": [0],
+        "window_size": 56,
+        "rope_parameters": {"rope_type": "axial", "rope_theta": 10000.0},
+    }
+    config = tf.Exaone4_5_Config(
+        text_config=text,
+        vision_config=vision,
+        image_token_id=ids["<|image_pad|>"],
+        video_token_id=ids["<|video_pad|>"],
+    )
+    # At most 16 merged 28x28 patches per image or frame pair: a few placeholder tokens each.
+    pixels = {"shortest_edge": 4 * 28 * 28, "longest_edge": 16 * 28 * 28}
+    processor = tf.Exaone4_5_Processor(
+        image_processor=tf.Qwen2VLImageProcessor(size=pixels),
+        video_processor=tf.Qwen2VLVideoProcessor(size=pixels),
+        tokenizer=tokenizer,
+        chat_template=_EXAONE_TEMPLATE,
+    )
+    return finish(dest, tf.Exaone4_5_ForConditionalGeneration, config, processor)
+
+
+# ---------------------------------------------------------------------------------------------
+# Granite Vision 4.1
+
+# Granite's role and text markers, and the image placeholder (Granite4VisionProcessor's
+# default, and the one vLLM's model names).
+_GRANITE_SPECIALS = ("<|end_of_text|>", "<|start_of_role|>", "<|end_of_role|>", "<image>")
+# STAND-IN chat template: Granite's turns (<|start_of_role|>ROLE<|end_of_role|> CONTENT
+# <|end_of_text|>), each image as <image> where the content puts it; the real template is not
+# known offline.
+_GRANITE_TEMPLATE = (
+    "{% for message in messages %}"
+    "{{ '<|start_of_role|>' + message['role'] + '<|end_of_role|>' }}"
+    "{% if message['content'] is string %}{{ message['content'] }}{% else %}"
+    "{% for part in message['content'] %}"
+    "{% if part['type'] == 'image' %}<image>\n"
+    "{% elif part['type'] == 'text' %}{{ part['text'] }}{% endif %}"
+    "{% endfor %}{% endif %}<|end_of_text|>\n{% endfor %}"
+    "{% if add_generation_prompt %}<|start_of_role|>assistant<|end_of_role|>{% endif %}"
+)
+
+
+def build_granite4_vision(dest: Path) -> TinyCheckpoint:
+    """Granite Vision 4.1 (``Granite4VisionForConditionalGeneration``): a SigLIP tower whose
+    features reach the Granite text model through window Q-Former projectors at several text
+    layers (deepstack), the real Granite 4 Vision processor over the LLaVA-NeXT image
+    processor it names (any-resolution tiles).
+
+    The geometry is the real one shrunk: the real 384-pixel tiles of 16-pixel patches (24 x 24)
+    with downsample rate 4/8 become 128-pixel tiles (8 x 8 patches, one 8 x 8 window, 4 x 4
+    queries). The real model injects 4 vision layers and 4 spatial offset groups (vLLM and
+    transformers always build the 4 spatial projectors), each at a text layer of its own:
+    here one vision layer and the 4 groups, on 5 text layers.
+
+    Stand-in chat template: see ``_GRANITE_TEMPLATE``.
+    """
+    tf = transformers_module()
+    tokenizer = build_tokenizer(
+        dest,
+        _GRANITE_SPECIALS,
+        chat_template=_GRANITE_TEMPLATE,
+        bos_token="<|end_of_text|>",
+        eos_token="<|end_of_text|>",
+        pad_token="<|end_of_text|>",
+        image_token="<image>",
+    )
+    ids = token_ids(tokenizer, _GRANITE_SPECIALS)
+    text = _text(
+        tokenizer,
+        num_hidden_layers=5,
+        bos_token_id=ids["<|end_of_text|>"],
+        eos_token_id=ids["<|end_of_text|>"],
+        pad_token_id=ids["<|end_of_text|>"],
+    )
+    del text["head_dim"]  # Granite derives it: hidden_size / num_attention_heads = 64
+    tile, patch = 128, 16
+    config = tf.Granite4VisionConfig(
+        text_config=text,
+        vision_config={
+            "model_type": "siglip_vision_model",
+            "hidden_size": 64,  # vLLM's Q-Former takes hidden_size / 64 heads
+            "intermediate_size": 128,
+            "num_hidden_layers": 2,
+            "num_attention_heads": 2,
+            "image_size": tile,
+            "patch_size": patch,
+            "vision_use_head": False,
+        },
+        image_token_index=ids["<image>"],
+        vision_feature_select_strategy="full",  # SigLIP has no class token to drop
+        image_grid_pinpoints=[[tile, tile], [tile, 2 * tile], [2 * tile, tile]],
+        downsample_rate="4/8",
+        deepstack_layer_map=[[-2, 0]],
+        spatial_vision_layer=-1,
+        spatial_target_layers=[1, 2, 3, 4],
+    )
+    image_processor = tf.LlavaNextImageProcessor(
+        size={"shortest_edge": tile},
+        crop_size={"height": tile, "width": tile},
+        image_grid_pinpoints=config.image_grid_pinpoints,
+        image_mean=[0.5, 0.5, 0.5],
+        image_std=[0.5, 0.5, 0.5],
+    )
+    processor = tf.Granite4VisionProcessor(
+        image_processor=image_processor,
+        tokenizer=tokenizer,
+        patch_size=patch,
+        vision_feature_select_strategy="full",
+        chat_template=_GRANITE_TEMPLATE,
+        downsample_rate="4/8",
+    )
+    return finish(
+        dest,
+        tf.Granite4VisionForConditionalGeneration,
+        config,
+        processor,
+        rename=_siglip_tower_names,
+    )
+
+
+def _siglip_tower_names(name: str) -> str:
+    """``model.vision_tower.X`` -> ``model.vision_tower.vision_model.X``: the SigLIP tower's
+    names as vLLM's Granite 4 Vision loader takes them (transformers 5 saves the tower without
+    its ``vision_model`` level)."""
+    prefix = "model.vision_tower."
+    return prefix + "vision_model." + name[len(prefix) :] if name.startswith(prefix) else name
 
 
 # ---------------------------------------------------------------------------------------------
@@ -145,18 +336,29 @@ BUILDERS: dict[str, Builder] = {
     "paddleocr_vl": build_paddleocr_vl,
 }
 
+# Rows whose proof is not the real prompt format (the image row's prompt comes from a stand-in
+# chat template) or that are not image rows. EXAONE 4.5's video row runs the image row's
+# checkpoint with the video loader's hand-written prompt (tests/e2e/test_video_e2e.py).
+PROOFS: dict[tuple[str, str], Proof] = {
+    ("image", "exaone4_5"): Proof(build_exaone4_5, standin="chat template", real_prompt=False),
+    ("image", "granite4_vision"): Proof(
+        build_granite4_vision, standin="chat template", real_prompt=False
+    ),
+    ("video", "exaone4_5"): Proof(build_exaone4_5, standin="chat template"),
+}
+
 # The other keys vLLM's example added, with why they have no offline proof on vLLM 0.32.
 UNPROVEN: dict[str, str] = {
     "bee": "config and processor classes need remote code (Bee)",
     # vLLM's own config and processor classes would do, but its model builds full-size SAM
     # ViT-B and CLIP-L towers whatever the config says, and runs 1024-pixel global views.
     "deepseek_ocr": "not built: vLLM hard-codes full-size SAM ViT-B and CLIP-L towers",
-    "exaone4_5": "not built yet (transformers' classes exist; the real chat template is not "
-    "known offline)",
-    "granite4_vision": "not built yet (transformers' classes exist; the real chat template is "
-    "not known offline)",
-    "hunyuan_vl": "not built yet (transformers' classes exist; vLLM runs it through its "
-    "Transformers backend)",
+    # vLLM runs it through its Transformers backend, which swaps transformers' linear layers
+    # for its own; the tower's patch merger feeds its output projection a permuted tensor,
+    # and vLLM's x86 CPU GEMM kernels (oneDNN, and SGL on AMX) need the last dimension
+    # contiguous. A tiny checkpoint of transformers' own classes gets that far.
+    "hunyuan_vl": "fails on vLLM 0.32's CPU backend: the vision patch merger's projection "
+    "gets a non-contiguous input ('mat1 must be contiguous at last dimension')",
     "molmo2": "config and processor classes need remote code (Molmo2)",
     "openpangu_vl": "config, processor and tokenizer classes need remote code (openPangu-VL)",
     "phi4_siglip": "config and processor classes need remote code (Phi-4-reasoning-vision)",

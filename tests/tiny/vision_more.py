@@ -296,6 +296,7 @@ PROOFS: dict[tuple[str, str], Proof] = {
     ("image", "qwen3_5"): Proof(build_qwen3_5, standin="chat template"),
     ("video", "qwen3_5"): Proof(build_qwen3_5, standin="chat template"),
     ("image", "qwen3_5_moe"): Proof(build_qwen3_5_moe, standin="chat template"),
+    ("video", "qwen3_5_moe"): Proof(build_qwen3_5_moe, standin="chat template"),
     ("image", "gemma4"): Proof(build_gemma4, standin="chat template"),
     ("video", "gemma4"): Proof(build_gemma4, standin="chat template"),
     # Not in CI: the real 300M-parameter MobileNetV5 tower at 768 pixels; its test_cli_e2e case
