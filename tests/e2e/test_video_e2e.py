@@ -1,7 +1,8 @@
-"""The video modality end to end: ``mmrun video -m KEY --video clip.mp4`` on the tiny Qwen2-VL,
-Qwen2.5-VL and Qwen3-VL checkpoints (whose processors carry the real video processors), through
-the real engine, by generate and by chat, on clips generated here; and a long clip (half an
-hour) sampled within a bounded memory."""
+"""The video modality end to end: ``mmrun video -m KEY --video clip.mp4`` on the tiny
+checkpoint of every proven video row (their processors carry the real video processors, or the
+stand-ins tests/tiny names), through the real engine, by generate and by chat, on clips
+generated here; an image with each clip (``--image``); and a long clip (half an hour) sampled
+within a bounded memory."""
 
 from __future__ import annotations
 
