@@ -152,7 +152,11 @@ def models_markdown() -> str:
         last = info.removed.get(spec.architecture)
         if last and not supported_now:
             supported += f" (last: {last})"
-        proof = proof_cell(proven.get(f"{spec.modality}/{spec.key}"), reasons.get(key))
+        reason = reasons.get(key)
+        if reason is None and spec.modality == "video" and ("image", spec.key) in reasons:
+            # A video row runs on its image row's checkpoint: what stops one stops both.
+            reason = f"as the image row: {reasons[('image', spec.key)]}"
+        proof = proof_cell(proven.get(f"{spec.modality}/{spec.key}"), reason)
         lines.append(
             f"| `{spec.key}` | {spec.modality} | `{spec.repo_id}` | {items} | "
             f"{', '.join(spec.methods)} | {'yes' if spec.trust_remote_code else 'no'} | "
