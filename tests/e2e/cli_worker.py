@@ -161,9 +161,30 @@ class _Held:
     failed_start = False
 
 
+def _numba_in_process() -> None:
+    """Let an engine start in this process after numba is imported.
+
+    vLLM 0.32's CPU worker, at its start, scans the namespace of every module in
+    ``sys.modules`` and reads ``vars(value).get("kernel")`` of each value that answers
+    ``__dict__`` (vllm/triton_utils/dispatcher.py, ``_rebind_kernels``). llvmlite's library
+    handle (``llvmlite.binding.ffi.lib``, imported with numba) answers any attribute with a
+    wrapped C function, so the start fails ("'_lib_fn_wrapper' object has no attribute
+    'get'"). Kimi K2.5's image processor (vLLM's fused vision-chunk one) imports numba in the
+    process that renders the prompt: with the engine core in that process, as here, every
+    later engine start in it would fail. A ``python -m mmrun`` process runs its CPU worker in
+    a process of its own, which imports numba after the scan. Here the handle gets an empty
+    ``__dict__`` answer (its cache of looked-up names), which the scan passes over.
+    """
+    with contextlib.suppress(ImportError):
+        from llvmlite.binding import ffi
+
+        ffi.lib._fntab.setdefault("__dict__", {})
+
+
 def _serve(conn: Connection, path: list[str]) -> None:
     sys.path[:0] = path
     os.environ["VLLM_ENABLE_V1_MULTIPROCESSING"] = "0"
+    _numba_in_process()
     from mmrun import engine
 
     real_start, real_close = engine.start, engine.Engine.close

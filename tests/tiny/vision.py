@@ -8,6 +8,7 @@ not known offline), the proof says so.
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 from typing import Any
 
@@ -17,6 +18,7 @@ from mmrun.tiny._common import (
     TINY_TEXT,
     build_tokenizer,
     finish,
+    padded_vocab_size,
     save_config,
     token_ids,
     transformers_module,
@@ -271,6 +273,101 @@ def build_llava_next_video(dest: Path) -> TinyCheckpoint:
     )
 
 
+# ---------------------------------------------------------------------------------------------
+# Kimi K2.5
+
+# Kimi K2.5's turn and media tokens (mmrun's hand-written prompt uses them all).
+_KIMI_K25_SPECIALS = [
+    "[BOS]",
+    "[EOS]",
+    "<|im_end|>",
+    "<|im_user|>",
+    "<|im_assistant|>",
+    "<|im_system|>",
+    "<|im_middle|>",
+    "<|media_begin|>",
+    "<|media_content|>",
+    "<|media_end|>",
+    "<|media_pad|>",
+]
+
+
+def build_kimi_k25(dest: Path) -> TinyCheckpoint:
+    """Kimi K2.5 (``KimiK25ForConditionalGeneration``) without remote code: transformers'
+    Kimi_K25Config (the class vLLM 0.32 registers for ``kimi_k25``), vLLM's own
+    KimiK25Processor with its fused vision-chunk image processor (KimiK25FusedVisionProcessor,
+    used when numba is installed; it reads ``media_proc_cfg`` from preprocessor_config.json),
+    and a generic tokenizer with Kimi's turn and media tokens (the real one is a remote
+    TikToken class). The tower is a tiny MoonViT-3D (14-pixel patches, 2 x 2 merge, 4-frame
+    temporal pooling); in_patch_limit 256 keeps an image at most 64 tokens. Text model:
+    vLLM's DeepseekV2ForCausalLM on a DeepSeek-V3 config (multi-head latent attention, one
+    dense layer then one layer of 4 routed experts, 2 per token, and a shared expert)."""
+    tok = build_tokenizer(dest, _KIMI_K25_SPECIALS, bos_token="[BOS]", eos_token="<|im_end|>")
+    ids = token_ids(tok, _KIMI_K25_SPECIALS)
+    text = {
+        "model_type": "deepseek_v3",
+        "vocab_size": padded_vocab_size(tok),
+        "hidden_size": TINY_TEXT["hidden_size"],
+        "intermediate_size": TINY_TEXT["intermediate_size"],
+        "num_hidden_layers": 2,
+        "num_attention_heads": 2,
+        "num_key_value_heads": 2,
+        # Multi-head latent attention of DeepSeek-V3's sizes: vLLM's CPU MLA kernel takes
+        # only a 512 + 64 latent.
+        "kv_lora_rank": 512,
+        "q_lora_rank": None,
+        "qk_nope_head_dim": 128,
+        "qk_rope_head_dim": 64,
+        "v_head_dim": 128,
+        "first_k_dense_replace": 1,
+        "n_routed_experts": 4,
+        "num_experts_per_tok": 2,
+        "n_shared_experts": 1,
+        "n_group": 1,
+        "topk_group": 1,
+        "moe_intermediate_size": 64,
+        "max_position_embeddings": 4096,
+        "bos_token_id": ids["[BOS]"],
+        "eos_token_id": ids["<|im_end|>"],
+    }
+    config = {
+        "architectures": ["KimiK25ForConditionalGeneration"],
+        "model_type": "kimi_k25",
+        "image_token_id": ids["<|media_pad|>"],
+        "vision_start_token_id": ids["<|media_begin|>"],
+        "vision_end_token_id": ids["<|media_end|>"],
+        "vision_config": {
+            "patch_size": 14,
+            "pos_emb_height": 16,
+            "pos_emb_width": 16,
+            "pos_emb_time": 4,
+            "num_attention_heads": 2,
+            "num_hidden_layers": 1,
+            "hidden_size": 64,
+            "intermediate_size": 128,
+            "merge_kernel_size": [2, 2],
+        },
+        "text_config": text,
+        "tie_word_embeddings": False,
+    }
+    (dest / "config.json").write_text(json.dumps(config, indent=2) + "\n")
+    media_proc_cfg = {
+        "patch_size": 14,
+        "merge_kernel_size": 2,
+        "in_patch_limit": 256,
+        "patch_limit_on_one_side": 64,
+        "fixed_output_tokens": None,
+        "temporal_merge_kernel_size": 4,
+        "in_patch_limit_each_frame": None,
+        "in_patch_limit_video": None,
+        "image_mean": [0.5, 0.5, 0.5],
+        "image_std": [0.5, 0.5, 0.5],
+    }
+    preprocessor = {"media_proc_cfg": media_proc_cfg}
+    (dest / "preprocessor_config.json").write_text(json.dumps(preprocessor, indent=2) + "\n")
+    return TinyCheckpoint(dest, {**CPU_ARGS, "load_format": "dummy", "max_model_len": 4096})
+
+
 BUILDERS: dict[str, Builder] = {"paligemma": build_paligemma, "paligemma2": build_paligemma2}
 build_qwen2_5_omni = AUDIO_BUILDERS["qwen2_5_omni"]
 
@@ -284,6 +381,7 @@ PROOFS = {
     ("image", "qwen3_vl_moe"): Proof(build_qwen3_vl_moe, standin="chat template"),
     ("video", "llava-next-video"): Proof(build_llava_next_video),
     ("image", "qwen2_5_omni"): Proof(build_qwen2_5_omni),
+    ("image", "kimi_k25"): Proof(build_kimi_k25, standin="generic tokenizer"),
 }
 
 # Why each other key of the single-image and video example has no offline proof.
@@ -293,7 +391,6 @@ UNPROVEN: dict[str, str] = {
     "kanana_v": "vLLM 0.32 runs the checkpoint's remote config, processor and image processor "
     "classes (Kanana-V); kakao/kanana holds no model code, and no public copy with a named "
     "source was found",
-    "kimi_k25": "config and processor classes need remote code (Kimi K2.5)",
     "minicpmo": "remote config, processor, image processor and tokenizer classes "
     "(openbmb/MiniCPM-o-2_6), not in vLLM or transformers",
     "minicpmv": "remote image processor and tokenizer classes (openbmb/MiniCPM-V-2_6's "
