@@ -486,3 +486,38 @@ def test_output_to_a_device_streams_without_a_lock_or_a_record_beside_it(
         result = cli("-i", str(photos), "-o", os.devnull)
     assert result.exit_code == 0, result.stderr
     assert not record.exists()
+
+
+def test_an_image_goes_with_every_clip_and_a_resume_must_name_the_same(
+    fake_vllm: Any, tmp_path: Path
+) -> None:
+    """``mmrun video --image``: every request carries the image and its clip, the output's
+    record names the image, and a run with another image is refused, not mixed in."""
+    from tests.helpers.media import write_clip
+
+    clips = tmp_path / "clips"
+    clips.mkdir()
+    for name in ("a.mp4", "b.mp4"):
+        write_clip(clips / name)
+    first, second = tmp_path / "first.png", tmp_path / "second.png"
+    first.write_bytes(PNG)
+    second.write_bytes(PNG)
+    out = tmp_path / "out.jsonl"
+    # llava-onevision's prompt is written by hand: no processor to load offline.
+    args = ["video", "-m", "llava-onevision", "--video", str(clips), "-o", str(out)]
+    done = runner.invoke(app, [*args, "--image", str(first)])
+    assert done.exit_code == 0, done.stderr
+    assert len(fake_vllm.submitted) == 2
+    for request in fake_vllm.submitted:
+        assert {k: len(v) for k, v in request["multi_modal_data"].items()} == {
+            "image": 1,
+            "video": 1,
+        }
+        assert request["prompt"].count("<image>") == request["prompt"].count("<video>") == 1
+    record = json.loads(out.with_name(out.name + ".mmrun.json").read_text())["run"]
+    assert record["with_media"] == {"image": [str(first)]}
+    before = out.read_bytes()
+    other = runner.invoke(app, [*args, "--image", str(second)])
+    assert other.exit_code == EXIT_USAGE
+    assert "was written by a different run (with_media differs)" in other.stderr
+    assert out.read_bytes() == before
