@@ -362,5 +362,4 @@ UNPROVEN: dict[str, str] = {
     "molmo2": "config and processor classes need remote code (Molmo2)",
     "openpangu_vl": "config, processor and tokenizer classes need remote code (openPangu-VL)",
     "phi4_siglip": "config and processor classes need remote code (Phi-4-reasoning-vision)",
-    "stepvl": "config class needs remote code (Step3-VL); vLLM ships only the processor",
 }
