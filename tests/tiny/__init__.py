@@ -26,7 +26,7 @@ _MODULES = (
 )
 # Modules that expose PROOFS ((modality, key) -> Proof): rows whose vLLM modules need
 # torchaudio or timm, rows proven with stand-ins written for the tests (standin, standin_seed,
-# public, public_more, public_vision, ernie, cohere), rows that only an older vLLM runs, the
+# public, public_more, public_vision, ernie, cohere, step), rows that only an older vLLM runs, the
 # single-image example's keys (vision, vision_more, ocr_and_more), and the multi-image
 # example's keys proven with a stand-in chat template (upstream).
 _PROOF_MODULES = (
@@ -43,6 +43,7 @@ _PROOF_MODULES = (
     "tests.tiny.standin_seed",
     "tests.tiny.ernie",
     "tests.tiny.upstream",
+    "tests.tiny.step",
 )
 
 # The environment `make install` builds (.venv): the vLLM the docs are generated with.

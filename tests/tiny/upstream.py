@@ -360,7 +360,12 @@ UNPROVEN: dict[str, str] = {
     "hunyuan_vl": "fails on vLLM 0.32's CPU backend: the vision patch merger's projection "
     "gets a non-contiguous input ('mat1 must be contiguous at last dimension')",
     "molmo2": "config and processor classes need remote code (Molmo2)",
-    "openpangu_vl": "config, processor and tokenizer classes need remote code (openPangu-VL)",
+    # Stand-in classes would not help: vLLM's OpenPanguVisionTransformer refuses every ViT
+    # attention backend but FLASH_ATTN when it is built, and the CPU platform offers only
+    # TORCH_SDPA (an mm_encoder_attn_backend of FLASH_ATTN fails the platform's check).
+    "openpangu_vl": "fails on vLLM 0.32's CPU backend: its vision tower takes only the "
+    "FLASH_ATTN attention backend, the CPU platform only TORCH_SDPA ('Pangu-VL does not "
+    "support AttentionBackendEnum.TORCH_SDPA backend now'); its config, processor and "
+    "tokenizer classes are also remote code",
     "phi4_siglip": "config and processor classes need remote code (Phi-4-reasoning-vision)",
-    "stepvl": "config class needs remote code (Step3-VL); vLLM ships only the processor",
 }
