@@ -33,11 +33,6 @@ CLIP_SECONDS = (5.0, 30.0)  # Whisper's window is 30 s; mmrun refuses longer cli
 TASKS = ("qwen2_5_vl", "whisper")
 
 
-def manifest_name(task: str, n: int) -> str:
-    """mmrun's manifest of N prompts, under ROOT."""
-    return f"w{n}.jsonl" if task == "whisper" else f"m{n}.jsonl"
-
-
 def _write(job: tuple[str, int, int]) -> None:
     import numpy as np
     from PIL import Image
@@ -108,9 +103,9 @@ def run_batch_line(custom_id: str, paths: list[str], model: str) -> dict:
     }
 
 
-def _pool_map(function, jobs: list) -> None:
+def _pool_map(function, jobs: list, chunksize: int) -> None:
     with multiprocessing.get_context("fork").Pool(min(16, os.cpu_count() or 1)) as pool:
-        pool.map(function, jobs, chunksize=16)
+        pool.map(function, jobs, chunksize=chunksize)
 
 
 def images(root: Path, sizes: list[int]) -> None:
@@ -120,14 +115,11 @@ def images(root: Path, sizes: list[int]) -> None:
         folder = root / f"i{n}"
         folder.mkdir(parents=True, exist_ok=True)
         jobs += [(str(folder), n, i) for i in range(n * PER_PROMPT)]
-    _pool_map(_write, jobs)
+    _pool_map(_write, jobs, 64)
     for n in sizes:
         files = sorted(str(p) for p in (root / f"i{n}").glob("*.jpg"))
         assert len(files) == n * PER_PROMPT, (n, len(files))
-        with (
-            open(root / manifest_name("qwen2_5_vl", n), "w") as m,
-            open(root / f"b{n}.jsonl", "w") as b,
-        ):
+        with open(root / f"m{n}.jsonl", "w") as m, open(root / f"b{n}.jsonl", "w") as b:
             for i in range(n):
                 paths = files[i * PER_PROMPT : (i + 1) * PER_PROMPT]
                 m.write(json.dumps({"id": f"p{i:05d}", "image": paths}) + "\n")
@@ -141,17 +133,15 @@ def clips(root: Path, sizes: list[int]) -> None:
         folder = root / f"a{n}"
         folder.mkdir(parents=True, exist_ok=True)
         jobs += [(str(folder), n, i) for i in range(n)]
-    _pool_map(_write_clip, jobs)
+    _pool_map(_write_clip, jobs, 4)
     for n in sizes:
         files = sorted(str(p) for p in (root / f"a{n}").glob("*.wav"))
         assert len(files) == n, (n, len(files))
         seconds = sum(os.path.getsize(f) - 44 for f in files) / 2 / SAMPLE_RATE
-        with open(root / manifest_name("whisper", n), "w") as m:
+        with open(root / f"w{n}.jsonl", "w") as m:
             for i, path in enumerate(files):
                 m.write(json.dumps({"id": f"c{i:05d}", "audio": path}) + "\n")
-        print(
-            f"{n} clips ({seconds / 3600:.2f} h of audio) -> {root}/{manifest_name('whisper', n)}"
-        )
+        print(f"{n} clips ({seconds / 3600:.2f} h of audio) -> {root}/w{n}.jsonl")
 
 
 def main() -> int:
