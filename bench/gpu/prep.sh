@@ -7,7 +7,8 @@
 #                     with a2 the rest of vLLM (less FlashAttention 2 and the MoE kernels,
 #                     which a dense bf16 model on Hopper never loads)
 #   .gpu/r            `vllm run-batch`'s server dependencies (xz)
-#   .gpu/s            these scripts, the 3B-shaped model folder (full-vocab tokenizer) and a
+#   .gpu/s            these scripts, the model folders (Qwen2.5-VL-3B and Whisper
+#                     large-v3-turbo shapes, full-vocab tokenizers; xz) and a
 #                     copy of MMRUN_SRC's mmrun package (default: this checkout's), and
 #                     with BASE_SRC=DIR, DIR's mmrun too (throughput.py's mmrun-base)
 # usage: prep.sh REPO [--scripts-only]          downloads are kept in $WORK (default ~/.cache/gpuprep)
@@ -17,7 +18,9 @@ HERE=$(cd "$(dirname "$0")" && pwd)
 MMRUN_SRC=${MMRUN_SRC:-$(cd "$HERE/../.." && pwd)}
 W=${WORK:-$HOME/.cache/gpuprep}; mkdir -p "$W/dl" "$W/whl" "$W/rb"
 G=$REPO/.gpu
-grep -qx '/.gpu/' "$REPO/.git/info/exclude" 2>/dev/null || echo '/.gpu/' >> "$REPO/.git/info/exclude"
+EXCLUDE=$(cd "$REPO" && git rev-parse --path-format=absolute --git-path info/exclude)  # a worktree's too
+mkdir -p "$(dirname "$EXCLUDE")"
+grep -qx '/.gpu/' "$EXCLUDE" 2>/dev/null || echo '/.gpu/' >> "$EXCLUDE"
 PD="env -u PIP_FIND_LINKS PIP_CONFIG_FILE=/dev/null python3 -m pip download -q --no-deps --only-binary=:all: --python-version 3.12 --implementation cp"
 for n in 28 27 26 24 17 31 34 35; do PD="$PD --platform manylinux_2_${n}_x86_64"; done
 PD="$PD --platform manylinux2014_x86_64 --platform manylinux1_x86_64 --platform any"
@@ -73,10 +76,14 @@ if [ -n "${BASE_SRC:-}" ]; then  # another mmrun, for throughput.py's mmrun-base
   mkdir -p "$G/s/py-base" && cp -r "$BASE_SRC/mmrun" "$G/s/py-base/"
   find "$G/s/py-base" -name __pycache__ -prune -exec rm -rf {} +
 fi
-python3 "$HERE/full_vocab.py" "$HERE/qwen2_5_vl_3b_shape" "$W/qwen3b" > /dev/null
-(cd "$W/qwen3b" && tar cf - .) | xz -9 > "$G/s/qwen3b.tar.xz"
+for shape in qwen2_5_vl_3b_shape:qwen3b whisper_large_v3_turbo_shape:whisper; do
+  python3 "$HERE/full_vocab.py" "$HERE/${shape%%:*}" "$W/${shape##*:}" > /dev/null
+  (cd "$W/${shape##*:}" && tar cf - .) | xz -9 > "$G/s/${shape##*:}.tar.xz"
+done
 tracked=$(cd "$REPO" && git ls-files -z | xargs -0 du -cb 2>/dev/null | tail -1 | cut -f1)
-for call in "a1 s" "a2 s" "r s"; do
-  size=$tracked; for d in $call; do size=$((size + $(du -sb "$G/$d" | cut -f1))); done
+for call in "a1 s" "a2 s" "r s"; do  # (--scripts-only keeps the other folders, if any)
+  size=$tracked; for d in $call; do
+    if [ -d "$G/$d" ]; then size=$((size + $(du -sb "$G/$d" | cut -f1))); fi
+  done
   echo "carry .gpu/{${call// /,}} + the checkout: $((size / 1048576)) MiB of 64"
 done

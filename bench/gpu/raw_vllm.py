@@ -1,11 +1,11 @@
 """The raw-vLLM baseline: what a hand-written script does with vLLM's defaults (no mmrun).
 
 Reads mmrun's manifest (media.py), renders the prompt mmrun's qwen2_5_vl loader renders for
-4 images, loads the images, and runs every prompt in one ``LLM.generate`` (greedy, 64 tokens,
-``ignore_eos``). The tuned variant is the same script with OMP_NUM_THREADS=8 in the
+4 images, loads the images, and runs every prompt in one ``LLM.generate`` (greedy, 64 tokens
+unless --max-tokens says otherwise, ``ignore_eos``). The tuned variant is the same script with OMP_NUM_THREADS=8 in the
 environment (vLLM's frontend then preprocesses images with 8 torch threads instead of 1).
 
-usage: raw_vllm.py --model DIR --manifest FILE --out TEXTS.json [--args JSON]
+usage: raw_vllm.py --model DIR --manifest FILE --out TEXTS.json [--max-tokens N] [--args JSON]
 Prints RAW_READY when the engine is up and RAW_DONE when the last result is in.
 """
 
@@ -26,6 +26,7 @@ def main() -> int:
     ap.add_argument("--model", required=True)
     ap.add_argument("--manifest", required=True)
     ap.add_argument("--out", required=True)
+    ap.add_argument("--max-tokens", type=int, default=64)
     ap.add_argument("--args", default="{}", help="engine arguments (JSON) over the defaults")
     args = ap.parse_args()
     with open(args.manifest) as f:
@@ -56,7 +57,7 @@ def main() -> int:
         }
         for line in lines
     ]
-    params = SamplingParams(temperature=0, max_tokens=64, ignore_eos=True)
+    params = SamplingParams(temperature=0, max_tokens=args.max_tokens, ignore_eos=True)
     outputs = llm.generate(prompts, params, use_tqdm=False)
     print(f"RAW_DONE {time.time():.3f}", flush=True)
     texts = {line["id"]: out.outputs[0].text for line, out in zip(lines, outputs, strict=True)}

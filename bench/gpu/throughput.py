@@ -1,5 +1,7 @@
 """Side by side on one GPU: the same prompts through raw vLLM (defaults, and tuned with
 OMP_NUM_THREADS=8), `vllm run-batch` and mmrun's streamed batch, each a fresh process.
+Two tasks: qwen2_5_vl (4 images per prompt, the default) and whisper (one clip per prompt;
+no `vllm run-batch` there).
 
 For each run: seconds from spawn to the engine ready (vLLM's "init engine ... took" line) and
 to the last result, prompts/s from engine ready to the last result, the GPU's busy share over
@@ -7,15 +9,19 @@ that window (nvidia-smi's utilization, sampled every 200 ms), and whether every 
 identical to the first run's. A prompt count of 1 gives the start-up figures.
 
 usage: throughput.py --bench ROOT --model DIR --prompts N --variants mmrun,tuned,runbatch,raw[,mmrun-base]
-                     --res DIR [--rounds R] [--budget S] [--warm VARIANT:N,...] [--dry]
-  ROOT: media.py's folder (mN.jsonl, bN.jsonl). mmrun-base: the mmrun package found at
-  MMRUN_BASE_PATH (another version, to compare two). Rounds alternate the order. --warm: first run these variants at once, on
-  N prompts each with a small share of the GPU, so that each configuration's compile cache is
+                     --res DIR [--task qwen2_5_vl|whisper] [--max-tokens T] [--engine-args JSON]
+                     [--rounds R] [--budget S] [--warm VARIANT:N,...] [--dry]
+  ROOT: media.py's folder (mN.jsonl, bN.jsonl; wN.jsonl for whisper). --max-tokens: each
+  prompt's output tokens (default 64, with ignore_eos). --engine-args: engine arguments given
+  to every variant alike, none by default (what vLLM's CPU build needs for a smoke run, e.g.).
+  mmrun-base: the mmrun package found at MMRUN_BASE_PATH (another version, to compare two).
+  Rounds alternate the order. --warm: first run these variants at once, on N prompts each with a small share of the GPU, so that each configuration's compile cache is
   filled before anything is timed (an mmrun warm-up on the full manifest, for the same
   engine arguments, is stopped at its first result). --budget: skip what would not end in
   time. --dry: print the commands only.
 Writes RES/<variant>-<N>[-<round>]/ (log.txt, texts) and RES/summary.json (with a digest of
-each run's texts, to compare runs of separate calls), RES/summary.md.
+each run's texts, to compare runs of separate calls), RES/summary.md. Without nvidia-smi (a
+CPU machine) the GPU's busy share is left out.
 """
 
 from __future__ import annotations
@@ -36,29 +42,47 @@ from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
 READY = re.compile(r"init engine \(profile, create kv cache, warmup model\) took|RAW_READY")
-# Expected prompts/s (from earlier runs), only to skip what would not fit the budget.
-RATE = {"raw": 18, "tuned": 28, "runbatch": 14, "mmrun": 30, "mmrun-eagerenc": 28, "mmrun-base": 30}
+# Expected prompts/s (from earlier runs; Whisper's a guess), only to skip what would not fit
+# the budget.
+RATE = {
+    "qwen2_5_vl": {"raw": 18, "tuned": 28, "runbatch": 14, "mmrun": 30, "mmrun-eagerenc": 28,
+                   "mmrun-base": 30},
+    "whisper": {"raw": 30, "tuned": 40, "mmrun": 50, "mmrun-base": 50},
+}  # fmt: skip
 START_S = 40
 WARM_MEMORY = {"gpu_memory_utilization": 0.2, "kv_cache_memory_bytes": 6_000_000_000}
-MMRUN_FLAGS = [
-    "--max-tokens", "64", "--temperature", "0", "--sampling-arg", "ignore_eos=true",
-    "--engine-arg", "load_format=dummy", "--engine-arg", "max_model_len=8192",
-]  # fmt: skip
+# media.py's files: mmrun's manifest of N prompts per task, and run-batch's tokens
+MANIFEST = {"qwen2_5_vl": "m{n}.jsonl", "whisper": "w{n}.jsonl"}
+RUN_BATCH_MAX_TOKENS = 64
+# What each task's runs share: the raw script, mmrun's command and its flags beyond the
+# manifest and the output tokens (Whisper's max_model_len, 448, is its row's own).
+RAW_SCRIPT = {"qwen2_5_vl": "raw_vllm.py", "whisper": "raw_whisper.py"}
+MMRUN_MODEL = {"qwen2_5_vl": ["image", "-m", "qwen2_5_vl"], "whisper": ["audio", "-m", "whisper"]}
+MMRUN_FLAGS = {
+    "qwen2_5_vl": ["--engine-arg", "load_format=dummy", "--engine-arg", "max_model_len=8192"],
+    "whisper": ["--engine-arg", "load_format=dummy"],
+}
 
 
-def command(variant: str, n: int, bench: Path, model: str, run: Path, extra: dict) -> tuple:
+def command(variant: str, n: int, bench: Path, model: str, run: Path, extra: dict,
+            task: str = "qwen2_5_vl", max_tokens: int = 64) -> tuple:  # fmt: skip
     """(argv, environment changes, result file or None) of one run."""
     py = sys.executable
     env: dict[str, str | None] = {"OMP_NUM_THREADS": None}
+    manifest = str(bench / MANIFEST[task].format(n=n))
     if variant in ("raw", "tuned"):
         if variant == "tuned":
             env["OMP_NUM_THREADS"] = "8"
-        argv = [py, str(HERE / "raw_vllm.py"), "--model", model, "--manifest"]
-        argv += [str(bench / f"m{n}.jsonl"), "--out", str(run / "texts.json")]
+        argv = [py, str(HERE / RAW_SCRIPT[task]), "--model", model, "--manifest", manifest]
+        argv += ["--out", str(run / "texts.json"), "--max-tokens", str(max_tokens)]
         if extra:
             argv += ["--args", json.dumps(extra)]
         return argv, env, None
     if variant == "runbatch":
+        if task != "qwen2_5_vl":
+            raise SystemExit(f"runbatch runs the qwen2_5_vl task only, not {task}")
+        if max_tokens != RUN_BATCH_MAX_TOKENS:
+            raise SystemExit(f"runbatch's input asks for {RUN_BATCH_MAX_TOKENS} tokens (media.py)")
         argv = [py, "-m", "vllm.entrypoints.openai.run_batch", "-i", str(bench / f"b{n}.jsonl")]
         argv += ["-o", str(run / "out.jsonl"), "--model", model, "--load-format", "dummy"]
         argv += ["--dtype", "bfloat16", "--max-model-len", "8192", "--seed", "0"]
@@ -70,8 +94,9 @@ def command(variant: str, n: int, bench: Path, model: str, run: Path, extra: dic
             env["PYTHONPATH"] = os.environ.get("PYTHONPATH", "") + ":" + os.environ["RUNBATCH_SITE"]
         return argv, env, run / "out.jsonl"
     if variant.startswith("mmrun"):
-        argv = [py, "-m", "mmrun", "image", "-m", "qwen2_5_vl", "--model", model, "--input"]
-        argv += [str(bench / f"m{n}.jsonl"), "-o", str(run / "out.jsonl"), "-v", *MMRUN_FLAGS]
+        argv = [py, "-m", "mmrun", *MMRUN_MODEL[task], "--model", model, "--input", manifest]
+        argv += ["-o", str(run / "out.jsonl"), "-v", "--max-tokens", str(max_tokens)]
+        argv += ["--temperature", "0", "--sampling-arg", "ignore_eos=true", *MMRUN_FLAGS[task]]
         if variant == "mmrun-eagerenc":
             argv += ["--engine-arg", 'compilation_config={"compile_mm_encoder": false}']
         if variant == "mmrun-base":  # another mmrun (prep.sh BASE_SRC), to compare two versions
@@ -226,13 +251,17 @@ def summarise(variant: str, n: int, rec: dict, gpu: GpuBusy) -> dict:
     return out
 
 
+def _or_dash(value: object) -> object:
+    return "-" if value is None else value
+
+
 def table(rows: list[dict]) -> str:
     head = ("| variant | prompts | prompts/s from engine ready | spawn to ready (s) | spawn to "
             "all results (s) | GPU busy % | texts identical |\n|---|---|---|---|---|---|---|\n")  # fmt: skip
     body = "".join(
         f"| {r['variant']} | {r['prompts']} | {r.get('prompts_per_s', '-')} | "
         f"{r.get('spawn_to_ready_s', '-')} | {r.get('spawn_to_last_s', '-')} | "
-        f"{r.get('gpu_busy_pct', '-')} | {r.get('texts_identical', '-')} |\n"
+        f"{_or_dash(r.get('gpu_busy_pct'))} | {r.get('texts_identical', '-')} |\n"
         for r in rows
     )
     return head + body
@@ -249,18 +278,23 @@ def main() -> int:
     ap.add_argument("--budget", type=float, default=3600)
     ap.add_argument("--warm", default="")
     ap.add_argument("--dry", action="store_true")
+    ap.add_argument("--task", choices=sorted(MANIFEST), default="qwen2_5_vl")
+    ap.add_argument("--max-tokens", type=int, default=64)
+    ap.add_argument("--engine-args", type=json.loads, default={}, help="JSON, for every variant")
     args = ap.parse_args()
     t0 = time.time()
     n, variants = args.prompts, args.variants.split(",")
+    task = {"task": args.task, "max_tokens": args.max_tokens}
     for v in variants:  # unknown names fail here, not after the warm-ups
-        command(v, n, args.bench, args.model, args.res, {})
+        command(v, n, args.bench, args.model, args.res, {}, **task)
     args.res.mkdir(parents=True, exist_ok=True)
     if args.warm:
         warm = [(v, int(k)) for v, _, k in (s.partition(":") for s in args.warm.split(","))]
         procs = []
         for v, k in warm:
             run = args.res / f"warm-{v}-{k}"
-            argv, env, result = command(v, k, args.bench, args.model, run, WARM_MEMORY)
+            warm_args = {**args.engine_args, **WARM_MEMORY}
+            argv, env, result = command(v, k, args.bench, args.model, run, warm_args, **task)
             if args.dry:
                 print("WARM", shlex.join(argv))
                 continue
@@ -281,17 +315,17 @@ def main() -> int:
         for v in variants if r % 2 == 0 else variants[::-1]:  # rounds in alternating order
             name = f"{v}-{n}" + (f"-{r + 1}" if args.rounds > 1 else "")
             run = args.res / name
-            argv, env, result = command(v, n, args.bench, args.model, run, {})
+            argv, env, result = command(v, n, args.bench, args.model, run, args.engine_args, **task)
             if args.dry:
                 print("RUN", json.dumps({k: x for k, x in env.items() if x}), shlex.join(argv))
                 continue
             left = args.budget - (time.time() - t0)
-            if left < START_S + n / RATE.get(v, 15):
+            if left < START_S + n / RATE[args.task].get(v, 15):
                 print(f"{name}: skipped ({left:.0f}s of the budget left)", flush=True)
                 continue
             gpu_free()
             rec = run_one(argv, env, result, n, run, left - 5)
-            row = summarise(v, n, rec, gpu)
+            row = {"task": args.task, **summarise(v, n, rec, gpu)}
             texts = texts_of(v, run)
             row["texts"] = len(texts)
             # compares runs of separate calls too (the texts themselves stay on the machine)
