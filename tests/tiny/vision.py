@@ -391,10 +391,15 @@ UNPROVEN: dict[str, str] = {
     "kanana_v": "vLLM 0.32 runs the checkpoint's remote config, processor and image processor "
     "classes (Kanana-V); kakao/kanana holds no model code, and no public copy with a named "
     "source was found",
+    # vLLM 0.32's MiniCPMO is its MiniCPMV2_6 with an audio tower: the same resampler.
     "minicpmo": "remote config, processor, image processor and tokenizer classes "
-    "(openbmb/MiniCPM-o-2_6), not in vLLM or transformers",
-    "minicpmv": "remote image processor and tokenizer classes (openbmb/MiniCPM-V-2_6's "
-    "image_processing_minicpmv.py, tokenization_minicpmv_fast.py), not in vLLM or transformers",
+    "(openbmb/MiniCPM-o-2_6), not in vLLM or transformers; and vLLM 0.32 runs its images "
+    "through MiniCPM-V 2.6's resampler, which fails on the CPU backend (see minicpmv)",
+    # A tiny checkpoint with stand-in config, image processor and tokenizer classes
+    # (tests/tiny/minicpm.py) gets through vLLM's processor, the placeholder expansion and the
+    # vision tower; tests/e2e/test_engine_gaps.py holds the failure.
+    "minicpmv": "fails on vLLM 0.32's CPU backend: its resampler (Resampler2_5) calls "
+    "torch.cuda.is_current_stream_capturing(), which raises on a machine without a CUDA driver",
     "nemotron_parse_35": "vLLM 0.32 runs the checkpoint's remote config and processor classes "
     "(Nemotron Parse); no public copy with a named source was found",
     "nemotron_vl": "vLLM 0.32 builds the vision tower from the checkpoint's remote C-RADIO model "
