@@ -366,5 +366,4 @@ UNPROVEN: dict[str, str] = {
     "FLASH_ATTN attention backend, the CPU platform only TORCH_SDPA ('Pangu-VL does not "
     "support AttentionBackendEnum.TORCH_SDPA backend now'); its config, processor and "
     "tokenizer classes are also remote code",
-    "phi4_siglip": "config and processor classes need remote code (Phi-4-reasoning-vision)",
 }
