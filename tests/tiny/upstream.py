@@ -349,7 +349,6 @@ PROOFS: dict[tuple[str, str], Proof] = {
 
 # The other keys vLLM's example added, with why they have no offline proof on vLLM 0.32.
 UNPROVEN: dict[str, str] = {
-    "bee": "config and processor classes need remote code (Bee)",
     # vLLM's own config and processor classes would do, but its model builds full-size SAM
     # ViT-B and CLIP-L towers whatever the config says, and runs 1024-pixel global views.
     "deepseek_ocr": "not built: vLLM hard-codes full-size SAM ViT-B and CLIP-L towers",
@@ -367,5 +366,4 @@ UNPROVEN: dict[str, str] = {
     "FLASH_ATTN attention backend, the CPU platform only TORCH_SDPA ('Pangu-VL does not "
     "support AttentionBackendEnum.TORCH_SDPA backend now'); its config, processor and "
     "tokenizer classes are also remote code",
-    "phi4_siglip": "config and processor classes need remote code (Phi-4-reasoning-vision)",
 }
