@@ -198,4 +198,8 @@ PROOFS: dict[tuple[str, str], Proof] = {
         standin="config, processor, image and video processor classes, chat template",
         real_prompt=False,
     ),
+    # The video loader's prompt is hand-written (vLLM's example); tests/e2e/test_video_e2e.py.
+    ("video", "molmo2"): Proof(
+        build_molmo2, standin="config, processor, image and video processor classes"
+    ),
 }
