@@ -67,7 +67,7 @@ def to_patches(image: Image.Image, patch: int, mean: np.ndarray, std: np.ndarray
 
 
 class Molmo2ImageProcessor(BaseImageProcessor):
-    model_input_names = ["pixel_values", "image_token_pooling", "image_grids", "image_num_crops"]
+    model_input_names = ("pixel_values", "image_token_pooling", "image_grids", "image_num_crops")
 
     def __init__(
         self,

@@ -87,13 +87,14 @@ class Molmo2Processor(ProcessorMixin):
         if low_col is None:
             low_col = self.image_use_col_tokens
         first = low_start if self.use_single_crop_start_token else start
-        return (
-            [first]
-            + self._grid(low_rows, low_cols, low_col)
-            + [end, start]
-            + self._grid(rows, cols, self.image_use_col_tokens)
-            + [end]
-        )
+        return [
+            first,
+            *self._grid(low_rows, low_cols, low_col),
+            end,
+            start,
+            *self._grid(rows, cols, self.image_use_col_tokens),
+            end,
+        ]
 
     def _video_tokens(self, grid: list[int], times: list[float]) -> list[int]:
         _, rows, cols = grid
@@ -105,7 +106,7 @@ class Molmo2Processor(ProcessorMixin):
         for k, time in enumerate(times):
             prefix = (" " if k else "") + f"{time:.1f} "
             out += self.tokenizer.encode(prefix, add_special_tokens=False)
-            out += [start] + self._grid(rows, cols, self.video_use_col_tokens) + [end]
+            out += [start, *self._grid(rows, cols, self.video_use_col_tokens), end]
         return out
 
     def _times(self, clip: Any, metadata: Any, sampled: bool) -> list[float]:
@@ -152,7 +153,7 @@ class Molmo2Processor(ProcessorMixin):
             out = self.video_processor.preprocess(clips, do_sample_frames=sampled)
             data.update(out)
             metadata = _flatten(video_metadata) or [None] * len(clips)
-            for clip, meta, grid in zip(clips, metadata, out["video_grids"].tolist()):
+            for clip, meta, grid in zip(clips, metadata, out["video_grids"].tolist(), strict=True):
                 video_tokens.append(self._video_tokens(grid, self._times(clip, meta, sampled)))
 
         bos = self.tokenizer.bos_token_id

@@ -34,7 +34,7 @@ def _pool_indices(rows: int, cols: int, pool_h: int, pool_w: int, index: np.ndar
 
 
 class Molmo2VideoProcessor(VideoProcessorMixin):
-    model_input_names = ["pixel_values_videos", "video_token_pooling", "video_grids"]
+    model_input_names = ("pixel_values_videos", "video_token_pooling", "video_grids")
 
     def __init__(
         self,
