@@ -46,6 +46,7 @@ pytestmark = pytest.mark.e2e
         ("interns1", "generate"),
         ("ovis2_5", "generate"),
         ("exaone4_5", "generate"),
+        ("molmo2", "generate"),
     ],
 )
 def test_a_clip_through_the_real_engine(
@@ -108,6 +109,7 @@ def test_a_clip_through_the_real_engine(
         "interns1": "<video>",
         "ovis2_5": "<video>",
         "exaone4_5": "<vision><|video_pad|></vision>",
+        "molmo2": "<|video|>",
     }.get(key, "<video>" if key.startswith("llava") else "<|video_pad|>")
     assert doc["prompt"].count(placeholder) == 1
     (output,) = doc["outputs"]

@@ -358,7 +358,6 @@ UNPROVEN: dict[str, str] = {
     # contiguous. A tiny checkpoint of transformers' own classes gets that far.
     "hunyuan_vl": "fails on vLLM 0.32's CPU backend: the vision patch merger's projection "
     "gets a non-contiguous input ('mat1 must be contiguous at last dimension')",
-    "molmo2": "config and processor classes need remote code (Molmo2)",
     # Stand-in classes would not help: vLLM's OpenPanguVisionTransformer refuses every ViT
     # attention backend but FLASH_ATTN when it is built, and the CPU platform offers only
     # TORCH_SDPA (an mm_encoder_attn_backend of FLASH_ATTN fails the platform's check).
