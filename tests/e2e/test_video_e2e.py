@@ -41,6 +41,7 @@ pytestmark = pytest.mark.e2e
         ("llava-onevision", "generate"),
         ("llava-next-video", "generate"),
         ("keye_vl", "generate"),
+        ("keye_vl1_5", "generate"),
         ("ernie45_vl", "generate"),
         ("internvl_chat", "generate"),
         ("interns1", "generate"),

@@ -144,4 +144,8 @@ PROOFS: dict[tuple[str, str], Proof] = {
         standin="config, processor and image processor classes, chat template",
         real_prompt=False,
     ),
+    # The video loader's prompt is hand-written (vLLM's example); tests/e2e/test_video_e2e.py.
+    ("video", "keye_vl1_5"): Proof(
+        build_keye_vl1_5, standin="config, processor and image processor classes"
+    ),
 }
