@@ -12,6 +12,7 @@ from pathlib import Path
 
 import pytest
 
+from tests.tiny.interns1_pro import build_interns1_pro
 from tests.tiny.minicpm import build_minicpmv
 
 pytestmark = pytest.mark.e2e
@@ -81,3 +82,76 @@ def test_minicpmv_stops_at_the_resampler_on_the_cpu_engine(media: str, tmp_path:
     tail = proc.stderr[-6000:]
     assert "in get_vision_hidden_states" in tail, tail
     assert "minicpmv.py" in tail and "in is_current_stream_capturing" in tail, tail
+
+
+# Intern-S1-Pro: vLLM's processor over the stand-in classes (one image, one clip with its
+# metadata), then the engine itself.
+_INTERNS1_PRO_RUN = """
+import sys
+import numpy as np
+from PIL import Image
+from vllm import LLM, SamplingParams
+from vllm.engine.arg_utils import EngineArgs
+from vllm.v1.engine.input_processor import InputProcessor
+
+model = sys.argv[1]
+args = dict(
+    trust_remote_code=True,
+    load_format="dummy",
+    max_model_len=2048,
+    max_num_seqs=2,
+    enforce_eager=True,
+    limit_mm_per_prompt={"image": 1, "video": 1},
+    mm_processor_cache_gb=0,
+)
+config = EngineArgs(model, **args).create_engine_config()
+processor = InputProcessor(config)
+hf_config = config.model_config.hf_config
+turn = "<|im_start|>user\\n<|vision_start|>{}<|vision_end|>\\nWhat is shown?<|im_end|>\\n"
+frames = np.full((4, 64, 96, 3), 120, dtype=np.uint8)
+metadata = {
+    "total_num_frames": 4,
+    "fps": 2.0,
+    "duration": 2.0,
+    "video_backend": "opencv",
+    "frames_indices": [0, 1, 2, 3],
+    "do_sample_frames": False,
+}
+requests = {
+    "image": ("<|image_pad|>", {"image": Image.new("RGB", (300, 200), (200, 30, 30))}),
+    "video": ("<|video_pad|>", {"video": (frames, metadata)}),
+}
+params = SamplingParams(max_tokens=2)
+for media, (placeholder, data) in requests.items():
+    request = {"prompt": turn.format(placeholder), "multi_modal_data": data}
+    ids = processor.process_inputs("0", request, params, ("generate",)).prompt_token_ids
+    token = hf_config.image_token_id if media == "image" else hf_config.video_token_id
+    print(media, "features", ids.count(token), flush=True)
+LLM(model, **args)
+print("engine started", flush=True)
+"""
+
+
+def test_interns1_pro_stops_at_building_the_model(tmp_path: Path) -> None:
+    """Intern-S1-Pro: vLLM's processor (Qwen3-VL's, over the stand-in processor classes)
+    expands the image and video placeholders; then the model cannot be built:
+    InternS1ProForConditionalGeneration.__init__ (interns1_pro.py) skips Qwen3-VL's
+    ``__init__``, which sets ``self.model_config``, and reads it for the vision tower's input
+    norm (``build_mm_input_norm(self.model_config)``): an AttributeError on any device."""
+    checkpoint = build_interns1_pro(tmp_path / "interns1_pro")
+    proc = subprocess.run(
+        [sys.executable, "-c", _INTERNS1_PRO_RUN, str(checkpoint.path)],
+        capture_output=True,
+        text=True,
+        # Only the model's construction is run: a small KV cache whatever the machine's memory.
+        env={**os.environ, "HF_HUB_OFFLINE": "1", "VLLM_CPU_KVCACHE_SPACE": "1"},
+        timeout=900,
+    )
+    # The 300x200 image is resized to 12 merged 32x32 patches (the processor's 4 to 16); the
+    # 4 frames of 64x96 to 2 temporal patches of 2.
+    assert "image features 12" in proc.stdout, proc.stdout + proc.stderr[-3000:]
+    assert "video features 4" in proc.stdout, proc.stdout + proc.stderr[-3000:]
+    assert proc.returncode != 0, f"Intern-S1-Pro ran on the CPU engine: {proc.stdout}"
+    tail = proc.stderr[-6000:]
+    assert "interns1_pro.py" in tail and "build_mm_input_norm(self.model_config)" in tail, tail
+    assert "has no attribute 'model_config'" in tail, tail

@@ -386,8 +386,13 @@ PROOFS = {
 
 # Why each other key of the single-image and video example has no offline proof.
 UNPROVEN: dict[str, str] = {
-    "interns1_pro": "vLLM 0.32 runs the checkpoint's remote config and processor classes "
-    "(Intern-S1-Pro), found in no public repository (InternLM/Intern-S1 holds docs only)",
+    # A tiny checkpoint with stand-in config, processor and video processor classes
+    # (tests/tiny/interns1_pro.py) gets through vLLM's processor and placeholder expansion;
+    # tests/e2e/test_engine_gaps.py holds the failure.
+    "interns1_pro": "vLLM 0.32 cannot build the model: InternS1ProForConditionalGeneration's "
+    "__init__ reads self.model_config, which it never sets (it skips Qwen3-VL's __init__), an "
+    "AttributeError before any weights load; with stand-in config and processor classes "
+    "(remote code), vLLM's processor expands the image and video placeholders",
     "kanana_v": "vLLM 0.32 runs the checkpoint's remote config, processor and image processor "
     "classes (Kanana-V); kakao/kanana holds no model code, and no public copy with a named "
     "source was found",
