@@ -388,9 +388,6 @@ PROOFS = {
 UNPROVEN: dict[str, str] = {
     "interns1_pro": "vLLM 0.32 runs the checkpoint's remote config and processor classes "
     "(Intern-S1-Pro), found in no public repository (InternLM/Intern-S1 holds docs only)",
-    "kanana_v": "vLLM 0.32 runs the checkpoint's remote config, processor and image processor "
-    "classes (Kanana-V); kakao/kanana holds no model code, and no public copy with a named "
-    "source was found",
     # vLLM 0.32's MiniCPMO is its MiniCPMV2_6 with an audio tower: the same resampler.
     "minicpmo": "remote config, processor, image processor and tokenizer classes "
     "(openbmb/MiniCPM-o-2_6), not in vLLM or transformers; and vLLM 0.32 runs its images "
