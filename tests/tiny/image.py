@@ -1034,6 +1034,4 @@ UNPROVEN: dict[str, str] = {
         "architecture removed from vLLM 0.32 (Phi4Multimodal, last in 0.12.0); no vLLM 0.12 "
         "environment (torch 2.9.1) nor tiny builder yet"
     ),
-    "rvl": "config and processor classes need remote code (R-4B): RConfig is published only "
-    "on the Hub, the one public RProcessor is a draft inside a vLLM fork's model file",
 }

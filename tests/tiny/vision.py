@@ -393,9 +393,6 @@ UNPROVEN: dict[str, str] = {
     "__init__ reads self.model_config, which it never sets (it skips Qwen3-VL's __init__), an "
     "AttributeError before any weights load; with stand-in config and processor classes "
     "(remote code), vLLM's processor expands the image and video placeholders",
-    "kanana_v": "vLLM 0.32 runs the checkpoint's remote config, processor and image processor "
-    "classes (Kanana-V); kakao/kanana holds no model code, and no public copy with a named "
-    "source was found",
     # vLLM 0.32's MiniCPMO is its MiniCPMV2_6 with an audio tower: the same resampler.
     "minicpmo": "remote config, processor, image processor and tokenizer classes "
     "(openbmb/MiniCPM-o-2_6), not in vLLM or transformers; and vLLM 0.32 runs its images "
