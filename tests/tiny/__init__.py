@@ -26,8 +26,8 @@ _MODULES = (
 )
 # Modules that expose PROOFS ((modality, key) -> Proof): rows whose vLLM modules need
 # torchaudio or timm, rows proven with stand-ins written for the tests (standin, standin_seed,
-# public, public_more, public_vision, ernie, cohere, step, bee, phi4_siglip, molmo2), rows
-# that only an older vLLM runs, the single-image example's keys (vision, vision_more,
+# public, public_more, public_vision, ernie, cohere, step, bee, phi4_siglip, molmo2, phi4_mm),
+# rows that only an older vLLM runs, the single-image example's keys (vision, vision_more,
 # ocr_and_more), and the multi-image example's keys proven with a stand-in chat template
 # (upstream).
 _PROOF_MODULES = (
@@ -48,6 +48,7 @@ _PROOF_MODULES = (
     "tests.tiny.bee",
     "tests.tiny.phi4_siglip",
     "tests.tiny.molmo2",
+    "tests.tiny.phi4_mm",
 )
 
 # The environment `make install` builds (.venv): the vLLM the docs are generated with.

@@ -1032,7 +1032,6 @@ UNPROVEN: dict[str, str] = {
     "keye_vl1_5": "config and processor classes need remote code (Keye-VL-1.5); GitHub's "
     "Kwai-Keye/Keye has only Keye-VL-8B-Preview's files, and transformers 5.19 has no "
     "keye_vl_1_5 port",
-    "phi4_mm": "config and processor need remote code, plus the vision LoRA adapter",
     "phi4_multimodal": (
         "architecture removed from vLLM 0.32 (Phi4Multimodal, last in 0.12.0); no vLLM 0.12 "
         "environment (torch 2.9.1) nor tiny builder yet"
