@@ -192,7 +192,8 @@ def build_phi4_mm(dest: Path) -> TinyCheckpoint:
 
 
 # The generate prompts are the loaders' (written by hand, as vLLM's examples'); the image row's
-# chat runs the stand-in template, so that row is proven on the engine path. The image
+# chat runs the stand-in template, so that row is proven on the engine path (the audio row
+# has no chat path). The image
 # processor and feature extractor are transformers' Phi-4-multimodal classes, an assumption:
 # the real checkpoint's are remote code.
 PROOFS: dict[tuple[str, str], Proof] = {
@@ -200,5 +201,8 @@ PROOFS: dict[tuple[str, str], Proof] = {
         build_phi4_mm,
         standin="config and processor classes, image processor, LoRA adapter, chat template",
         real_prompt=False,
+    ),
+    ("audio", "phi4_mm"): Proof(
+        build_phi4_mm, standin="config and processor classes, feature extractor, LoRA adapter"
     ),
 }
