@@ -27,9 +27,9 @@ _MODULES = (
 # Modules that expose PROOFS ((modality, key) -> Proof): rows whose vLLM modules need
 # torchaudio or timm, rows proven with stand-ins written for the tests (standin, standin_seed,
 # public, public_more, public_vision, ernie, cohere, step, bee, phi4_siglip, molmo2,
-# keye_vl1_5, rvl, kanana), rows that only an older vLLM runs, the single-image example's
-# keys (vision, vision_more, ocr_and_more), and the multi-image example's keys proven with a
-# stand-in chat template (upstream).
+# keye_vl1_5, rvl, kanana, phi4_mm), rows that only an older vLLM runs, the single-image
+# example's keys (vision, vision_more, ocr_and_more), and the multi-image example's keys
+# proven with a stand-in chat template (upstream).
 _PROOF_MODULES = (
     "tests.tiny.extras",
     "tests.tiny.standin",
@@ -51,6 +51,7 @@ _PROOF_MODULES = (
     "tests.tiny.keye_vl1_5",
     "tests.tiny.rvl",
     "tests.tiny.kanana",
+    "tests.tiny.phi4_mm",
 )
 
 # The environment `make install` builds (.venv): the vLLM the docs are generated with.

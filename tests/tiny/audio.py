@@ -579,5 +579,4 @@ BUILDERS: dict[str, Builder] = {
 # Why each other audio seed row has no offline proof on vLLM 0.32 + transformers 5.19.
 UNPROVEN: dict[str, str] = {
     "minicpmo": "needs remote code (MiniCPMOConfig and the checkpoint's processor)",
-    "phi4_mm": "needs remote code (Phi4MM config and processor) and the speech LoRA",
 }
