@@ -68,7 +68,7 @@ endif
 # .venv-vllm-<line>, from the pinned requirements/vllm-<line>.txt (see tools/vllm_env.py).
 # Each overlays the environments its file names (.venv, another line), so they build in
 # parallel with each other; they run only once those exist.
-VLLM_LINES := 0.24 0.23
+VLLM_LINES := 0.24 0.23 0.28
 VLLM_ENV_STAMPS := $(foreach line,$(VLLM_LINES),.venv-vllm-$(line)/.mmrun-installed)
 
 vllm-envs:
