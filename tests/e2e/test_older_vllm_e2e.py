@@ -1,17 +1,18 @@
 """The seed rows that only an older vLLM runs, through mmrun's CLI in that vLLM's environment.
 
-vLLM removed some seed architectures (tarsier, musicflamingo, aya_vision after 0.24; tarsier2,
-qwen_vl_chat after 0.23). tests/tiny/older.py builds their tiny checkpoints and
-``make vllm-envs`` builds the environments (not part of `make test` nor CI: ``make test-outside-ci``
-builds them and runs this file) (.venv-vllm-<line>, tools/vllm_env.py); each case
+vLLM removed some seed architectures (hyperclovax_seed_vision after 0.28; tarsier,
+musicflamingo, aya_vision after 0.24; tarsier2, qwen_vl_chat after 0.23). tests/tiny/older.py
+builds their tiny checkpoints and ``make vllm-envs`` builds the environments (not part of
+`make test` nor CI: ``make test-outside-ci`` builds them and runs this file)
+(.venv-vllm-<line>, tools/vllm_env.py); each case
 builds its checkpoint with that environment's Python (its transformers writes the files) and
 runs ``mmrun <modality> -m KEY --model <checkpoint> --json`` there, as
 tests/e2e/test_cli_e2e.py does on the project's vLLM: the most media the model takes per prompt
 (2 where allowed), 3 prompts, ``generate``. It checks one output per prompt, more prompt tokens
 than the text alone (vLLM's processor expanded every placeholder), generated tokens, and that
 the vLLM that answered is the line's. One row per line also runs in batch mode over a folder
-of 3 images: vLLM 0.23 and 0.24 take mmrun's requests one at a time (``LLM.enqueue``), as
-0.32 does.
+of 3 images: vLLM 0.23, 0.24 and 0.28 take mmrun's requests one at a time (``LLM.enqueue``),
+as 0.32 does.
 """
 
 from __future__ import annotations
@@ -34,7 +35,7 @@ PROOFS = proofs()
 CASES = sorted(row for row, proof in PROOFS.items() if proof.env != MAIN)
 NUM_PROMPTS = 3
 # One row per line in batch mode (a folder of images, one prompt each).
-BATCH_CASES = [("image", "tarsier"), ("image", "tarsier2")]
+BATCH_CASES = [("image", "tarsier"), ("image", "tarsier2"), ("image", "hyperclovax_seed_vision")]
 
 
 def python_of(env: str) -> Path:

@@ -1028,7 +1028,6 @@ BUILDERS: dict[str, Builder] = {
 
 # Every other row of the image seed, with why it has no offline proof on vLLM 0.32.
 UNPROVEN: dict[str, str] = {
-    "hyperclovax_seed_vision": "architecture removed from vLLM 0.32 (HCXVision, last in 0.28.0)",
     "phi4_multimodal": (
         "architecture removed from vLLM 0.32 (Phi4Multimodal, last in 0.12.0); no vLLM 0.12 "
         "environment (torch 2.9.1) nor tiny builder yet"
