@@ -1,125 +1,36 @@
 """Tiny checkpoint of Bee (``BeeForConditionalGeneration``: LLaVA-OneVision's layout with a
 projector of its own), whose config and processor classes are remote code: STAND-IN BeeConfig
 and BeeProcessor classes (tests/tiny/standins/bee/) written from what vLLM reads and calls,
-over transformers' LLaVA-OneVision image processor. It proves vLLM's processor path,
-placeholder expansion (Bee's own feature count) and model on the engine, not the original
-classes or the real chat template.
+over transformers' LLaVA-OneVision image processor (tests/tiny/onevision_standin.py). It
+proves vLLM's processor path, placeholder expansion (Bee's own feature count) and model on the
+engine, not the original classes or the real chat template.
 """
 
 from __future__ import annotations
 
-import json
-import shutil
 from pathlib import Path
-from typing import Any
 
 from mmrun.tiny import TinyCheckpoint
-from mmrun.tiny._common import (
-    TINY_TEXT,
-    build_tokenizer,
-    padded_vocab_size,
-    token_ids,
-    transformers_module,
-)
 from tests.tiny import Proof
-
-_STANDINS = Path(__file__).resolve().parent / "standins" / "bee"
-
-# Qwen3's turn tokens, its reasoning block, and the image placeholder vLLM's Bee expands.
-_BEE_SPECIALS = (
-    "<|endoftext|>",
-    "<|im_start|>",
-    "<|im_end|>",
-    "<think>",
-    "</think>",
-    "<image>",
-)
-# STAND-IN chat template (the real one is in the checkpoint's files, not known offline): ChatML
-# turns, each image part as <image> and a newline where the content puts it.
-_BEE_TEMPLATE = (
-    "{% for message in messages %}<|im_start|>{{ message['role'] }}\n"
-    "{% if message['content'] is string %}{{ message['content'] }}{% else %}"
-    "{% for part in message['content'] %}"
-    "{% if part['type'] == 'image' %}<image>\n"
-    "{% elif part['type'] == 'text' %}{{ part['text'] }}{% endif %}{% endfor %}{% endif %}"
-    "<|im_end|>\n{% endfor %}{% if add_generation_prompt %}<|im_start|>assistant\n{% endif %}"
-)
+from tests.tiny.onevision_standin import build_onevision_standin
 
 
 def build_bee(dest: Path) -> TinyCheckpoint:
-    """Bee-8B (``BeeForConditionalGeneration``): a one-layer SigLIP tower of width 64 and a
-    one-layer Qwen3 text model (the real ones: a SigLIP 2 so400m tower and Qwen3-8B), random
-    weights (``load_format="dummy"``).
-
-    The geometry is the real one shrunk: 56-pixel tiles of 14-pixel patches (4 x 4 features
-    per tile; the real 384-pixel tiles have 27 x 27), any-resolution grids of 1 to 4 tiles a
-    side (the real ones go to 6) and ``anyres_max_9``, so a large image's 16 x 16 feature grid
-    is scaled down to fit 9 tiles' worth (the path vLLM's Bee counts on its own). The
-    tokenizer is a generic one (byte-level BPE) carrying Qwen3's tokens and ``<image>``; its
-    chat template is a STAND-IN (see ``_BEE_TEMPLATE``)."""
-    tf = transformers_module()
-    dest.mkdir(parents=True, exist_ok=True)
-    for name in ("configuration_bee.py", "processing_bee.py"):
-        shutil.copy(_STANDINS / name, dest / name)
-    tok = build_tokenizer(
+    """Bee-8B (``BeeForConditionalGeneration``), shrunk: the real tower is a SigLIP 2 so400m
+    one and the text model Qwen3-8B; the real 384-pixel tiles have 27 x 27 features and its
+    grids go to 6 tiles a side. Here grids go to 4 tiles a side, with ``anyres_max_9``, so a
+    large image's 16 x 16 feature grid is scaled down to fit 9 tiles' worth (the path vLLM's
+    Bee counts on its own)."""
+    return build_onevision_standin(
         dest,
-        _BEE_SPECIALS,
-        chat_template=_BEE_TEMPLATE,
-        eos_token="<|im_end|>",
-        pad_token="<|endoftext|>",
+        standins="bee",
+        architecture="BeeForConditionalGeneration",
+        model_type="bee",
+        config_class="configuration_bee.BeeConfig",
+        processor_class="processing_bee.BeeProcessor",
+        max_tiles=4,
+        extra_config={"vision_aspect_ratio": "anyres_max_9"},
     )
-    ids = token_ids(tok, _BEE_SPECIALS)
-    tile, patch = 56, 14
-    pinpoints = [[tile * h, tile * w] for h in range(1, 5) for w in range(1, 5)]
-    config: dict[str, Any] = {
-        "architectures": ["BeeForConditionalGeneration"],
-        "auto_map": {"AutoConfig": "configuration_bee.BeeConfig"},
-        "model_type": "bee",
-        "image_token_index": ids["<image>"],
-        "vision_feature_layer": -1,
-        "vision_feature_select_strategy": "full",
-        "image_grid_pinpoints": pinpoints,
-        "vision_aspect_ratio": "anyres_max_9",
-        "projector_hidden_act": "gelu",
-        "multimodal_projector_bias": True,
-        "tie_word_embeddings": False,
-        "vision_config": {
-            "model_type": "siglip_vision_model",
-            "hidden_size": 64,
-            "intermediate_size": 128,
-            "num_hidden_layers": 1,
-            "num_attention_heads": 2,
-            "image_size": tile,
-            "patch_size": patch,
-            "vision_use_head": False,
-        },
-        "text_config": {
-            **TINY_TEXT,
-            "model_type": "qwen3",
-            "architectures": ["Qwen3ForCausalLM"],
-            "vocab_size": padded_vocab_size(tok),
-            "bos_token_id": ids["<|endoftext|>"],
-            "eos_token_id": ids["<|im_end|>"],
-            "tie_word_embeddings": False,
-        },
-    }
-    (dest / "config.json").write_text(json.dumps(config, indent=2) + "\n")
-    image_processor = tf.LlavaOnevisionImageProcessor(
-        size={"height": tile, "width": tile},
-        crop_size={"height": tile, "width": tile},
-        image_grid_pinpoints=pinpoints,
-        image_mean=[0.5, 0.5, 0.5],
-        image_std=[0.5, 0.5, 0.5],
-    )
-    image_processor.save_pretrained(str(dest))
-    preprocessor = dest / "preprocessor_config.json"
-    settings = json.loads(preprocessor.read_text())
-    settings["processor_class"] = "BeeProcessor"
-    settings["auto_map"] = {"AutoProcessor": "processing_bee.BeeProcessor"}
-    preprocessor.write_text(json.dumps(settings, indent=2) + "\n")
-    (dest / "chat_template.jinja").write_text(_BEE_TEMPLATE)
-    engine = {"load_format": "dummy", "max_num_seqs": 2, "max_model_len": 2048}
-    return TinyCheckpoint(dest, engine)
 
 
 # Both methods' prompts come from the stand-in template (the loader renders the processor's).
