@@ -14,6 +14,7 @@ import signal
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 from collections.abc import Callable
 from pathlib import Path
@@ -23,6 +24,7 @@ import psutil
 import pytest
 
 from mmrun.tiny import TinyCheckpoint
+from tests.helpers.http import Route, ScriptedServer, reply
 
 pytestmark = pytest.mark.e2e
 
@@ -78,37 +80,82 @@ def rows(path: Path) -> dict[str, dict[str, Any]]:
 
 
 def test_two_replicas_share_the_work_and_answer_as_one_engine(
-    qwen: TinyCheckpoint, tmp_path: Path
+    qwen: TinyCheckpoint, server: ScriptedServer, tmp_path: Path
 ) -> None:
     source = manifest(tmp_path / "data", 40)
-    # Long enough answers that the first engine up cannot finish all 40 before the second:
-    # with 48 tokens the 40 took about 4.5 s from the first replica ready, and a CI run saw
-    # one replica do them all; with 160, about 12 s against replicas ready 1-3 s apart.
-    args = ["--input", str(source), "--max-tokens", "160", "--sampling-arg", "ignore_eos=true"]
+    args = ["--max-tokens", "48", "--sampling-arg", "ignore_eos=true"]
     one = tmp_path / "one.jsonl"
     two = tmp_path / "two.jsonl"
     first = subprocess.run(
-        command(qwen, *args, "-o", str(one)),
+        command(qwen, "--input", str(source), *args, "-o", str(one)),
         env=IN_PROCESS,
         capture_output=True,
         text=True,
         timeout=1200,
     )
     assert first.returncode == 0, first.stderr[-3000:]
-    second = subprocess.run(
-        command(qwen, *args, "-o", str(two), "-dp", "2"),
-        env=IN_PROCESS,
-        capture_output=True,
+
+    # The same images over HTTP, held back until both replicas are up: the first replica
+    # ready then cannot finish the data set before the second asks (how long the second
+    # takes to start is the machine's business), so each one's share is decided by asking,
+    # not by start-up skew.
+    both_ready = threading.Event()
+    lines = []
+    for line in source.read_text().splitlines():
+        row = json.loads(line)
+        path = Path(row["image"])
+        server.routes[f"/{path.name}"] = held_back(path.read_bytes(), both_ready)
+        lines.append(json.dumps({**row, "image": server.url(f"/{path.name}")}))
+    remote = tmp_path / "remote.jsonl"
+    remote.write_text("\n".join(lines) + "\n")
+    proc = subprocess.Popen(
+        command(qwen, "--input", str(remote), *args, "-o", str(two), "-dp", "2"),
+        env={**IN_PROCESS, "MMRUN_DOWNLOAD_TIMEOUT": "900"},
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
         text=True,
-        timeout=1200,
     )
-    assert second.returncode == 0, second.stderr[-3000:]
+    err: list[str] = []
+    reader = threading.Thread(target=watch_ready, args=(proc, err, both_ready), daemon=True)
+    reader.start()
+    try:
+        proc.wait(timeout=1200)
+        reader.join(timeout=30)
+    finally:
+        both_ready.set()
+        if proc.poll() is None:
+            proc.kill()
+    stderr = "".join(err)
+    assert proc.returncode == 0, stderr[-3000:]
     alone, parallel = rows(one), rows(two)
     assert sorted(parallel) == sorted(alone) == sorted(f"p{i}" for i in range(40))
     assert len(two.read_text().splitlines()) == 40  # each id exactly once
     assert {r["replica"] for r in parallel.values()} == {0, 1}, "one replica did all the work"
     assert {k: r["text"] for k, r in parallel.items()} == {k: r["text"] for k, r in alone.items()}
-    assert "engines: 2 (local)" in second.stderr
+    assert "engines: 2 (local)" in stderr
+
+
+def held_back(body: bytes, gate: threading.Event) -> Route:
+    """A route that answers ``body`` once ``gate`` is set."""
+
+    def route(handler: Any) -> None:
+        gate.wait(900)
+        reply(handler, 200, body, headers={"Content-Type": "image/png"})
+
+    return route
+
+
+def watch_ready(proc: subprocess.Popen[str], err: list[str], both_ready: threading.Event) -> None:
+    """Collect the run's stderr; set ``both_ready`` once both replicas said they are ready."""
+    assert proc.stderr is not None
+    ready: set[str] = set()
+    for line in proc.stderr:
+        err.append(line)
+        for replica in ("0", "1"):
+            if f"mmrun: replica {replica} (" in line and "ready after" in line:
+                ready.add(replica)
+        if len(ready) == 2:
+            both_ready.set()
 
 
 @pytest.mark.engine_processes  # it kills a replica's engine core process
