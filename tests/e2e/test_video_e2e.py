@@ -237,7 +237,8 @@ def test_a_clip_with_an_image_through_the_real_engine(
     env = {"HF_HUB_OFFLINE": "1"}
     try:
         docs = {}
-        for image, method in ((small, "generate"), (large, "generate"), (large, "chat")):
+        runs = [(image, method) for method in ("generate", "chat") for image in (small, large)]
+        for image, method in runs:
             args = [*common, "--video", str(clip), "--image", str(image), "--method", method]
             run = cli_worker.run([*args, "--json"], env)
             assert run.returncode == 0, run.stderr[-3000:]
@@ -252,8 +253,10 @@ def test_a_clip_with_an_image_through_the_real_engine(
         assert doc["question"] == "What is shown in the image? What happens in the video?"
         assert doc["prompt"].count("<|image_pad|>") == doc["prompt"].count("<|video_pad|>") == 1
         tokens = {k: d["outputs"][0]["prompt_tokens"] for k, d in docs.items()}
-        added = tokens[("large.png", "generate")] - tokens[("small.png", "generate")]
-        assert added == _image_tokens(checkpoint, large) - _image_tokens(checkpoint, small) > 0
+        image_added = _image_tokens(checkpoint, large) - _image_tokens(checkpoint, small)
+        for method in ("generate", "chat"):
+            added = tokens[("large.png", method)] - tokens[("small.png", method)]
+            assert added == image_added > 0, method
         assert docs[("large.png", "chat")]["outputs"][0]["completion_tokens"] > 0
 
         # A batch: both clips, each with the image, on the same engine.
