@@ -33,7 +33,6 @@ from mmrun.inputs import Item
 from mmrun.inputs.openai_batch import fill_media
 from mmrun.media import MediaItem, MediaResolver, ProgressFn, decoded_bytes, prefetch_budget
 from mmrun.plan import Plan
-from mmrun.registry import Modality
 from mmrun.request import LoaderContext, Prompt, TemplateRenderer
 from mmrun.results import Completion, ItemError, Outcome, RunResult
 from mmrun.structured import checked
@@ -304,22 +303,30 @@ class Runner:
         # A replica of a parallel run shares the host's cores with the others.
         self.engines_on_host = int(plan.options.data_parallel_size)
         self._t0 = time.perf_counter()
-        # The items every prompt carries ahead of its own (an image with each clip), resolved
-        # once by resolve_companions().
-        self.companion_media: list[tuple[Modality, list[MediaItem]]] = []
+        # The items every prompt carries ahead of its own (an image with each clip), in the
+        # form the engine takes them, prepared once by resolve_companions(): chat message
+        # parts, or vLLM's name for each kind -> its items.
+        self.companion_parts: list[dict[str, Any]] = []
+        self.companion_data: dict[str, list[Any]] = {}
 
     def resolve_companions(self) -> None:
         """Fetch and decode the run's companion items (a few, shared by every prompt), before
-        the engine starts: one that cannot be read fails the run in a second."""
+        the engine starts: one that cannot be read fails the run in a second. They are made
+        ready for the engine (resized where the row says) here, once, not for every prompt."""
+        spec = self.plan.spec
         for companion in self.plan.companions:
-            resolver = MediaResolver(
-                companion.modality, self.hooks.on_request, self.hooks.on_progress
-            )
+            modality = companion.modality
+            resolver = MediaResolver(modality, self.hooks.on_request, self.hooks.on_progress)
             try:
                 media = [f.result() for f in resolver.submit(companion.sources)]
             finally:
                 resolver.close()
-            self.companion_media.append((companion.modality, media))
+            if self.plan.method == "chat":
+                self.companion_parts += [modality.chat_part(m.data, spec) for m in media]
+            else:
+                self.companion_data[modality.engine_key] = [
+                    modality.to_engine(m.data, spec) for m in media
+                ]
 
     def window(self, replica: bool = False) -> int:
         """How many prompts may be in the engine at once: enough to keep its scheduler full
@@ -445,14 +452,10 @@ class Runner:
             parts = [modality.chat_part(m.data, spec) for m in media]
             if messages is not None:
                 return fill_media(messages, modality.name, parts)
-            ahead = [c.chat_part(m.data, spec) for c, items in self.companion_media for m in items]
+            ahead = [dict(part) for part in self.companion_parts]  # each prompt's own parts
             return engine.chat_input(question, [*ahead, *parts])
         data = [modality.to_engine(m.data, spec) for m in media]
-        companions = {
-            c.engine_key: [c.to_engine(m.data, spec) for m in items]
-            for c, items in self.companion_media
-        }
-        return engine.generate_input(prompt, *self.plan.engine_items(data), companions)
+        return engine.generate_input(prompt, *self.plan.engine_items(data), self.companion_data)
 
     def drive(
         self,
