@@ -5,8 +5,9 @@ no `vllm run-batch` there).
 
 For each run: seconds from spawn to the engine ready (vLLM's "init engine ... took" line) and
 to the last result, prompts/s from engine ready to the last result, the GPU's busy share over
-that window (nvidia-smi's utilization, sampled every 200 ms), and whether every greedy text is
-identical to the first run's. A prompt count of 1 gives the start-up figures.
+that window (nvidia-smi's utilization, sampled every 200 ms), the cores its processes kept
+busy over it (the spawned process alone, and with its children: /proc, every second), and
+whether every greedy text is identical to the first run's. A prompt count of 1 gives the start-up figures.
 
 usage: throughput.py --bench ROOT --model DIR --prompts N --variants mmrun,tuned,runbatch,raw[,mmrun-base]
                      --res DIR [--task qwen2_5_vl|whisper] [--max-tokens T] [--engine-args JSON]
@@ -15,6 +16,7 @@ usage: throughput.py --bench ROOT --model DIR --prompts N --variants mmrun,tuned
   prompt's output tokens (default 64, with ignore_eos). --engine-args: engine arguments given
   to every variant alike, none by default (what vLLM's CPU build needs for a smoke run, e.g.).
   mmrun-base: the mmrun package found at MMRUN_BASE_PATH (another version, to compare two).
+  mmrun+KEY=JSON (also mmrun-base+...): mmrun with one more engine argument, one per "+".
   Rounds alternate the order. --warm: first run these variants at once, on N prompts each with a small share of the GPU, so that each configuration's compile cache is
   filled before anything is timed (an mmrun warm-up on the full manifest, for the same
   engine arguments, is stopped at its first result). --budget: skip what would not end in
@@ -47,7 +49,7 @@ READY = re.compile(r"init engine \(profile, create kv cache, warmup model\) took
 RATE = {
     "qwen2_5_vl": {"raw": 18, "tuned": 28, "runbatch": 14, "mmrun": 30, "mmrun-eagerenc": 28,
                    "mmrun-base": 30},
-    "whisper": {"raw": 30, "tuned": 40, "mmrun": 50, "mmrun-base": 50},
+    "whisper": {"raw": 60, "tuned": 80, "tuned-spawn": 80, "mmrun": 110, "mmrun-base": 110},
 }  # fmt: skip
 START_S = 40
 WARM_MEMORY = {"gpu_memory_utilization": 0.2, "kv_cache_memory_bytes": 6_000_000_000}
@@ -70,9 +72,11 @@ def command(variant: str, n: int, bench: Path, model: str, run: Path, extra: dic
     py = sys.executable
     env: dict[str, str | None] = {"OMP_NUM_THREADS": None}
     manifest = str(bench / MANIFEST[task].format(n=n))
-    if variant in ("raw", "tuned"):
-        if variant == "tuned":
+    if variant in ("raw", "tuned", "tuned-spawn"):
+        if variant != "raw":
             env["OMP_NUM_THREADS"] = "8"
+        if variant == "tuned-spawn":  # the engine core a new interpreter, not a fork
+            env["VLLM_WORKER_MULTIPROC_METHOD"] = "spawn"
         argv = [py, str(HERE / RAW_SCRIPT[task]), "--model", model, "--manifest", manifest]
         argv += ["--out", str(run / "texts.json"), "--max-tokens", str(max_tokens)]
         if extra:
@@ -94,6 +98,7 @@ def command(variant: str, n: int, bench: Path, model: str, run: Path, extra: dic
             env["PYTHONPATH"] = os.environ.get("PYTHONPATH", "") + ":" + os.environ["RUNBATCH_SITE"]
         return argv, env, run / "out.jsonl"
     if variant.startswith("mmrun"):
+        variant, *pairs = variant.split("+")  # mmrun+KEY=JSON: one more engine argument
         argv = [py, "-m", "mmrun", *MMRUN_MODEL[task], "--model", model, "--input", manifest]
         argv += ["-o", str(run / "out.jsonl"), "-v", "--max-tokens", str(max_tokens)]
         argv += ["--temperature", "0", "--sampling-arg", "ignore_eos=true", *MMRUN_FLAGS[task]]
@@ -106,6 +111,8 @@ def command(variant: str, n: int, bench: Path, model: str, run: Path, extra: dic
             env["PYTHONPATH"] = base + ":" + os.environ.get("PYTHONPATH", "")
         for key, value in extra.items():
             argv += ["--engine-arg", f"{key}={json.dumps(value)}"]
+        for pair in pairs:
+            argv += ["--engine-arg", pair]
         return argv, env, run / "out.jsonl"
     raise SystemExit(f"unknown variant {variant!r}")
 
@@ -139,6 +146,50 @@ class GpuBusy:
     def stop(self) -> None:
         if self.proc is not None:
             self.proc.terminate()
+
+
+class CpuTime:
+    """The CPU seconds (user + system) of a process session's processes, every second: how
+    many cores the spawned process itself (the frontend: the raw script, or mmrun with vLLM's
+    input processing) and all of its processes (the engine core too) kept busy."""
+
+    TICK = os.sysconf("SC_CLK_TCK") if hasattr(os, "sysconf") else 100
+
+    def __init__(self, session: int) -> None:
+        self.session = session
+        self.samples: list[tuple[float, float, float]] = []  # (time, main's s, all's s)
+        self.done = threading.Event()
+        threading.Thread(target=self._run, daemon=True).start()
+
+    def _run(self) -> None:
+        while not self.done.is_set():
+            self.samples.append((time.time(), *self._now()))
+            self.done.wait(1.0)
+
+    def _now(self) -> tuple[float, float]:
+        main = total = 0.0
+        for stat in Path("/proc").glob("[0-9]*/stat"):
+            try:
+                fields = stat.read_text().rpartition(")")[2].split()
+            except OSError:
+                continue
+            if int(fields[3]) != self.session:  # fields[3]: the session id
+                continue
+            seconds = (int(fields[11]) + int(fields[12])) / self.TICK  # utime, stime
+            total += seconds
+            if int(stat.parent.name) == self.session:
+                main = seconds
+        return main, total
+
+    def cores(self, start: float, end: float) -> tuple[float, float] | None:
+        inside = [s for s in self.samples if start <= s[0] <= end]
+        if len(inside) < 2 or inside[-1][0] <= inside[0][0]:
+            return None
+        (t0, m0, a0), (t1, m1, a1) = inside[0], inside[-1]
+        return round((m1 - m0) / (t1 - t0), 2), round((a1 - a0) / (t1 - t0), 2)
+
+    def stop(self) -> None:
+        self.done.set()
 
 
 def gpu_free(limit: float = 60) -> None:
@@ -194,6 +245,7 @@ def run_one(argv, env_changes, result: Path | None, n: int, run: Path, timeout: 
 
     reader = threading.Thread(target=read, daemon=True)
     reader.start()
+    cpu = CpuTime(proc.pid)
     while proc.poll() is None:
         time.sleep(0.1)
         done = lines_in(result) if result is not None else 0
@@ -213,11 +265,14 @@ def run_one(argv, env_changes, result: Path | None, n: int, run: Path, timeout: 
     log.close()
     rec["exit"] = time.time()
     rec["rc"] = proc.returncode
+    cpu.stop()
+    if "ready" in rec and "last" in rec:
+        rec["cpu_cores"] = cpu.cores(rec["ready"], rec["last"])
     return rec
 
 
 def texts_of(variant: str, run: Path) -> dict[str, str]:
-    if variant in ("raw", "tuned"):
+    if variant in ("raw", "tuned", "tuned-spawn"):
         path = run / "texts.json"
         return json.loads(path.read_text()) if path.exists() else {}
     texts = {}
@@ -244,6 +299,8 @@ def summarise(variant: str, n: int, rec: dict, gpu: GpuBusy) -> dict:
         out["ready_to_last_s"] = round(last - ready, 1)
         out["prompts_per_s"] = round(n / (last - ready), 2)
         out["gpu_busy_pct"] = gpu.busy(ready, last)
+    if rec.get("cpu_cores"):  # cores busy over that window: the spawned process, all of them
+        out["cpu_cores_main"], out["cpu_cores_all"] = rec["cpu_cores"]
     if ready is not None and rec.get("first") is not None:
         out["first_result_after_ready_s"] = round(rec["first"] - ready, 1)
     if rec.get("timed_out"):
@@ -257,11 +314,13 @@ def _or_dash(value: object) -> object:
 
 def table(rows: list[dict]) -> str:
     head = ("| variant | prompts | prompts/s from engine ready | spawn to ready (s) | spawn to "
-            "all results (s) | GPU busy % | texts identical |\n|---|---|---|---|---|---|---|\n")  # fmt: skip
+            "all results (s) | GPU busy % | CPU cores: main / all | texts identical |\n"
+            "|---|---|---|---|---|---|---|---|\n")  # fmt: skip
     body = "".join(
         f"| {r['variant']} | {r['prompts']} | {r.get('prompts_per_s', '-')} | "
         f"{r.get('spawn_to_ready_s', '-')} | {r.get('spawn_to_last_s', '-')} | "
-        f"{_or_dash(r.get('gpu_busy_pct'))} | {r.get('texts_identical', '-')} |\n"
+        f"{_or_dash(r.get('gpu_busy_pct'))} | {r.get('cpu_cores_main', '-')} / "
+        f"{r.get('cpu_cores_all', '-')} | {r.get('texts_identical', '-')} |\n"
         for r in rows
     )
     return head + body
@@ -320,7 +379,7 @@ def main() -> int:
                 print("RUN", json.dumps({k: x for k, x in env.items() if x}), shlex.join(argv))
                 continue
             left = args.budget - (time.time() - t0)
-            if left < START_S + n / RATE[args.task].get(v, 15):
+            if left < START_S + n / RATE[args.task].get(v.split("+")[0], 15):
                 print(f"{name}: skipped ({left:.0f}s of the budget left)", flush=True)
                 continue
             gpu_free()
