@@ -198,7 +198,8 @@ def apply_gpu_defaults(
     why = {
         "max_num_seqs": f"{prompts:,} prompts: up to that many run together "
         f"(the model's own setting is {before.get('max_num_seqs')})",
-        "ir_op_priority": "vLLM's CUDA RMSNorm kernels for the uncompiled vision encoder",
+        "ir_op_priority": "vLLM's CUDA RMSNorm kernels for what vLLM does not compile, "
+        "such as a vision encoder",
     }
     images = images_per_engine(prompts, per_prompt, engines)
     encoder = compile_the_encoder(engine_args, architecture, images, overrides)
