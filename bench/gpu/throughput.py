@@ -7,9 +7,11 @@ For each run: seconds from spawn to the engine ready (vLLM's "init engine ... to
 to the last result, prompts/s from engine ready to the last result, the GPU's busy share over
 that window (nvidia-smi's utilization, sampled every 200 ms), the cores its processes kept
 busy over it (the spawned process alone, and with its children: /proc, every second), and
-whether every greedy text is identical to the first run's. A prompt count of 1 gives the start-up figures.
+whether every greedy text is identical to the first run's. A prompt count of 1 gives the
+start-up figures.
 
-usage: throughput.py --bench ROOT --model DIR --prompts N --variants mmrun,tuned,runbatch,raw[,mmrun-base]
+usage: throughput.py --bench ROOT --model DIR --prompts N
+                     --variants mmrun,tuned,runbatch,raw[,tuned-spawn,mmrun-base,mmrun+KEY=JSON]
                      --res DIR [--task qwen2_5_vl|whisper] [--max-tokens T] [--engine-args JSON]
                      [--rounds R] [--budget S] [--warm VARIANT:N,...] [--dry]
   ROOT: media.py's folder (mN.jsonl, bN.jsonl; wN.jsonl for whisper). --max-tokens: each
@@ -17,6 +19,8 @@ usage: throughput.py --bench ROOT --model DIR --prompts N --variants mmrun,tuned
   to every variant alike, none by default (what vLLM's CPU build needs for a smoke run, e.g.).
   mmrun-base: the mmrun package found at MMRUN_BASE_PATH (another version, to compare two).
   mmrun+KEY=JSON (also mmrun-base+...): mmrun with one more engine argument, one per "+".
+  tuned-spawn: tuned, with VLLM_WORKER_MULTIPROC_METHOD=spawn (the tuned Whisper script hangs
+  at its engine's start when vLLM forks the engine core).
   Rounds alternate the order. --warm: first run these variants at once, on N prompts each with a small share of the GPU, so that each configuration's compile cache is
   filled before anything is timed (an mmrun warm-up on the full manifest, for the same
   engine arguments, is stopped at its first result). --budget: skip what would not end in
@@ -35,6 +39,7 @@ import json
 import os
 import re
 import shlex
+import shutil
 import signal
 import subprocess
 import sys
@@ -219,7 +224,9 @@ def lines_in(path: Path | None) -> int:
 def run_one(argv, env_changes, result: Path | None, n: int, run: Path, timeout: float,
             stop_at_first: bool = False) -> dict:  # fmt: skip
     """Run a command; the wall-clock times of its spawn, ready, first and last result, exit."""
-    run.mkdir(parents=True, exist_ok=True)
+    # A fresh folder: mmrun would resume the output of an earlier run of the same name.
+    shutil.rmtree(run, ignore_errors=True)
+    run.mkdir(parents=True)
     env = dict(os.environ)
     for key, value in env_changes.items():
         if value is None:
