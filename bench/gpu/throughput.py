@@ -11,14 +11,16 @@ whether every greedy text is identical to the first run's. A prompt count of 1 g
 start-up figures.
 
 usage: throughput.py --bench ROOT --model DIR --prompts N
-                     --variants mmrun,tuned,runbatch,raw[,tuned-spawn,mmrun-base,mmrun+KEY=JSON]
+                     --variants mmrun,tuned,runbatch,raw[,tuned-spawn,mmrun-base,VARIANT+KEY=JSON]
                      --res DIR [--task qwen2_5_vl|whisper] [--max-tokens T] [--engine-args JSON]
                      [--rounds R] [--budget S] [--warm VARIANT:N,...] [--dry]
   ROOT: media.py's folder (mN.jsonl, bN.jsonl; wN.jsonl for whisper). --max-tokens: each
   prompt's output tokens (default 64, with ignore_eos). --engine-args: engine arguments given
   to every variant alike, none by default (what vLLM's CPU build needs for a smoke run, e.g.).
   mmrun-base: the mmrun package found at MMRUN_BASE_PATH (another version, to compare two).
-  mmrun+KEY=JSON (also mmrun-base+...): mmrun with one more engine argument, one per "+".
+  VARIANT+KEY=JSON, VARIANT+env.NAME=VALUE (any number of "+" parts): the variant with one
+  more engine argument, or environment variable, each, e.g. mmrun+max_num_seqs=512,
+  mmrun+env.VLLM_USE_V2_MODEL_RUNNER=0: a setting tried beside the defaults in the same call.
   tuned-spawn: tuned, with VLLM_WORKER_MULTIPROC_METHOD=spawn (the tuned Whisper script hangs
   at its engine's start when vLLM forks the engine core).
   Rounds alternate the order. --warm: first run these variants at once, on N prompts each with a small share of the GPU, so that each configuration's compile cache is
@@ -73,7 +75,28 @@ MMRUN_FLAGS = {
 
 def command(variant: str, n: int, bench: Path, model: str, run: Path, extra: dict,
             task: str = "qwen2_5_vl", max_tokens: int = 64) -> tuple:  # fmt: skip
-    """(argv, environment changes, result file or None) of one run."""
+    """(argv, environment changes, result file or None) of one run. A variant may end in
+    "+KEY=VALUE" parts: one more engine argument each (VALUE read as JSON, else a string), or,
+    as "+env.NAME=VALUE", one more environment variable."""
+    base, *pairs = variant.split("+")
+    extra, more_env = dict(extra), {}
+    for pair in pairs:
+        key, sep, value = pair.partition("=")
+        if not sep or not key:
+            raise SystemExit(f"{variant!r}: each part after '+' is KEY=VALUE or env.NAME=VALUE")
+        if key.startswith("env."):
+            more_env[key.removeprefix("env.")] = value
+            continue
+        try:
+            extra[key] = json.loads(value)
+        except json.JSONDecodeError:
+            extra[key] = value
+    argv, env, result = _command(base, n, bench, model, run, extra, task, max_tokens)
+    return argv, {**env, **more_env}, result
+
+
+def _command(variant: str, n: int, bench: Path, model: str, run: Path, extra: dict,
+             task: str, max_tokens: int) -> tuple:  # fmt: skip
     py = sys.executable
     env: dict[str, str | None] = {"OMP_NUM_THREADS": None}
     manifest = str(bench / MANIFEST[task].format(n=n))
@@ -103,7 +126,6 @@ def command(variant: str, n: int, bench: Path, model: str, run: Path, extra: dic
             env["PYTHONPATH"] = os.environ.get("PYTHONPATH", "") + ":" + os.environ["RUNBATCH_SITE"]
         return argv, env, run / "out.jsonl"
     if variant.startswith("mmrun"):
-        variant, *pairs = variant.split("+")  # mmrun+KEY=JSON: one more engine argument
         argv = [py, "-m", "mmrun", *MMRUN_MODEL[task], "--model", model, "--input", manifest]
         argv += ["-o", str(run / "out.jsonl"), "-v", "--max-tokens", str(max_tokens)]
         argv += ["--temperature", "0", "--sampling-arg", "ignore_eos=true", *MMRUN_FLAGS[task]]
@@ -116,8 +138,6 @@ def command(variant: str, n: int, bench: Path, model: str, run: Path, extra: dic
             env["PYTHONPATH"] = base + ":" + os.environ.get("PYTHONPATH", "")
         for key, value in extra.items():
             argv += ["--engine-arg", f"{key}={json.dumps(value)}"]
-        for pair in pairs:
-            argv += ["--engine-arg", pair]
         return argv, env, run / "out.jsonl"
     raise SystemExit(f"unknown variant {variant!r}")
 
@@ -392,7 +412,7 @@ def main() -> int:
             gpu_free()
             rec = run_one(argv, env, result, n, run, left - 5)
             row = {"task": args.task, **summarise(v, n, rec, gpu)}
-            texts = texts_of(v, run)
+            texts = texts_of(v.split("+")[0], run)
             row["texts"] = len(texts)
             # compares runs of separate calls too (the texts themselves stay on the machine)
             digest = hashlib.sha256(json.dumps(texts, sort_keys=True).encode()).hexdigest()
