@@ -59,6 +59,8 @@ RATE = {
     "whisper": {"raw": 60, "tuned": 80, "tuned-spawn": 80, "mmrun": 110, "mmrun-base": 110},
 }  # fmt: skip
 START_S = 40
+# The variants that run the raw script (RAW_SCRIPT): vLLM's defaults, and tuned two ways.
+SCRIPT_VARIANTS = ("raw", "tuned", "tuned-spawn")
 WARM_MEMORY = {"gpu_memory_utilization": 0.2, "kv_cache_memory_bytes": 6_000_000_000}
 # media.py's files: mmrun's manifest of N prompts per task, and run-batch's tokens
 MANIFEST = {"qwen2_5_vl": "m{n}.jsonl", "whisper": "w{n}.jsonl"}
@@ -100,7 +102,7 @@ def _command(variant: str, n: int, bench: Path, model: str, run: Path, extra: di
     py = sys.executable
     env: dict[str, str | None] = {"OMP_NUM_THREADS": None}
     manifest = str(bench / MANIFEST[task].format(n=n))
-    if variant in ("raw", "tuned", "tuned-spawn"):
+    if variant in SCRIPT_VARIANTS:
         if variant != "raw":
             env["OMP_NUM_THREADS"] = "8"
         if variant == "tuned-spawn":  # the engine core a new interpreter, not a fork
@@ -174,9 +176,10 @@ class GpuBusy:
 
 
 class CpuTime:
-    """The CPU seconds (user + system) of a process session's processes, every second: how
-    many cores the spawned process itself (the frontend: the raw script, or mmrun with vLLM's
-    input processing) and all of its processes (the engine core too) kept busy."""
+    """The CPU seconds (user + system), every second, of the processes whose Linux session id
+    is the spawned process's (run_one starts it with start_new_session): how many cores the
+    spawned process itself (the frontend: the raw script, or mmrun with vLLM's input
+    processing) and all of its processes (the engine core too) kept busy."""
 
     TICK = os.sysconf("SC_CLK_TCK") if hasattr(os, "sysconf") else 100
 
@@ -299,7 +302,7 @@ def run_one(argv, env_changes, result: Path | None, n: int, run: Path, timeout: 
 
 
 def texts_of(variant: str, run: Path) -> dict[str, str]:
-    if variant in ("raw", "tuned", "tuned-spawn"):
+    if variant in SCRIPT_VARIANTS:
         path = run / "texts.json"
         return json.loads(path.read_text()) if path.exists() else {}
     texts = {}
