@@ -149,6 +149,9 @@ class Plan:
     # (why)"): shown with --verbose and --dry-run.
     choices: tuple[str, ...] = ()
     companions: tuple[Companion, ...] = ()
+    # Environment variables the engine's start needs for those choices (NAME, VALUE); one the
+    # user set is never among them.
+    engine_env: tuple[tuple[str, str], ...] = ()
 
     def engine_items(self, items: Sequence[Any]) -> tuple[str, list[Any]]:
         """A prompt's media as vLLM takes them: its name for them, and the items (each
@@ -187,6 +190,7 @@ class Plan:
             engine_args=self.engine_args,
             sampling=self.sampling,
             vllm_version=self.vllm_version,
+            engine_env=self.engine_env,
         )
 
     def seed_for(self, item: Item) -> int | None:
@@ -266,6 +270,7 @@ class Recipe:
     engine_args: dict[str, Any]
     sampling: dict[str, Any]
     vllm_version: str | None
+    engine_env: tuple[tuple[str, str], ...] = ()
 
 
 def replica_plan(recipe: Recipe, registry: Registry, vllm: VllmInfo) -> Plan:
@@ -286,6 +291,7 @@ def replica_plan(recipe: Recipe, registry: Registry, vllm: VllmInfo) -> Plan:
         batch=True,
         vllm_version=vllm.version,
         companions=companions_of(recipe.options, registry),
+        engine_env=recipe.engine_env,
     )
 
 
@@ -413,8 +419,9 @@ def plan(opts: RunOptions, registry: Registry, vllm: VllmInfo, gpus: Sequence[st
     if json_lines or structured.asks_for_json(sampling.get("structured_outputs")):
         structured.compact_json(engine_args, opts.engine_args)
     choices: tuple[str, ...] = ()
+    engine_env: dict[str, str] = {}
     if vllm.device == "gpu":
-        choices = apply_gpu_defaults(
+        choices, engine_env = apply_gpu_defaults(
             engine_args,
             items.total,
             opts.engine_args,
@@ -459,6 +466,7 @@ def plan(opts: RunOptions, registry: Registry, vllm: VllmInfo, gpus: Sequence[st
         replicas=replicas,
         choices=choices,
         companions=companions,
+        engine_env=tuple(engine_env.items()),
     )
 
 

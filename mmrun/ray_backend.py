@@ -18,7 +18,7 @@ import json
 import logging
 import os
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from typing import Any
 
 from mmrun.errors import EngineError, MissingDependencyError
@@ -186,8 +186,7 @@ def run_ray(
     t0 = time.perf_counter()
     todo = {item.id: item for item in items}
     recipe = plan.recipe()
-    env = {k: v for k, v in os.environ.items() if any(k.startswith(p) for p in _FORWARDED_ENV)}
-    runtime_env = {"env_vars": env}
+    runtime_env = {"env_vars": workers_environment(plan.engine_env, os.environ)}
     if not ray.is_initialized():
         ray.init(
             address=os.environ.get("RAY_ADDRESS") or None,
@@ -264,6 +263,15 @@ def _root_cause(exc: BaseException) -> str:
         if head.endswith(("Error", "Exception")) and " " not in head:
             return line[:300]
     return (lines[-1] if lines else type(exc).__name__)[:300]
+
+
+def workers_environment(
+    chosen: Iterable[tuple[str, str]], environ: Mapping[str, str]
+) -> dict[str, str]:
+    """The environment Ray's workers get: this process's variables for vLLM, Hugging Face,
+    mmrun and the devices, and what the plan chose for the engine where the user set nothing."""
+    own = {k: v for k, v in environ.items() if k.startswith(_FORWARDED_ENV)}
+    return {**dict(chosen), **own}
 
 
 def engine_pool(replicas: int | None) -> tuple[int, int]:

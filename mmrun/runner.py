@@ -379,6 +379,7 @@ class Runner:
                 self.plan.engine_args,
                 abort=abort,
                 engines_on_host=self.engines_on_host,
+                env=self.plan.engine_env,
                 # The first prompt loads the model's processor or tokenizer (half a second to
                 # seconds): built while the engine starts, not after it is ready.
                 warm_up=lambda: self._warm_prompts(pipeline),

@@ -378,7 +378,7 @@ def main() -> int:
         command(v, n, args.bench, args.model, args.res, {}, **task)
     args.res.mkdir(parents=True, exist_ok=True)
     if args.warm:
-        warm = [(v, int(k)) for v, _, k in (s.partition(":") for s in args.warm.split(","))]
+        warm = [(v, int(k)) for v, _, k in (s.rpartition(":") for s in args.warm.split(","))]
         procs = []
         for v, k in warm:
             run = args.res / f"warm-{v}-{k}"

@@ -5,8 +5,9 @@ from __future__ import annotations
 
 import contextlib
 import importlib
+import os
 import threading
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any
 
 from mmrun.engine.cpu import size_the_cpu_kv_cache
@@ -65,8 +66,10 @@ def start(
     abort: threading.Event | None = None,
     engines_on_host: int = 1,
     warm_up: Callable[[], None] | None = None,
+    env: Iterable[tuple[str, str]] = (),
 ) -> Any:
-    """Create ``vllm.LLM`` from the composed engine arguments. Setting ``abort`` while it
+    """Create ``vllm.LLM`` from the composed engine arguments, in this process's environment
+    with ``env`` added (variables it sets already keep their values). Setting ``abort`` while it
     starts (e.g. a download failed meanwhile) stops the start and raises StartAborted.
     ``engines_on_host``: how many engines share this host's cores (``-dp N``). ``warm_up``:
     work that the first request would otherwise wait for (mmrun's first prompt, which loads
@@ -74,6 +77,8 @@ def start(
     aborted = abort.is_set if abort is not None else lambda: False
     if aborted():
         raise StartAborted
+    for name, value in env:
+        os.environ.setdefault(name, value)
     use_private_rpc_dir()
     use_engine_log()
     threads = use_frontend_threads(engines_on_host) or users_gpu_threads()

@@ -388,3 +388,25 @@ def test_a_failed_start_leaves_nothing_frozen(monkeypatch: pytest.MonkeyPatch) -
     with pytest.raises(Exception, match="boom"):
         engine.start({"model": "m"})
     assert gc.get_freeze_count() == 0
+
+
+def test_the_engine_starts_with_the_plans_environment_and_the_users_wins(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """What the plan chose for the engine's environment (vLLM's model runner, on a GPU) is
+    set before vLLM starts; a variable the user set keeps its value."""
+    seen: list[tuple[str | None, str | None]] = []
+
+    class FakeLLM:
+        def __init__(self, **kwargs: Any) -> None:
+            seen.append((os.environ.get("MMRUN_TEST_CHOSEN"), os.environ.get("MMRUN_TEST_USERS")))
+
+    monkeypatch.setattr(engine_handle, "import_vllm", lambda: types.SimpleNamespace(LLM=FakeLLM))
+    monkeypatch.setattr(engine_handle, "use_private_rpc_dir", lambda: None)
+    monkeypatch.setattr(engine_handle, "use_engine_log", lambda: None)
+    monkeypatch.setattr(engine_handle, "use_frontend_threads", lambda engines_on_host=1: None)
+    monkeypatch.delenv("MMRUN_TEST_CHOSEN", raising=False)
+    monkeypatch.setenv("MMRUN_TEST_USERS", "mine")
+    env = (("MMRUN_TEST_CHOSEN", "0"), ("MMRUN_TEST_USERS", "0"))
+    engine.start({"model": "m"}, env=env)
+    assert seen == [("0", "mine")]

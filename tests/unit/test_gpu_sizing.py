@@ -15,6 +15,9 @@ from mmrun.cli.main import app
 from mmrun.engine.gpu import (
     ENCODER_COMPILE_ARCHITECTURES,
     ENCODER_COMPILE_MIN_IMAGES,
+    RUNNER_ENV,
+    V1_RUNNER_ARCHITECTURES,
+    choose_the_model_runner,
     compile_the_encoder,
     images_per_engine,
 )
@@ -25,6 +28,7 @@ LIMIT = ENCODER_COMPILE_MIN_IMAGES
 
 def test_the_measured_architecture_is_the_one_the_rule_names() -> None:
     assert QWEN in ENCODER_COMPILE_ARCHITECTURES
+    assert QWEN in V1_RUNNER_ARCHITECTURES
 
 
 @pytest.mark.parametrize(
@@ -67,6 +71,32 @@ def test_only_architectures_it_was_measured_with_get_the_compiled_encoder() -> N
 
 
 @pytest.mark.parametrize(
+    ("version", "environ", "expected"),
+    [
+        ("0.26.0", {}, {RUNNER_ENV: "0"}),
+        ("0.26.0+cu130", {}, {RUNNER_ENV: "0"}),
+        # from 0.27 vLLM's default (V2) runner runs the encoder at its start itself
+        ("0.27.0rc1", {}, {}),
+        ("0.32.0", {}, {}),
+        ("0.25.1", {}, {}),  # not measured before 0.26
+        ("0.26.0+rocm7", {}, {}),
+        ("0.26.0", {RUNNER_ENV: "1"}, {}),  # the user chose the runner: kept, whichever
+        ("0.26.0", {RUNNER_ENV: "0"}, {}),
+        (None, {}, {}),
+    ],
+    ids=["0.26", "0.26-cuda", "0.27", "0.32", "older", "rocm", "v2-named", "v1-named", "none"],
+)
+def test_the_v1_runner_on_the_vllm_whose_v2_runner_starts_without_the_encoder(
+    version: str | None, environ: dict[str, str], expected: dict[str, str]
+) -> None:
+    assert choose_the_model_runner(QWEN, version, environ) == expected
+
+
+def test_only_architectures_it_was_measured_with_get_another_runner() -> None:
+    assert choose_the_model_runner("LlavaForConditionalGeneration", "0.26.0", {}) == {}
+
+
+@pytest.mark.parametrize(
     ("prompts", "per", "engines", "expected"),
     [(4096, 4, 1, 16384), (4096, 4, 2, 8192), (5, 4, 2, 12), (0, 4, 1, 0), (7, 1, 0, 7)],
 )
@@ -92,6 +122,18 @@ def planned(
     device: str = "gpu",
     dp: int = 1,
 ) -> tuple[dict[str, Any], tuple[str, ...]]:
+    the_plan = planned_run(media_dir, tmp_path, images, named, device, dp)
+    return the_plan.engine_args, the_plan.choices
+
+
+def planned_run(
+    media_dir: Path,
+    tmp_path: Path,
+    images: int,
+    named: dict[str, Any],
+    device: str = "gpu",
+    dp: int = 1,
+) -> Any:
     from mmrun.plan import RunOptions, plan
     from mmrun.plugins import get_registry
     from mmrun.support import vllm_info
@@ -105,8 +147,7 @@ def planned(
         data_parallel_size=dp,
     )
     info = replace(vllm_info(), device=device, version="0.26.0")
-    the_plan = plan(opts, get_registry(), info, [str(i) for i in range(dp)])
-    return the_plan.engine_args, the_plan.choices
+    return plan(opts, get_registry(), info, [str(i) for i in range(dp)])
 
 
 def test_a_large_gpu_run_compiles_the_encoder_and_says_why(media_dir: Path, tmp_path: Path) -> None:
@@ -127,6 +168,26 @@ def test_a_smaller_gpu_run_keeps_the_encoder_uncompiled_with_vllms_kernels(
     assert "ir_op_priority" in args
     assert not any(c.startswith("compilation_config") for c in choices)
     assert any(c.startswith("ir_op_priority") for c in choices)
+
+
+def test_the_runner_the_encoder_graphs_need_travels_with_the_plan(
+    media_dir: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from mmrun.plan import replica_plan
+    from mmrun.plugins import get_registry
+    from mmrun.support import vllm_info
+
+    monkeypatch.delenv(RUNNER_ENV, raising=False)
+    the_plan = planned_run(media_dir, tmp_path, LIMIT, {}, dp=2)
+    assert dict(the_plan.engine_env) == {RUNNER_ENV: "0"}
+    assert any(c.startswith(f"{RUNNER_ENV}=0 (") for c in the_plan.choices)
+    recipe = the_plan.recipe()  # what each replica process rebuilds its plan from
+    replica = replica_plan(recipe, get_registry(), replace(vllm_info(), device="gpu"))
+    assert replica.engine_env == the_plan.engine_env
+    monkeypatch.setenv(RUNNER_ENV, "1")  # the user's choice: nothing to add
+    the_plan = planned_run(media_dir, tmp_path, LIMIT, {})
+    assert the_plan.engine_env == ()
+    assert not any(c.startswith(RUNNER_ENV) for c in the_plan.choices)
 
 
 def test_replicas_share_the_images(media_dir: Path, tmp_path: Path) -> None:

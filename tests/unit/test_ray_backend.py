@@ -10,6 +10,7 @@ from mmrun.ray_backend import (
     engine_batch_size,
     engine_placement,
     engine_pool,
+    workers_environment,
 )
 
 
@@ -50,3 +51,13 @@ def test_a_gpu_engine_holds_cpus_for_its_frontend() -> None:
 def test_several_gpus_per_engine_keep_ray_data_s_placement() -> None:
     assert engine_placement({"tensor_parallel_size": 2}, False, {"CPU": 32.0, "GPU": 2.0}) is None
     assert engine_placement({}, False, {"CPU": 32.0}) is None  # no GPU in the cluster (yet)
+
+
+def test_the_workers_get_the_plans_environment_and_the_users_wins() -> None:
+    environ = {"VLLM_USE_V2_MODEL_RUNNER": "1", "HF_HOME": "/h", "HOME": "/root"}
+    chosen = (("VLLM_USE_V2_MODEL_RUNNER", "0"), ("VLLM_OTHER", "x"))
+    assert workers_environment(chosen, environ) == {
+        "VLLM_USE_V2_MODEL_RUNNER": "1",
+        "VLLM_OTHER": "x",
+        "HF_HOME": "/h",
+    }
