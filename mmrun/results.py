@@ -134,6 +134,8 @@ def request_json(plan: Plan, prompt: Prompt | None, lora_path: str | None) -> di
         else {"name": lora.name, "int_id": lora.int_id, "path": lora_path},
         "num_prompts": plan.items.total,
         "engines": plan.engines(),
+        # Environment variables mmrun set for the engine (vLLM's model runner, on a GPU).
+        **({"engine_env": dict(plan.engine_env)} if plan.engine_env else {}),
         # The items every prompt carries ahead of its own (an image with each clip).
         **({"with_media": plan.companion_sources()} if plan.companions else {}),
         # The modality's own settings (video: frames per clip, frame rate, pixels per frame).

@@ -220,6 +220,7 @@ def test_verbose_and_dry_run_say_what_was_chosen(
         mmrun.support, "vllm_info", lambda: replace(real, device="gpu", version="0.26.0")
     )
     monkeypatch.setattr(mmrun.engine.gpu, "ENCODER_COMPILE_MIN_IMAGES", 80)  # a short manifest
+    monkeypatch.delenv(RUNNER_ENV, raising=False)
     manifest = write_manifest(tmp_path, media_dir / "blue.png", 80)
     model = tmp_path / "model"  # a folder without a processor: the prompts are not rendered
     model.mkdir()
@@ -233,3 +234,9 @@ def test_verbose_and_dry_run_say_what_was_chosen(
     lines = [line for line in result.stderr.splitlines() if "for this GPU run" in line]
     assert any("80 images on one engine" in line for line in lines), result.stderr
     assert any("max_num_seqs=64" in line for line in lines)
+    assert any(f"{RUNNER_ENV}=0 (" in line for line in lines)
+    # and in a run's JSON document, for a script
+    one = ["image", "-m", "qwen2_5_vl", "--model", str(model), "-i", str(media_dir / "blue.png")]
+    result = CliRunner().invoke(app, [*one, "--dry-run", "--json"])
+    assert result.exit_code == 0, result.stderr
+    assert json.loads(result.stdout)["request"]["engine_env"] == {RUNNER_ENV: "0"}
