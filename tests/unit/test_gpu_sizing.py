@@ -21,6 +21,7 @@ from mmrun.engine.gpu import (
     compile_the_encoder,
     images_per_engine,
 )
+from mmrun.plan import Plan
 
 QWEN = "Qwen2_5_VLForConditionalGeneration"
 LIMIT = ENCODER_COMPILE_MIN_IMAGES
@@ -121,19 +122,8 @@ def planned(
     named: dict[str, Any],
     device: str = "gpu",
     dp: int = 1,
-) -> tuple[dict[str, Any], tuple[str, ...]]:
-    the_plan = planned_run(media_dir, tmp_path, images, named, device, dp)
-    return the_plan.engine_args, the_plan.choices
-
-
-def planned_run(
-    media_dir: Path,
-    tmp_path: Path,
-    images: int,
-    named: dict[str, Any],
-    device: str = "gpu",
-    dp: int = 1,
-) -> Any:
+) -> Plan:
+    """The plan of a Qwen2.5-VL run of ``images`` images, 4 per prompt, on vLLM 0.26.0."""
     from mmrun.plan import RunOptions, plan
     from mmrun.plugins import get_registry
     from mmrun.support import vllm_info
@@ -151,7 +141,8 @@ def planned_run(
 
 
 def test_a_large_gpu_run_compiles_the_encoder_and_says_why(media_dir: Path, tmp_path: Path) -> None:
-    args, choices = planned(media_dir, tmp_path, LIMIT, {})
+    the_plan = planned(media_dir, tmp_path, LIMIT, {})
+    args, choices = the_plan.engine_args, the_plan.choices
     assert args["compilation_config"] == {"compile_mm_encoder": True}
     assert "ir_op_priority" not in args  # Inductor fuses the compiled encoder's norms
     assert args["max_num_seqs"] == 256
@@ -163,14 +154,15 @@ def test_a_large_gpu_run_compiles_the_encoder_and_says_why(media_dir: Path, tmp_
 def test_a_smaller_gpu_run_keeps_the_encoder_uncompiled_with_vllms_kernels(
     media_dir: Path, tmp_path: Path
 ) -> None:
-    args, choices = planned(media_dir, tmp_path, LIMIT - 4, {})
+    the_plan = planned(media_dir, tmp_path, LIMIT - 4, {})
+    args, choices = the_plan.engine_args, the_plan.choices
     assert "compilation_config" not in args
     assert "ir_op_priority" in args
     assert not any(c.startswith("compilation_config") for c in choices)
     assert any(c.startswith("ir_op_priority") for c in choices)
 
 
-def test_the_runner_the_encoder_graphs_need_travels_with_the_plan(
+def test_the_runner_mmrun_chooses_travels_with_the_plan(
     media_dir: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     from mmrun.plan import replica_plan
@@ -178,33 +170,36 @@ def test_the_runner_the_encoder_graphs_need_travels_with_the_plan(
     from mmrun.support import vllm_info
 
     monkeypatch.delenv(RUNNER_ENV, raising=False)
-    the_plan = planned_run(media_dir, tmp_path, LIMIT, {}, dp=2)
+    the_plan = planned(media_dir, tmp_path, LIMIT, {}, dp=2)
     assert dict(the_plan.engine_env) == {RUNNER_ENV: "0"}
     assert any(c.startswith(f"{RUNNER_ENV}=0 (") for c in the_plan.choices)
     recipe = the_plan.recipe()  # what each replica process rebuilds its plan from
     replica = replica_plan(recipe, get_registry(), replace(vllm_info(), device="gpu"))
     assert replica.engine_env == the_plan.engine_env
     monkeypatch.setenv(RUNNER_ENV, "1")  # the user's choice: nothing to add
-    the_plan = planned_run(media_dir, tmp_path, LIMIT, {})
+    the_plan = planned(media_dir, tmp_path, LIMIT, {})
     assert the_plan.engine_env == ()
     assert not any(c.startswith(RUNNER_ENV) for c in the_plan.choices)
 
 
 def test_replicas_share_the_images(media_dir: Path, tmp_path: Path) -> None:
-    args, _ = planned(media_dir, tmp_path, LIMIT, {}, dp=2)
+    the_plan = planned(media_dir, tmp_path, LIMIT, {}, dp=2)
+    args = the_plan.engine_args
     assert "compilation_config" not in args  # half of them per engine: below the break-even
 
 
 def test_the_users_engine_args_win(media_dir: Path, tmp_path: Path) -> None:
     named = {"compilation_config": {"compile_mm_encoder": False}, "max_num_seqs": 32}
-    args, choices = planned(media_dir, tmp_path, LIMIT, named)
+    the_plan = planned(media_dir, tmp_path, LIMIT, named)
+    args, choices = the_plan.engine_args, the_plan.choices
     assert args["compilation_config"] == {"compile_mm_encoder": False}
     assert args["max_num_seqs"] == 32
     assert not any(c.split("=")[0] in named for c in choices)
 
 
 def test_nothing_is_chosen_on_vllms_cpu_build(media_dir: Path, tmp_path: Path) -> None:
-    args, choices = planned(media_dir, tmp_path, LIMIT, {}, device="cpu")
+    the_plan = planned(media_dir, tmp_path, LIMIT, {}, device="cpu")
+    args, choices = the_plan.engine_args, the_plan.choices
     assert choices == ()
     assert "compilation_config" not in args
 
