@@ -21,6 +21,7 @@ usage: throughput.py --bench ROOT --model DIR --prompts N
   VARIANT+KEY=JSON, VARIANT+env.NAME=VALUE (any number of "+" parts): the variant with one
   more engine argument, or environment variable, each, e.g. mmrun+max_num_seqs=512,
   mmrun+env.VLLM_USE_V2_MODEL_RUNNER=0: a setting tried beside the defaults in the same call.
+  mmrun-stacks: mmrun, its threads' stacks and CPU time sampled (stacks.py, RUN/stacks.ndjson).
   tuned-spawn: tuned, with VLLM_WORKER_MULTIPROC_METHOD=spawn (the tuned Whisper script hangs
   at its engine's start when vLLM forks the engine core).
   Rounds alternate the order. --warm: first run these variants at once, on N prompts each with a small share of the GPU, so that each configuration's compile cache is
@@ -36,7 +37,9 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import datetime
 import hashlib
+import itertools
 import json
 import os
 import re
@@ -55,7 +58,7 @@ READY = re.compile(r"init engine \(profile, create kv cache, warmup model\) took
 # the budget.
 RATE = {
     "qwen2_5_vl": {"raw": 18, "tuned": 28, "runbatch": 14, "mmrun": 30, "mmrun-eagerenc": 28,
-                   "mmrun-base": 30},
+                   "mmrun-base": 30, "mmrun-stacks": 30},
     "whisper": {"raw": 60, "tuned": 80, "tuned-spawn": 80, "mmrun": 110, "mmrun-base": 110},
 }  # fmt: skip
 START_S = 40
@@ -128,7 +131,23 @@ def _command(variant: str, n: int, bench: Path, model: str, run: Path, extra: di
             env["PYTHONPATH"] = os.environ.get("PYTHONPATH", "") + ":" + os.environ["RUNBATCH_SITE"]
         return argv, env, run / "out.jsonl"
     if variant.startswith("mmrun"):
-        argv = [py, "-m", "mmrun", *MMRUN_MODEL[task], "--model", model, "--input", manifest]
+        # mmrun-stacks: mmrun with stacks.py sampling its threads (what it does when the GPU waits)
+        probe = (
+            [str(HERE / "stacks.py"), str(run / "stacks.ndjson")]
+            if variant == "mmrun-stacks"
+            else []
+        )
+        argv = [
+            py,
+            *probe,
+            "-m",
+            "mmrun",
+            *MMRUN_MODEL[task],
+            "--model",
+            model,
+            "--input",
+            manifest,
+        ]
         argv += ["-o", str(run / "out.jsonl"), "-v", "--max-tokens", str(max_tokens)]
         argv += ["--temperature", "0", "--sampling-arg", "ignore_eos=true", *MMRUN_FLAGS[task]]
         if variant == "mmrun-eagerenc":
@@ -169,6 +188,15 @@ class GpuBusy:
     def busy(self, start: float, end: float) -> float | None:
         window = [u for t, u in self.samples if start <= t <= end]
         return round(sum(window) / len(window), 1) if window else None
+
+    def by_second(self, start: float, end: float) -> list[int]:
+        """The mean utilization of each whole second from start to end (where idle is)."""
+        bins: dict[int, list[float]] = {}
+        for t, u in self.samples:
+            if start <= t <= end:
+                bins.setdefault(int(t - start), []).append(u)
+        return [round(sum(b) / len(b)) if b else -1 for b in
+                (bins.get(i, []) for i in range(int(end - start) + 1))]  # fmt: skip
 
     def stop(self) -> None:
         if self.proc is not None:
@@ -215,6 +243,12 @@ class CpuTime:
             return None
         (t0, m0, a0), (t1, m1, a1) = inside[0], inside[-1]
         return round((m1 - m0) / (t1 - t0), 2), round((a1 - a0) / (t1 - t0), 2)
+
+    def by_second(self, start: float, end: float) -> list[list[float]]:
+        """[main, all] cores of each second (each sample's interval) from start to end."""
+        inside = [s for s in self.samples if start - 1 <= s[0] <= end + 1]
+        return [[round((m1 - m0) / (t1 - t0), 1), round((a1 - a0) / (t1 - t0), 1)]
+                for (t0, m0, a0), (t1, m1, a1) in itertools.pairwise(inside) if t1 > t0]  # fmt: skip
 
     def stop(self) -> None:
         self.done.set()
@@ -298,7 +332,21 @@ def run_one(argv, env_changes, result: Path | None, n: int, run: Path, timeout: 
     cpu.stop()
     if "ready" in rec and "last" in rec:
         rec["cpu_cores"] = cpu.cores(rec["ready"], rec["last"])
+        rec["cpu_by_s"] = cpu.by_second(rec["ready"], rec["last"])
+        rec["finished"] = finished_times(result)
     return rec
+
+
+def finished_times(result: Path | None) -> list[float]:
+    """The wall-clock time of each result line that says when it finished (mmrun's
+    "finished_at", UTC with milliseconds)."""
+    times = []
+    for line in result.read_text().splitlines() if result and result.exists() else ():
+        with contextlib.suppress(ValueError, KeyError, TypeError, AttributeError):
+            stamp = json.loads(line)["finished_at"]
+            when = datetime.datetime.fromisoformat(stamp.replace("Z", "+00:00"))
+            times.append(when.timestamp())
+    return times
 
 
 def texts_of(variant: str, run: Path) -> dict[str, str]:
@@ -331,6 +379,14 @@ def summarise(variant: str, n: int, rec: dict, gpu: GpuBusy) -> dict:
         out["gpu_busy_pct"] = gpu.busy(ready, last)
     if rec.get("cpu_cores"):  # cores busy over that window: the spawned process, all of them
         out["cpu_cores_main"], out["cpu_cores_all"] = rec["cpu_cores"]
+    if ready is not None and last is not None and last > ready:  # where the time went
+        out["gpu_busy_by_s"] = gpu.by_second(ready, last)
+        out["cpu_cores_by_s"] = rec.get("cpu_by_s", [])
+        if rec.get("finished"):
+            counts = [0] * (int(last - ready) + 1)
+            for t in rec["finished"]:
+                counts[min(max(int(t - ready), 0), len(counts) - 1)] += 1
+            out["results_by_s"] = counts
     if ready is not None and rec.get("first") is not None:
         out["first_result_after_ready_s"] = round(rec["first"] - ready, 1)
     if rec.get("timed_out"):
