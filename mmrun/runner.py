@@ -383,6 +383,7 @@ class Runner:
                 # The first prompt loads the model's processor or tokenizer (half a second to
                 # seconds): built while the engine starts, not after it is ready.
                 warm_up=lambda: self._warm_prompts(pipeline),
+                timings=self.timings,
             )
         except engine.StartAborted:
             failed[0].result()  # raises the failure

@@ -67,13 +67,16 @@ def start(
     engines_on_host: int = 1,
     warm_up: Callable[[], None] | None = None,
     env: Iterable[tuple[str, str]] = (),
+    timings: dict[str, float] | None = None,
 ) -> Any:
     """Create ``vllm.LLM`` from the composed engine arguments, in this process's environment
     with ``env`` added (variables it sets already keep their values). Setting ``abort`` while it
     starts (e.g. a download failed meanwhile) stops the start and raises StartAborted.
     ``engines_on_host``: how many engines share this host's cores (``-dp N``). ``warm_up``:
     work that the first request would otherwise wait for (mmrun's first prompt, which loads
-    the model's processor or tokenizer), done in a thread during the start (see ``warm_up_when_forked``)."""
+    the model's processor or tokenizer), done in a thread during the start, after vLLM's own
+    frontend has loaded the model's processor there (see ``warm_up_when_forked``; the seconds
+    that took go to ``timings["frontend_warm_s"]``)."""
     aborted = abort.is_set if abort is not None else lambda: False
     if aborted():
         raise StartAborted
@@ -91,7 +94,7 @@ def start(
     if warm_up is not None:
         warm = threading.Thread(
             target=warm_up_when_forked,
-            args=(warm_up, constructed, failed),
+            args=(warm_up, constructed, failed, threading.get_ident(), timings),
             name="mmrun-warm",
             daemon=True,
         )

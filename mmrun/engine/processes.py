@@ -9,6 +9,7 @@ import multiprocessing
 import signal
 import sys
 import threading
+import time
 from collections.abc import Callable, Iterator, Sequence
 from types import FrameType
 from typing import Any
@@ -114,7 +115,11 @@ WARM_JOIN_S = 30.0
 
 
 def warm_up_when_forked(
-    work: Callable[[], None], constructed: threading.Event, failed: threading.Event
+    work: Callable[[], None],
+    constructed: threading.Event,
+    failed: threading.Event,
+    starter: int | None = None,
+    timings: dict[str, float] | None = None,
 ) -> None:
     """``work`` while the engine starts, and not while vLLM's frontend imports transformers:
     two threads importing it at once broke vLLM's start on the H200 ("cannot import name
@@ -123,14 +128,64 @@ def warm_up_when_forked(
     then only waits for it (tens of seconds on a GPU), so the work waits for that process. An
     engine without processes of its own (VLLM_ENABLE_V1_MULTIPROCESSING=0) gives no such
     moment: the work then runs once ``vllm.LLM`` has returned, before the first request; not
-    at all when it failed. A failure of the work is left for the real work to report."""
+    at all when it failed. A failure of the work is left for the real work to report.
+
+    Before ``work``, while thread ``starter`` still waits for the engine core: vLLM's own
+    frontend loads the model's Hugging Face processor (``warm_vllm_frontend``), which it would
+    otherwise do on the first request, with the engine ready and the GPU idle. The seconds it
+    took go to ``timings["frontend_warm_s"]``."""
     while not constructed.wait(0.05):
         if has_children():
             break
     if failed.is_set():
         return
+    if starter is not None and not constructed.is_set():
+        spent = warm_vllm_frontend(starter)
+        if spent is not None and timings is not None:
+            timings["frontend_warm_s"] = spent
     with contextlib.suppress(Exception):
         work()
+
+
+def warm_vllm_frontend(starter: int) -> float | None:
+    """Load the model's Hugging Face processor in vLLM's frontend now, into the cache its
+    first multimodal request reads (``info.get_hf_processor()``, the call that request makes
+    first, with the same arguments); the seconds it took, or None where there was nothing to
+    load (a model without media, an engine not starting in thread ``starter``, another vLLM,
+    or one that warms its frontend itself while its engine core starts, as vLLM 0.32 does).
+
+    vLLM 0.26 loads the processor lazily: the first request spent 2.5 s loading it and its
+    tokenizer in mmrun's main thread, after the engine was ready, while the GPU waited
+    (docs/performance.md); 0.27 and 0.28 load it once the engine is ready. Nothing is
+    processed, so vLLM's caches of processed media are left alone."""
+    renderer = starting_renderer(starter)
+    if hasattr(renderer, "start_mm_warmup_in_background"):  # vLLM does it, in a thread of its own
+        return None
+    info = getattr(getattr(renderer, "mm_processor", None), "info", None)
+    load = getattr(info, "get_hf_processor", None)
+    if not callable(load):
+        return None
+    began = time.perf_counter()
+    try:
+        load()
+    except Exception:  # the first request then loads it, and reports what is wrong
+        return None
+    return time.perf_counter() - began
+
+
+def starting_renderer(starter: int) -> Any | None:
+    """The renderer (vLLM's frontend: tokenizer and multimodal processor) of the engine that
+    thread ``starter`` is starting: vLLM's ``LLMEngine.__init__`` builds it, then starts its
+    engine core process and waits there until the engine is ready. None if that thread is
+    not inside such a constructor."""
+    frame = sys._current_frames().get(starter)
+    while frame is not None:
+        if frame.f_code.co_name == "__init__":
+            owner = frame.f_locals.get("self")
+            if type(owner).__name__ == "LLMEngine":
+                return getattr(owner, "renderer", None)
+        frame = frame.f_back
+    return None
 
 
 def has_children() -> bool:

@@ -410,3 +410,105 @@ def test_the_engine_starts_with_the_plans_environment_and_the_users_wins(
     env = (("MMRUN_TEST_CHOSEN", "0"), ("MMRUN_TEST_USERS", "0"))
     engine.start({"model": "m"}, env=env)
     assert seen == [("0", "mine")]
+
+
+class _Info:
+    """vLLM's processing info: ``get_hf_processor()`` loads the model's Hugging Face
+    processor (here: records which thread asked, and when)."""
+
+    def __init__(self, loads: list[tuple[int, float]]) -> None:
+        self.loads = loads
+
+    def get_hf_processor(self) -> object:
+        self.loads.append((threading.get_ident(), time.monotonic()))
+        return object()
+
+
+def _starting_vllm(renderer: Any, seen: dict[str, Any], wait_s: float = 10) -> type:
+    """A ``vllm.LLM`` shaped as vLLM's: its ``LLMEngine.__init__`` builds the renderer, starts
+    an engine core process and waits (here until the renderer's processor was loaded, at most
+    ``wait_s``), as vLLM's does until its engine core is ready."""
+
+    class LLMEngine:
+        def __init__(self) -> None:
+            self.renderer = renderer
+            core = multiprocessing.get_context("spawn").Process(target=time.sleep, args=(30,))
+            core.start()
+            try:
+                end = time.monotonic() + wait_s
+                while not seen["loads"] and time.monotonic() < end:
+                    time.sleep(0.02)
+            finally:
+                core.kill()
+                core.join()
+            seen["ready"] = time.monotonic()
+
+    class FakeLLM:
+        def __init__(self, **kwargs: Any) -> None:
+            seen["starter"] = threading.get_ident()
+            self.llm_engine = LLMEngine()
+
+    return FakeLLM
+
+
+def _start_fake(monkeypatch: pytest.MonkeyPatch, llm: type, **kwargs: Any) -> None:
+    monkeypatch.setattr(engine_handle, "import_vllm", lambda: types.SimpleNamespace(LLM=llm))
+    monkeypatch.setattr(engine_handle, "use_private_rpc_dir", lambda: None)
+    monkeypatch.setattr(engine_handle, "use_engine_log", lambda: None)
+    monkeypatch.setattr(engine_handle, "use_frontend_threads", lambda engines_on_host=1: None)
+    engine.start({"model": "m"}, **kwargs)
+
+
+def test_vllms_processor_is_loaded_while_its_engine_core_starts(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """vLLM 0.26's frontend loads the model's processor on its first multimodal request, once
+    the engine is ready and the GPU waits for it; mmrun has it loaded while the engine core
+    starts, in another thread, before its own warm-up work, and says how long it took."""
+    seen: dict[str, Any] = {"loads": []}
+    renderer = types.SimpleNamespace(mm_processor=types.SimpleNamespace(info=_Info(seen["loads"])))
+    timings: dict[str, float] = {}
+    warmed: list[float] = []
+    _start_fake(
+        monkeypatch,
+        _starting_vllm(renderer, seen),
+        warm_up=lambda: warmed.append(time.monotonic()),
+        timings=timings,
+    )
+    assert len(seen["loads"]) == 1
+    thread, when = seen["loads"][0]
+    assert thread != seen["starter"]
+    assert when < seen["ready"]  # during the start, not after it
+    assert warmed and warmed[0] >= when
+    assert timings["frontend_warm_s"] >= 0
+
+
+def test_a_vllm_that_warms_its_own_frontend_is_left_to_it(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """vLLM 0.32 loads the processor in a thread of its own while its engine core starts
+    (``start_mm_warmup_in_background``): mmrun does not load it a second time meanwhile."""
+    seen: dict[str, Any] = {"loads": []}
+
+    class SelfWarming:
+        mm_processor = types.SimpleNamespace(info=_Info(seen["loads"]))
+
+        def start_mm_warmup_in_background(self) -> None:
+            raise AssertionError("vLLM's own call, not mmrun's")
+
+    timings: dict[str, float] = {}
+    warmed: list[float] = []
+    llm = _starting_vllm(SelfWarming(), seen, wait_s=1)
+    _start_fake(monkeypatch, llm, warm_up=lambda: warmed.append(1.0), timings=timings)
+    assert seen["loads"] == []
+    assert "frontend_warm_s" not in timings
+    assert warmed  # mmrun's own warm-up still ran
+
+
+def test_the_renderer_is_found_only_in_a_starting_engine() -> None:
+    """A thread that is not inside vLLM's ``LLMEngine.__init__`` has no renderer to give."""
+    from mmrun.engine.processes import starting_renderer, warm_vllm_frontend
+
+    assert starting_renderer(threading.get_ident()) is None
+    assert warm_vllm_frontend(threading.get_ident()) is None
+    assert starting_renderer(-1) is None  # no such thread
