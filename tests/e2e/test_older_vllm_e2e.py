@@ -12,7 +12,9 @@ tests/e2e/test_cli_e2e.py does on the project's vLLM: the most media the model t
 than the text alone (vLLM's processor expanded every placeholder), generated tokens, and that
 the vLLM that answered is the line's. One row per line also runs in batch mode over a folder
 of 3 images: vLLM 0.23, 0.24 and 0.28 take mmrun's requests one at a time (``LLM.enqueue``),
-as 0.32 does.
+as 0.32 does. One row of a line whose frontend loads the model's processor once the engine is
+ready (0.26 to 0.28) runs with vLLM's engine core a process, and shows mmrun having that
+processor loaded while the engine core started.
 """
 
 from __future__ import annotations
@@ -118,6 +120,37 @@ def test_generate_on_its_vllm(
     for output in doc["outputs"]:
         assert output["prompt_tokens"] > text_tokens, (output, text_tokens)
         assert output["completion_tokens"] > 0
+
+
+# vLLM 0.26 to 0.28 load the model's processor in the frontend once the engine is ready (0.32
+# while its engine core starts): one row of such a line, with vLLM's engine core a process.
+WARM_CASES = [
+    (modality, key)
+    for modality, key in CASES
+    if (0, 26)
+    <= tuple(int(p) for p in env_vllm_version(PROOFS[(modality, key)].env).split(".")[:2])
+    < (0, 29)
+][:1]
+
+
+@pytest.mark.engine_processes
+@pytest.mark.parametrize(("modality", "key"), WARM_CASES, ids=[k for _, k in WARM_CASES])
+def test_the_processor_is_loaded_while_the_engine_core_starts(
+    modality: str, key: str, tmp_path_factory: pytest.TempPathFactory
+) -> None:
+    """mmrun finds the real vLLM's starting engine and has its frontend load the model's
+    processor meanwhile (``timings.frontend_warm_s``), not on the first request."""
+    from PIL import Image
+
+    env = PROOFS[(modality, key)].env
+    tmp = tmp_path_factory.mktemp(f"warm-{env}-{key}")
+    checkpoint = build(env, modality, key, tmp / "model")
+    Image.new("RGB", (64, 48), (30, 120, 200)).save(tmp / "photo.png")
+    args = mmrun_args(modality, key, checkpoint, "-i", str(tmp / "photo.png"), "--json")
+    doc = json.loads(run(env, *args))
+    assert doc["versions"]["vllm"].startswith(env_vllm_version(env)), doc["versions"]
+    assert doc["timings"].get("frontend_warm_s", -1) >= 0, doc["timings"]
+    assert len(doc["outputs"]) == 1 and doc["outputs"][0]["completion_tokens"] > 0
 
 
 @pytest.mark.parametrize(("modality", "key"), BATCH_CASES, ids=[k for _, k in BATCH_CASES])
