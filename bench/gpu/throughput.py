@@ -245,8 +245,9 @@ class CpuTime:
         return round((m1 - m0) / (t1 - t0), 2), round((a1 - a0) / (t1 - t0), 2)
 
     def by_second(self, start: float, end: float) -> list[list[float]]:
-        """[main, all] cores of each second (each sample's interval) from start to end."""
-        inside = [s for s in self.samples if start - 1 <= s[0] <= end + 1]
+        """[main, all] cores of each second (each sample's interval) from a second before start
+        to end; none after end, where the processes being killed would count negative."""
+        inside = [s for s in self.samples if start - 1 <= s[0] <= end]
         return [[round((m1 - m0) / (t1 - t0), 1), round((a1 - a0) / (t1 - t0), 1)]
                 for (t0, m0, a0), (t1, m1, a1) in itertools.pairwise(inside) if t1 > t0]  # fmt: skip
 
@@ -373,13 +374,13 @@ def summarise(variant: str, n: int, rec: dict, gpu: GpuBusy) -> dict:
         out["spawn_to_ready_s"] = round(ready - spawn, 1)
     if last is not None:
         out["spawn_to_last_s"] = round(last - spawn, 1)
+    if rec.get("cpu_cores"):  # cores busy over that window: the spawned process, all of them
+        out["cpu_cores_main"], out["cpu_cores_all"] = rec["cpu_cores"]
     if ready is not None and last is not None and last > ready:
         out["ready_to_last_s"] = round(last - ready, 1)
         out["prompts_per_s"] = round(n / (last - ready), 2)
         out["gpu_busy_pct"] = gpu.busy(ready, last)
-    if rec.get("cpu_cores"):  # cores busy over that window: the spawned process, all of them
-        out["cpu_cores_main"], out["cpu_cores_all"] = rec["cpu_cores"]
-    if ready is not None and last is not None and last > ready:  # where the time went
+        # where in that window the time went
         out["gpu_busy_by_s"] = gpu.by_second(ready, last)
         out["cpu_cores_by_s"] = rec.get("cpu_by_s", [])
         if rec.get("finished"):
