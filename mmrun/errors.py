@@ -82,3 +82,17 @@ class EngineError(MmrunError):
 
 class PluginError(MmrunError):
     """A plugin could not be loaded or registered something invalid."""
+
+
+# A source longer than this is cut to about 60 characters when an error line or a table
+# shows it (a base64 image in a cell is a megabyte of text, a signed URL hundreds of
+# characters); a path of a deep folder stays whole.
+SHOWN_CHARS = 100
+
+
+def shown(text: str) -> str:
+    """``text`` as one line of an error or a table shows it: whole up to 100 characters, else
+    its first 40 and last 20 around an ellipsis, with its length."""
+    if len(text) <= SHOWN_CHARS:
+        return text
+    return f"{text[:40]}…{text[-20:]} ({len(text):,} characters)"

@@ -8,7 +8,9 @@ hands them to the :class:`Registrar` it receives (the contract: mmrun.plugins).
 
 from __future__ import annotations
 
+import dataclasses
 import difflib
+import re
 from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -27,6 +29,15 @@ ALL_METHODS: tuple[Method, ...] = ("generate", "chat")
 Decoded = tuple[Any, dict[str, Any]]
 # A check of one decoded item against a model: (its source, its info) -> what is wrong, or None.
 ItemCheck = Callable[[str, Mapping[str, Any]], str | None]
+# Where a row's request comes from (LoaderSpec.source; docs/models.md's "source" column):
+# vLLM's multi-image or audio example as mmrun first took it (the original example), unless
+# vLLM's current examples added the row or changed it since, or only its single-image and video
+# example has the key. tools/upstream.py pins those examples' vLLM version, and
+# tests/golden/test_upstream_parity.py checks the rows' sources against them.
+ORIGINAL_EXAMPLE = "original example"
+UPSTREAM = "upstream"
+CHANGED_UPSTREAM = "original example, changed upstream"
+SINGLE_IMAGE = "single-image and video example"
 
 
 @dataclass(frozen=True)
@@ -56,6 +67,17 @@ def _describe(info: Mapping[str, Any]) -> str:
 
 def _no_check(spec: LoaderSpec) -> ItemCheck | None:
     return None
+
+
+def openai_url(part: Mapping[str, Any]) -> str | None:
+    """The source an OpenAI content part names, ``{"type": T, T: {"url": ...}}`` or
+    ``{"type": T, T: "..."}`` (a URL, a data URI or a path); None where it names none."""
+    kind = part.get("type")
+    payload = part.get(kind) if isinstance(kind, str) else None
+    if isinstance(payload, Mapping):
+        url = payload.get("url")
+        return url if isinstance(url, str) and url else None
+    return payload if isinstance(payload, str) and payload else None
 
 
 @dataclass(frozen=True)
@@ -120,6 +142,17 @@ class Modality:
         "image+video"); the command gets their media options (``mmrun video --image``).
     companion_questions: the default question of a prompt that carries a companion's items,
         by the companion's name.
+    media_field: the name of its media field in a manifest line, in ``--columns`` and among a
+        WebDataset sample's fields, where it is not ``name``.
+    column_names: the table columns taken as its media when ``--columns`` names none
+        (compared case-blind; image: "img", "photo", ...); the media field alone by default.
+    feature_type: the ``datasets`` feature type of a column of its media ("Image"), by which
+        a table's media column is found before any name; empty: none.
+    openai_parts: the content part types that carry its media in an OpenAI batch line (audio:
+        "input_audio", "audio_url"); a line of one modality's run that carries another's
+        parts is refused.
+    openai_source: ``part -> source``: the URL, data URI or path one of those parts names,
+        None where it names none; ``openai_url`` by default.
     """
 
     name: str
@@ -147,6 +180,11 @@ class Modality:
     configure: Callable[[Modality, Mapping[str, Any]], Modality] = _unconfigured
     companions: tuple[str, ...] = ()
     companion_questions: Mapping[str, str] = field(default_factory=dict)
+    media_field: str = ""
+    column_names: tuple[str, ...] = ()
+    feature_type: str = ""
+    openai_parts: tuple[str, ...] = ()
+    openai_source: Callable[[Mapping[str, Any]], str | None] = openai_url
 
     def with_options(self, values: Mapping[str, Any]) -> Modality:
         """This modality configured by a run's option values (defaults where missing)."""
@@ -165,6 +203,11 @@ class Modality:
         return self.vllm_modality or self.name
 
     @property
+    def field_name(self) -> str:
+        """Its media field in a manifest line, in ``--columns`` and in a WebDataset sample."""
+        return self.media_field or self.name
+
+    @property
     def option(self) -> str:
         return f"--{self.name}"
 
@@ -181,13 +224,45 @@ class Modality:
         return self.questions[known[-1] if known else min(self.questions)]
 
 
+def version_key(version: str) -> tuple[int, ...]:
+    """A vLLM version as comparable numbers: "0.34.0+cpu" -> (0, 34, 0); "0.33" -> (0, 33)."""
+    found = re.match(r"\d+(?:\.\d+)*", version)
+    if found is None:
+        raise ValueError(f"not a version: {version!r}")
+    return tuple(int(part) for part in found.group().split("."))
+
+
+def _at_least(version: str, floor: str) -> bool:
+    have, need = version_key(version), version_key(floor)
+    return have[: len(need)] >= need
+
+
+@dataclass(frozen=True)
+class Since:
+    """How a row's request changes from a vLLM version on, as that version's example sets it.
+
+    version: the first vLLM version ("0.34") the change is for.
+    engine_args, sampling: set over the row's own; drop_engine_args, drop_sampling: removed.
+    trust_remote_code: the row's value from that version on (None: unchanged).
+    reason: why, in a few words (shown in the docs).
+    """
+
+    version: str
+    reason: str
+    engine_args: Mapping[str, Any] = field(default_factory=dict)
+    drop_engine_args: tuple[str, ...] = ()
+    sampling: Mapping[str, Any] = field(default_factory=dict)
+    drop_sampling: tuple[str, ...] = ()
+    trust_remote_code: bool | None = None
+
+
 @dataclass(frozen=True)
 class LoaderSpec:
     """One model key: the loader and the facts the CLI, the docs and the tests read.
 
-    key: the name users pass to ``-m`` (the seed script's key).
+    key: the name users pass to ``-m`` (the key in vLLM's example).
     modality: the modality name ("image", "audio", ...).
-    repo_id: the Hugging Face repository the seed runs.
+    repo_id: the Hugging Face repository vLLM's example runs.
     architecture: the architecture vLLM must support (``config.json``'s ``architectures``,
         or the ``hf_overrides`` the loader sets).
     load: the loader function; it builds the prompt side of a request.
@@ -218,6 +293,11 @@ class LoaderSpec:
     requires: extra Python modules the loader imports (checked before running).
     needs_model: the model has no public default repository; ``--model`` is required.
     note: a short remark shown in ``mmrun models`` and the docs.
+    source: where the request comes from, for the docs: ``ORIGINAL_EXAMPLE`` (the default),
+        ``UPSTREAM``, ``CHANGED_UPSTREAM``, ``SINGLE_IMAGE``, or a plugin's own words.
+    since: the first vLLM version that has the row's architecture ("0.34"); None: any.
+    until: the last vLLM version that has it ("0.33"); None: no last one known.
+    changes: how the request differs from a vLLM version on (see :meth:`for_vllm`).
     """
 
     key: str
@@ -241,6 +321,36 @@ class LoaderSpec:
     requires: tuple[str, ...] = ()
     needs_model: bool = False
     note: str = ""
+    source: str = ORIGINAL_EXAMPLE
+    since: str | None = None
+    until: str | None = None
+    changes: tuple[Since, ...] = ()
+
+    def runs_on(self, version: str) -> bool:
+        """Whether this vLLM version has the row's architecture, as the row declares it."""
+        if self.since is not None and not _at_least(version, self.since):
+            return False
+        return self.until is None or not _at_least(version, next_release(self.until))
+
+    def for_vllm(self, version: str | None) -> LoaderSpec:
+        """The row as this vLLM version's example has it: each change whose version it has
+        reached, applied in order. None (vLLM not installed): the row as declared."""
+        spec = self
+        if version is None:
+            return spec
+        for change in self.changes:
+            if not _at_least(version, change.version):
+                continue
+            engine = {k: v for k, v in spec.engine_args.items() if k not in change.drop_engine_args}
+            sampling = {k: v for k, v in spec.sampling.items() if k not in change.drop_sampling}
+            remote = change.trust_remote_code
+            spec = dataclasses.replace(
+                spec,
+                engine_args=engine | dict(change.engine_args),
+                sampling=sampling | dict(change.sampling),
+                trust_remote_code=spec.trust_remote_code if remote is None else remote,
+            )
+        return spec
 
     def __post_init__(self) -> None:
         # Frozen all the way down: a spec is shared by every run in the process.
@@ -249,6 +359,13 @@ class LoaderSpec:
 
     def __call__(self, ctx: LoaderContext) -> Prompt:
         return self.load(ctx)
+
+
+def next_release(version: str) -> str:
+    """The first version after every release of ``version``'s line: "0.33" -> "0.34"."""
+    parts = list(version_key(version))
+    parts[-1] += 1
+    return ".".join(map(str, parts))
 
 
 def loader(key: str, modality: str, **fields: Any) -> Callable[[LoadFn], LoaderSpec]:

@@ -51,16 +51,6 @@ class LoraAdapter:
 
 
 @dataclass(frozen=True)
-class ImageResize:
-    """Resize each image so both sides are multiples of ``factor`` and the area lies within
-    [min_pixels, max_pixels], keeping the aspect ratio (Qwen-VL's ``smart_resize`` rule)."""
-
-    max_pixels: int
-    min_pixels: int = 56 * 56
-    factor: int = 28
-
-
-@dataclass(frozen=True)
 class LoaderContext:
     """Everything a loader may read.
 

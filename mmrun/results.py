@@ -1,8 +1,5 @@
-"""What a run produces, in the two documented shapes, and the file batch results go to.
-
-- ``mmrun.result/1``: one JSON document for a run named on the command line (``--json``).
-- ``mmrun.batch/2``: one JSON line per prompt, written as soon as that prompt is finished
-  (``-o FILE.jsonl``, or standard output with ``--json``).
+"""The file batch results go to (``-o FILE.jsonl``), one ``mmrun.batch/2`` line per prompt
+(mmrun.records).
 
 A batch output file is appended to one complete line at a time (one ``write`` each), so a
 reader never sees half a line and a process killed at any moment leaves at most one torn
@@ -16,223 +13,22 @@ result was written runs again.
 from __future__ import annotations
 
 import contextlib
-import datetime
-import hashlib
 import json
 import os
 import stat
 import time
-from collections.abc import Callable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Literal
+from typing import TYPE_CHECKING, Any
 
-from mmrun import __version__
 from mmrun.errors import UsageError
-from mmrun.inputs import Item
+from mmrun.item import Item
+from mmrun.records import BATCH_SCHEMA, settings_digest
+from mmrun.version import __version__
 
 if TYPE_CHECKING:
-    from mmrun.media import MediaItem
     from mmrun.plan import Plan
-    from mmrun.request import Prompt
-
-SCHEMA = "mmrun.result/1"
-BATCH_SCHEMA = "mmrun.batch/2"
-Stage = Literal["media", "request", "engine", "output"]
-
-
-@dataclass(frozen=True)
-class Completion:
-    """One prompt's result, from vLLM's own counts; ``parsed``: the decoded answer of a prompt
-    constrained to JSON (mmrun.structured), None otherwise."""
-
-    text: str
-    prompt_tokens: int
-    completion_tokens: int
-    finish_reason: str | None
-    parsed: Any = None
-
-
-@dataclass(frozen=True)
-class ItemError:
-    """Why one prompt failed: media (fetch or decode), request (the loader or vLLM refused
-    it), engine (vLLM failed while generating it) or output (its answer is not what its
-    constraint allows: most often cut short by max_tokens; the text is kept). ``cause``: mmrun's own error, where
-    there is one (a run of named prompts raises it as it is)."""
-
-    stage: Stage
-    message: str
-    cause: BaseException | None = field(default=None, compare=False, repr=False)
-
-
-@dataclass
-class Outcome:
-    """What became of one prompt."""
-
-    item: Item
-    question: str
-    media: Sequence[MediaItem] = ()
-    prompt: Prompt | None = None
-    # A dry run whose prompt could not be rendered (the model's processor is not at hand): why.
-    prompt_note: str | None = None
-    completion: Completion | None = None
-    error: ItemError | None = None
-    replica: int | None = None
-
-
-@dataclass
-class RunResult:
-    """A run named on the command line: its plan, the prompt, the media and each output."""
-
-    plan: Plan
-    question: str
-    prompt: Prompt | None
-    lora_path: str | None
-    media: list[MediaItem] = field(default_factory=list)
-    media_per_prompt: list[list[int]] = field(default_factory=list)
-    outputs: list[Completion] = field(default_factory=list)
-    errors: dict[int, ItemError] = field(default_factory=dict)  # by output index: stage output
-    timings: dict[str, float] = field(default_factory=dict)
-    # A dry run whose prompt could not be rendered (the model's processor is not at hand): why.
-    prompt_note: str | None = None
-
-    @property
-    def dry_run(self) -> bool:
-        return self.plan.options.dry_run
-
-
-def media_json(item: MediaItem) -> dict[str, Any]:
-    return {
-        "source": item.source,
-        "path": item.path,
-        "sha256": item.sha256,
-        "size_bytes": item.size_bytes,
-        **item.info,
-    }
-
-
-def _model_json(plan: Plan) -> dict[str, Any]:
-    spec = plan.spec
-    return {
-        "key": spec.key,
-        "repo_id": spec.repo_id,
-        "model": plan.model,
-        "architecture": spec.architecture,
-    }
-
-
-def request_json(plan: Plan, prompt: Prompt | None, lora_path: str | None) -> dict[str, Any]:
-    spec = plan.spec
-    lora = spec.lora
-    return {
-        "engine_args": plan.engine_args,
-        "sampling": plan.sampling,
-        "stop_token_ids": list(prompt.stop_token_ids) if prompt is not None else [],
-        "chat_template": spec.chat_template,
-        "lora": None
-        if lora is None
-        else {"name": lora.name, "int_id": lora.int_id, "path": lora_path},
-        "num_prompts": plan.items.total,
-        "engines": plan.engines(),
-        # Environment variables mmrun set for the engine (vLLM's model runner, on a GPU).
-        **({"engine_env": dict(plan.engine_env)} if plan.engine_env else {}),
-        # The items every prompt carries ahead of its own (an image with each clip).
-        **({"with_media": plan.companion_sources()} if plan.companions else {}),
-        # The modality's own settings (video: frames per clip, frame rate, pixels per frame).
-        **(
-            {"modality_options": plan.modality.option_values(plan.options.modality_options)}
-            if plan.modality.options
-            else {}
-        ),
-    }
-
-
-def document(result: RunResult) -> dict[str, Any]:
-    """The ``mmrun.result/1`` document (documented in docs/usage.md)."""
-    plan, prompt = result.plan, result.prompt
-    return {
-        "schema": SCHEMA,
-        "model": _model_json(plan),
-        "modality": plan.modality.name,
-        "method": plan.method,
-        "dry_run": result.dry_run,
-        "question": result.question,
-        "prompt": prompt.text if prompt is not None else None,
-        "prompt_token_ids": (
-            list(prompt.token_ids) if prompt is not None and prompt.token_ids is not None else None
-        ),
-        **({"prompt_note": result.prompt_note} if result.prompt_note else {}),
-        "request": request_json(plan, prompt, result.lora_path),
-        "media": [media_json(item) for item in result.media],
-        "media_per_prompt": result.media_per_prompt,
-        "outputs": [
-            {
-                "index": i,
-                "text": o.text,
-                "prompt_tokens": o.prompt_tokens,
-                "completion_tokens": o.completion_tokens,
-                "finish_reason": o.finish_reason,
-                "parsed": o.parsed,
-                "error": _error_json(result.errors.get(i)),
-            }
-            for i, o in enumerate(result.outputs)
-        ],
-        "timings": {k: round(v, 4) for k, v in result.timings.items()},
-        "versions": {"mmrun": __version__, "vllm": plan.vllm_version},
-    }
-
-
-def _error_json(error: ItemError | None) -> dict[str, Any] | None:
-    return None if error is None else {"stage": error.stage, "message": error.message}
-
-
-def settings_digest(item: Item) -> str | None:
-    """A short digest of a prompt's own settings (a manifest line's sampling and constraint),
-    recorded on its result line: a resumed run redoes a line whose settings changed."""
-    if not item.sampling:
-        return None
-    text = json.dumps(item.sampling, sort_keys=True, ensure_ascii=False, default=str)
-    return hashlib.sha256(text.encode()).hexdigest()[:16]
-
-
-def timestamp(seconds: float) -> str:
-    """A moment as UTC ISO-8601 with milliseconds: ``2026-12-02T07:14:35.123Z``."""
-    moment = datetime.datetime.fromtimestamp(seconds, datetime.timezone.utc)
-    return moment.isoformat(timespec="milliseconds").replace("+00:00", "Z")
-
-
-def line(
-    outcome: Outcome, dry_run: bool = False, finished_at: float | None = None
-) -> dict[str, Any]:
-    """One ``mmrun.batch/2`` line (documented in docs/usage.md); ``finished_at``: when the
-    prompt's result came back (``time.time()``), recorded for the report's throughput chart."""
-    completion, error = outcome.completion, outcome.error
-    row: dict[str, Any] = {
-        "id": outcome.item.id,
-        "index": outcome.item.index,
-        "media": list(outcome.item.media_names),
-        "question": outcome.question,
-        "text": completion.text if completion else None,
-        "prompt_tokens": completion.prompt_tokens if completion else None,
-        "completion_tokens": completion.completion_tokens if completion else None,
-        "finish_reason": completion.finish_reason if completion else None,
-        "parsed": completion.parsed if completion else None,
-        "meta": outcome.item.meta,
-        "settings": settings_digest(outcome.item),
-        "error": _error_json(error),
-    }
-    if finished_at is not None:
-        row["finished_at"] = timestamp(finished_at)
-    if dry_run and outcome.prompt_note:
-        row["prompt"] = None
-        row["prompt_note"] = outcome.prompt_note
-    if dry_run and outcome.prompt is not None:
-        row["prompt"] = outcome.prompt.text
-        if outcome.prompt.token_ids is not None:
-            row["prompt_token_ids"] = list(outcome.prompt.token_ids)
-    if outcome.replica is not None:
-        row["replica"] = outcome.replica
-    return row
 
 
 def encode(row: Mapping[str, Any]) -> bytes:
@@ -259,10 +55,10 @@ def identity(plan: Plan) -> dict[str, Any]:
         "key": plan.spec.key,
         "model": plan.model,
         "method": plan.method,
-        "question": plan.options.question,
+        "question": plan.question,
         "sampling": plan.sampling,
         "seed": plan.engine_args.get("seed"),
-        "dry_run": plan.options.dry_run,
+        "dry_run": plan.dry_run,
         "with_media": plan.companion_sources(),
     }
 

@@ -34,10 +34,11 @@ from pathlib import Path
 from typing import Any
 
 from mmrun.errors import UsageError
-from mmrun.inputs.manifest import LINE_FIELDS
-from mmrun.results import Completion, ItemError
+from mmrun.outcome import Completion, ItemError
 
 KINDS = ("json", "choice", "regex", "grammar", "json_object")
+# The fields of a manifest line that constrain its answer.
+LINE_FIELDS = ("json_schema", "choice", "regex")
 COMPACT_JSON = {"backend": "guidance", "disable_any_whitespace": True}
 # vLLM's settings of a constraint, allowed beside it in --sampling-arg structured_outputs=...
 SETTINGS = ("disable_any_whitespace", "disable_additional_properties", "whitespace_pattern")

@@ -12,7 +12,7 @@ from pathlib import Path
 from typing import Any
 
 from mmrun.errors import DownloadError, MediaError, TemplateUnavailableError
-from mmrun.hub import check_reachable, offline, offline_hint
+from mmrun.hub_access import check_reachable, offline, offline_hint
 from mmrun.request import Message, TemplateSource
 
 

@@ -16,6 +16,9 @@ import pytest
 
 from tests.helpers.http import PNG, QuietHTTPServer, ScriptedServer, reply
 
+# The fast tests' time limit, a pytest hook: none of them can hold the suite for good.
+from tests.helpers.time_limit import pytest_runtest_call  # noqa: F401
+
 OUTSIDE_CI = "outside_ci"
 # Set by `make test-outside-ci`: run the tests marked outside_ci too.
 OUTSIDE_CI_ENV = "MMRUN_TEST_OUTSIDE_CI"
@@ -50,9 +53,10 @@ def no_engine_leftovers() -> Iterator[None]:
     """A test that starts an engine in this process (a stand-in one, usually) must not leave
     its socket folder or log file to later tests, nor their variables to the processes
     later tests start."""
-    from mmrun import engine, engine_log
+    from mmrun import engine
+    from mmrun.engine import log_stream
 
-    names = (engine.RPC_DIR_ENV, engine_log.ENV)
+    names = (engine.RPC_DIR_ENV, log_stream.ENV)
     saved = {name: os.environ.pop(name, None) for name in names}
     yield
     engine.remove_temporary_files()

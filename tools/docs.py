@@ -15,7 +15,6 @@ import re
 import subprocess
 import sys
 from collections.abc import Callable
-from importlib import import_module
 from pathlib import Path
 from typing import Any
 
@@ -63,48 +62,53 @@ def proof_cell(proof: dict[str, Any] | None, reason: str | None) -> str:
     return cell if proof["ci"] else f"{cell}; not in CI (`make test-outside-ci`)"
 
 
-def source_of(spec: Any) -> str:
-    """Where a built-in row's request comes from: its modality package's SOURCES table (keys
-    it lacks are the package's DEFAULT_SOURCE, else the seed script's rows)."""
+def _first_pin(spec: Any) -> str:
+    """The first pinned vLLM version whose examples have the row's key."""
     from tools import upstream
 
-    package = import_module(f"mmrun.modalities.{spec.modality}")
-    default = getattr(package, "DEFAULT_SOURCE", "seed")
-    kind = str(getattr(package, "SOURCES", {}).get(spec.key, default))
-    label = f"vLLM {upstream.VERSION} examples"
+    added = [pin.version for pin in upstream.PINS if spec.key in pin.new_keys]
+    return added[0] if added else upstream.PINS[0].version
+
+
+def source_of(spec: Any) -> str:
+    """Where a built-in row's request comes from (its spec's ``source``), in words."""
+    from mmrun.registry import CHANGED_UPSTREAM, SINGLE_IMAGE, UPSTREAM
+
+    label = f"vLLM {_first_pin(spec)} examples"
     return {
-        "upstream": label,
-        "seed, changed upstream": f"seed, then {label}",
-        "single-image and video example": f"vLLM {upstream.VERSION} single-image and video example",
-    }.get(kind, kind)
+        UPSTREAM: label,
+        CHANGED_UPSTREAM: f"original example, then {label}",
+        SINGLE_IMAGE: f"vLLM {_first_pin(spec)} single-image and video example",
+    }.get(spec.source, spec.source)
 
 
 def _provenance(specs: list[Any]) -> str:
     """Where the rows' requests come from, counted: the "source" column explained."""
     from tools import upstream
 
-    label = f"vLLM {upstream.VERSION} examples"
     sources = [source_of(spec) for spec in specs]
-    seed = sum(1 for s in sources if s.startswith("seed"))
-    changed = sum(1 for s in sources if s.startswith("seed, then"))
-    added = sum(1 for s in sources if s == label)
+    original = sum(1 for s in sources if s.startswith("original example"))
+    changed = sum(1 for s in sources if s.startswith("original example, then"))
+    added = sum(1 for s in sources if s.startswith("vLLM") and s.endswith(" examples"))
     single = sum(1 for s in sources if s.endswith("single-image and video example"))
+    pins = " and ".join(f"{pin.version} (commit {pin.commit}, {pin.date})" for pin in upstream.PINS)
     return (
-        f"\"Source\" says where a row's request comes from. {seed} rows come from vLLM's "
-        'multi-image and audio example scripts as mmrun first took them ("seed"; '
-        f'{changed} of them changed since, "seed, then {label}"); {added} were added from '
-        f"those examples as shipped in the vllm {upstream.VERSION} source distribution (commit "
-        f"{upstream.COMMIT}, {upstream.DATE}), which `tools/upstream.py` fetches and "
-        "`tests/golden/test_upstream_parity.py` compares with every key mmrun shares with "
-        f'them; {single} ("vLLM {upstream.VERSION} single-image and video example") come from '
-        "that distribution's `vision_language_offline.py`, one image or one video per prompt; "
-        "where its prompt carries an image and a video together, the video row takes one image "
-        'with each clip (`mmrun video --image`; "+1 image" below).'
+        f"\"Source\" says where a row's request comes from. {original} rows come from vLLM's "
+        'multi-image and audio examples as mmrun first took them ("original example"; '
+        f'{changed} of them changed since, "original example, then vLLM ... examples"); '
+        f"{added} were added from those examples as shipped in the vllm source distributions "
+        f"{pins}, which `tools/upstream.py` fetches and "
+        "`tests/golden/test_upstream_parity.py` compares, version by version, with every key "
+        f'mmrun shares with them; {single} ("vLLM ... single-image and video example") come '
+        "from those distributions' `vision_language_offline.py`, one image or one video per "
+        "prompt; where its prompt carries an image and a video together, the video row takes "
+        'one image with each clip (`mmrun video --image`; "+1 image" below).'
     )
 
 
 def models_markdown() -> str:
     # mmrun's own loaders only: the page must not change with the plugins installed here.
+    from mmrun.cli.models import versions_note
     from mmrun.plugins import builtin_registry
     from mmrun.support import vllm_info
     from tests.tiny import unproven
@@ -122,7 +126,11 @@ def models_markdown() -> str:
         f"{len(specs)} rows. {_provenance(specs)}",
         "",
         f'"vLLM" says whether the vLLM this table was generated with ({info.version}) '
-        'supports the architecture (and, if not, the last version that did). "Offline proof" '
+        "supports the architecture (and, if not, the last version that did), and the vLLM "
+        'versions a row declares: "≥0.34" (its architecture is new there), "≤0.33" (the '
+        'last that has it; a later vLLM refuses the row before the engine starts), "own '
+        "request from 0.34\" (that version's example changed the request: mmrun sends each "
+        'vLLM its own; `--dry-run` says for which). "Offline proof" '
         "says whether the end-to-end tests run the key's loader on a tiny random-weight "
         "checkpoint of the same architecture through the real vLLM engine "
         "(`tests/e2e`, `mmrun selftest`), on which vLLM versions, and if not, why. "
@@ -152,6 +160,7 @@ def models_markdown() -> str:
         last = info.removed.get(spec.architecture)
         if last and not supported_now:
             supported += f" (last: {last})"
+        supported += versions_note(spec.since, spec.until, [c.version for c in spec.changes])
         reason = reasons.get(key)
         if reason is None and spec.modality == "video" and ("image", spec.key) in reasons:
             # A video row runs on its image row's checkpoint: what stops one stops both.

@@ -19,7 +19,7 @@ from bench.cpu.common import (
 
 COMMANDS = [["--help"], ["image", "--help"], ["models", "--json"]]
 HEAVY = ("vllm", "torch", "transformers")
-SEED = REPO / "tests" / "golden" / "seeds" / "004_c7a6148f2ec898b4.txt"
+SEED = REPO / "tests" / "golden" / "original_examples" / "audio_language.txt"
 
 
 def imported_modules(argv: list[str]) -> dict[str, Any]:

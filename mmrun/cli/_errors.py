@@ -1,36 +1,45 @@
-"""The error boundary: MmrunError -> one line on stderr and its exit code; Ctrl-C -> 130."""
+"""The CLI's one error boundary: what each exception a command line ends with prints (one
+line on stderr: what is wrong, and what to do) and its exit code (mmrun.errors). ``main()``
+applies it once, around the whole app; the commands themselves only raise."""
 
 from __future__ import annotations
 
 import contextlib
 import difflib
-import functools
 import os
 import re
 import sys
 import traceback
-from collections.abc import Callable, Iterator
-from typing import Any, ParamSpec, TypeVar
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
 
 import typer
-from typer.core import TyperGroup
 
 from mmrun.errors import EXIT_BROKEN_PIPE, EXIT_FAILURE, EXIT_INTERRUPTED, MmrunError
 
 DEBUG_ENV = "MMRUN_DEBUG"
-P = ParamSpec("P")
-R = TypeVar("R")
 
 
-def _debug() -> bool:
-    return os.environ.get(DEBUG_ENV, "") not in ("", "0")
+@dataclass(frozen=True)
+class Ending:
+    """How a command line ends.
+
+    message: what it prints on stderr (None: nothing).
+    code: its exit code.
+    traceback: ``MMRUN_DEBUG=1`` prints the exception's traceback first.
+    """
+
+    message: str | None
+    code: int
+    traceback: bool = False
 
 
-def report(message: str) -> None:
+def error_line(message: str) -> str:
     # Messages quote what the user typed (paths, URLs): a newline or an escape sequence in it
     # must not break the one line, or reach the terminal raw.
     line = "".join(c if c.isprintable() else repr(c)[1:-1] for c in message)
-    print(f"mmrun: error: {line}", file=sys.stderr, flush=True)
+    return f"mmrun: error: {line}"
 
 
 def stdout_closed() -> int:
@@ -45,61 +54,63 @@ def stdout_closed() -> int:
     return EXIT_BROKEN_PIPE
 
 
-def error_boundary(command: Callable[P, R]) -> Callable[P, R]:
-    """Wrap a command so user errors end as one line and a documented exit code."""
-
-    @functools.wraps(command)
-    def wrapper(*args: P.args, **kwargs: P.kwargs) -> R:
-        try:
-            return command(*args, **kwargs)
-        except MmrunError as exc:
-            if _debug():
-                traceback.print_exc()
-            report(str(exc))
-            raise typer.Exit(exc.exit_code) from None
-        except KeyboardInterrupt:
-            print("mmrun: interrupted", file=sys.stderr, flush=True)
-            raise typer.Exit(EXIT_INTERRUPTED) from None
-        except BrokenPipeError:
-            raise typer.Exit(stdout_closed()) from None
-        except (typer.Exit, typer.Abort):
-            raise
-        except Exception as exc:  # a bug or an unexpected failure: still one line
-            if _debug():
-                traceback.print_exc()
-            report(f"unexpected {type(exc).__name__}: {exc} (set {DEBUG_ENV}=1 for the traceback)")
-            raise typer.Exit(EXIT_FAILURE) from None
-
-    return wrapper
+# Each exception type (the first that matches, in this order) and how it ends the command
+# line. An MmrunError carries its own message, hint ("what to do") and exit code.
+ENDINGS: dict[type[BaseException], Callable[[Any], Ending]] = {
+    MmrunError: lambda exc: Ending(error_line(str(exc)), exc.exit_code, traceback=True),
+    KeyboardInterrupt: lambda exc: Ending("mmrun: interrupted", EXIT_INTERRUPTED),
+    BrokenPipeError: lambda exc: Ending(None, EXIT_BROKEN_PIPE),
+    typer.Exit: lambda exc: Ending(None, exc.exit_code),
+}
 
 
-def _is_usage_error(exc: Exception) -> bool:
+def ending(exc: BaseException) -> Ending:
+    """How ``exc`` ends the command line: its row in ENDINGS, else a usage error of Typer's
+    parser (exit 2), else an unexpected failure, a bug: still one line, and exit 1."""
+    for kind, describe in ENDINGS.items():
+        if isinstance(exc, kind):
+            return describe(exc)
+    if _is_usage_error(exc):
+        return _usage_ending(exc)
+    message = f"unexpected {type(exc).__name__}: {exc} (set {DEBUG_ENV}=1 for the traceback)"
+    return Ending(error_line(message), EXIT_FAILURE, traceback=True)
+
+
+def end(exc: BaseException) -> int:
+    """Print how ``exc`` ends the command line; return its exit code."""
+    done = ending(exc)
+    if done.traceback and os.environ.get(DEBUG_ENV, "") not in ("", "0"):
+        traceback.print_exception(exc)
+    if done.message is not None:
+        print(done.message, file=sys.stderr, flush=True)
+    if done.code == EXIT_BROKEN_PIPE:
+        return stdout_closed()
+    return done.code
+
+
+def _is_usage_error(exc: BaseException) -> bool:
     """Typer's parser (click) raises its own exception types; mmrun recognises them by their
     public interface rather than importing click, which Typer keeps private."""
-    if type(exc).__name__ == "NoArgsIsHelpError":  # bare `mmrun`: the help text is the answer
-        return False
     return callable(getattr(exc, "format_message", None)) and isinstance(
         getattr(exc, "exit_code", None), int
     )
 
 
-@contextlib.contextmanager
-def _one_line_click_errors() -> Iterator[None]:
-    try:
-        yield
-    except Exception as exc:
-        if not _is_usage_error(exc):
-            raise
-        text = exc.format_message()  # type: ignore[attr-defined]  # checked by _is_usage_error
-        # Typer's choice check words it through pydantic: "Value error, 'x' is not one of ..."
-        message = " ".join(str(text).split()).rstrip(".").replace("Value error, ", "")
-        if message[:1].isupper() and message[1:2].islower():  # "No such ..." -> "no such ..."
-            message = message[0].lower() + message[1:]
-        ctx = getattr(exc, "ctx", None)
-        message, suggestion = _closer_suggestion(message, ctx)
-        hint = f" ({suggestion}see `{ctx.command_path if ctx is not None else 'mmrun'} --help`)"
-        report(message + hint)
-        raise typer.Exit(getattr(exc, "exit_code", 2)) from None
+def _usage_ending(exc: Any) -> Ending:
+    """A usage error in mmrun's words, with the command's --help as what to do."""
+    text = str(exc.format_message())
+    if type(exc).__name__ == "NoArgsIsHelpError":
+        # Bare `mmrun`: the help is the answer, as Typer shows it (Rich has printed it already
+        # and left no text; the plain formatter leaves the text, for stderr).
+        return Ending(text or None, exc.exit_code)
+    # Typer's choice check words it through pydantic: "Value error, 'x' is not one of ..."
+    message = " ".join(text.split()).rstrip(".").replace("Value error, ", "")
+    if message[:1].isupper() and message[1:2].islower():  # "No such ..." -> "no such ..."
+        message = message[0].lower() + message[1:]
+    ctx = getattr(exc, "ctx", None)
+    message, suggestion = _closer_suggestion(message, ctx)
+    hint = f" ({suggestion}see `{ctx.command_path if ctx is not None else 'mmrun'} --help`)"
+    return Ending(error_line(message + hint), exc.exit_code)
 
 
 _NO_SUCH_OPTION = re.compile(r"^no such option: (\S+)")
@@ -120,19 +131,3 @@ def _closer_suggestion(message: str, ctx: Any) -> tuple[str, str]:
     ]
     close = difflib.get_close_matches(typed, known, n=1, cutoff=0.75)
     return f"no such option: {typed}", f"did you mean {close[0]}? " if close else ""
-
-
-class OneLineErrorsGroup(TyperGroup):
-    """The root command group, with click's own usage errors (an unknown command or option,
-    a value that is not a number) reported as mmrun reports its own: one line on stderr and
-    exit code 2, instead of a usage block and a panel. Use it as ``typer.Typer(cls=...)``."""
-
-    def make_context(
-        self, info_name: str | None, args: list[str], parent: Any = None, **extra: Any
-    ) -> Any:
-        with _one_line_click_errors():
-            return super().make_context(info_name, args, parent, **extra)
-
-    def invoke(self, ctx: Any) -> Any:
-        with _one_line_click_errors():  # the subcommand's own parsing happens in here
-            return super().invoke(ctx)

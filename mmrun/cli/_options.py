@@ -110,8 +110,9 @@ InputOpt = Annotated[
     str | None,
     typer.Option(
         "--input",
-        help="The prompts: a JSONL manifest (- for stdin), CSV, Parquet, Arrow, a datasets "
-        "folder, hf://datasets/ORG/NAME, .tar shards or an OpenAI batch file (docs/usage.md).",
+        help="The prompts: a JSONL manifest (- for stdin), CSV/TSV, Parquet, Arrow, a datasets "
+        "folder, hf://datasets/ORG/NAME, .tar shards, an OpenAI batch file or LLaVA-style "
+        "conversation JSON (docs/usage.md).",
         show_default=False,
         metavar="FILE",
     ),
@@ -210,8 +211,8 @@ InputFormatOpt = Annotated[
     str | None,
     typer.Option(
         "--input-format",
-        help="--input's format if its name does not say: jsonl, openai, csv, tsv, parquet, "
-        "arrow, webdataset, hf.",
+        help="--input's format if its name does not say: jsonl, openai, conversations, csv, "
+        "tsv, parquet, arrow, webdataset, hf.",
         show_default=False,
         metavar="FORMAT",
     ),
@@ -232,6 +233,25 @@ KeepColumnsOpt = Annotated[
         help="Input columns copied to each result's meta, e.g. label,url.",
         show_default=False,
         metavar="NAMES",
+    ),
+]
+QuestionTemplateOpt = Annotated[
+    str | None,
+    typer.Option(
+        "--question-template",
+        help="Each prompt's question from its row, e.g. '{hint}\\n{question}\\nA. {A}' (a line "
+        "with an empty field is left out).",
+        show_default=False,
+        metavar="TEXT",
+    ),
+]
+MediaRootOpt = Annotated[
+    str | None,
+    typer.Option(
+        "--media-root",
+        help="Folder that --input's relative media paths are in (default: the input's own).",
+        show_default=False,
+        metavar="DIR",
     ),
 ]
 SplitOpt = Annotated[

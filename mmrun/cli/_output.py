@@ -19,12 +19,14 @@ from rich.markup import escape
 from rich.panel import Panel
 from rich.table import Table
 
-from mmrun.engine.environment import terminal_stderr
+from mmrun.engine.output import terminal_stderr
+from mmrun.errors import shown
 
 if TYPE_CHECKING:
+    from mmrun.outcome import Outcome
     from mmrun.plan import Plan
     from mmrun.request import Prompt
-    from mmrun.results import Outcome, RunResult
+    from mmrun.runner import RunResult
 
 NO_COLOR_ENV = "NO_COLOR"
 
@@ -49,7 +51,7 @@ def stdout_console(file: TextIO | None = None) -> Console:
 
 class _Stderr:
     """mmrun's own stderr, wherever the engine's output is meanwhile (see
-    mmrun.engine.environment.engine_output)."""
+    mmrun.engine.output.engine_output)."""
 
     def write(self, text: str) -> int:
         return terminal_stderr().write(text)
@@ -79,7 +81,7 @@ def print_json(document: Any) -> None:
 def print_texts(result: RunResult) -> None:
     """``--quiet`` without ``--json``: the generated text of each prompt, blocks separated by
     a blank line; for a dry run, the request's prompt (or its token ids) once."""
-    if result.dry_run:
+    if result.plan.dry_run:
         prompt = result.prompt
         if prompt is None:  # the prompt is all this prints: without it, a failure
             from mmrun.errors import MmrunError
@@ -105,8 +107,8 @@ def print_result(result: RunResult, console: Console) -> None:
     console.print(f"[dim]question:[/] {escape(result.question)}")
     for item in result.media:
         describe = plan.modality.describe(item.info)
-        console.print(f"[dim]media:[/] {escape(item.source)} [dim]{escape(describe)}[/]")
-    if result.dry_run:
+        console.print(f"[dim]media:[/] {escape(shown(item.source))} [dim]{escape(describe)}[/]")
+    if result.plan.dry_run:
         _print_plan(result, console)
         return
     for i, output in enumerate(result.outputs):
@@ -125,12 +127,15 @@ def print_result(result: RunResult, console: Console) -> None:
 
 
 def _print_plan(result: RunResult, console: Console) -> None:
-    from mmrun.results import request_json
+    from mmrun.records import request_json
 
     request = request_json(result.plan, result.prompt, result.lora_path)
     table = Table(show_header=False, box=None, pad_edge=False)
     table.add_column(style="dim")
     table.add_column()
+    # A row's request can differ by vLLM version (LoaderSpec.changes): say which one this is.
+    version = result.plan.vllm_version
+    table.add_row("for vLLM", version or "not installed (the row as declared)")
     table.add_row("engine args", escape(json.dumps(request["engine_args"])))
     table.add_row("sampling", escape(json.dumps(request["sampling"])))
     if "modality_options" in request:
@@ -154,13 +159,14 @@ def _print_plan(result: RunResult, console: Console) -> None:
 def describe_engines(plan: Plan) -> str:
     """``2 (local), 1 GPU(s) each: GPU 0 | GPU 1``, ``2 (local) on CPU 0 | CPU 1``, or
     ``1 (local)``."""
-    engines = plan.engines()
+    engines = plan.engines.as_json(plan.engine_args)
+    layout = plan.engines.layout
     text = f"{engines['replicas']} ({engines['backend']})"
-    if plan.replicas and plan.replicas[0].gpus:
+    if layout and layout[0].gpus:
         text += f", {engines['gpus_per_replica']} GPU(s) each: "
-    elif plan.replicas:
+    elif layout:
         text += " on "
-    return text + " | ".join(r.describe() for r in plan.replicas)
+    return text + " | ".join(r.describe() for r in layout)
 
 
 def _panel(text: str, *, title: str, subtitle: str | None = None, dim: bool = False) -> Panel:
@@ -232,7 +238,7 @@ def print_outcome(
         )
         body = done.text.strip()
     console.print(
-        _panel(body, title=title, subtitle=escape(_sources(outcome.item.sources)), dim=dim),
+        _panel(body, title=title, subtitle=escape(_sources(outcome.item.media_names)), dim=dim),
         soft_wrap=False,
     )
 
@@ -240,18 +246,19 @@ def print_outcome(
 def _sources(sources: Sequence[str], room: int = 100) -> str:
     """The prompt's media for a panel's subtitle (one line): the whole list, or as many as
     fit and how many more (``--json`` and ``-o`` lines list them all)."""
+    sources = [shown(source) for source in sources]
     text = ", ".join(sources)
     if len(text) <= room:
         return text
-    shown: list[str] = []
+    fits: list[str] = []
     for source in sources:
-        if len(", ".join([*shown, source])) > room - 12:
+        if len(", ".join([*fits, source])) > room - 12:
             break
-        shown.append(source)
-    more = len(sources) - len(shown)
-    if not shown:  # one long source: its start, marked as cut
+        fits.append(source)
+    more = len(sources) - len(fits)
+    if not fits:  # one long source: its start, marked as cut
         return sources[0][: room - 13] + "…" + (f", +{more - 1} more" if more > 1 else "")
-    return ", ".join(shown) + f", +{more} more"
+    return ", ".join(fits) + f", +{more} more"
 
 
 class StartProgress:

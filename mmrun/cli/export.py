@@ -6,10 +6,7 @@ from typing import Annotated
 
 import typer
 
-from mmrun.cli._errors import error_boundary
 
-
-@error_boundary
 def export(
     results: Annotated[str, typer.Argument(help="The JSONL file a batch wrote (-o).")],
     out: Annotated[str, typer.Argument(help="The table to write: a .parquet or .csv file.")],

@@ -1,15 +1,16 @@
-"""The root of the CLI: it only wires the command groups."""
+"""The root of the CLI: it wires the command groups, and ``main()`` ends every command line
+through the one error boundary (mmrun.cli._errors)."""
 
 from __future__ import annotations
 
 import atexit
 import os
 import sys
+from collections.abc import Sequence
 
 import typer
 
-from mmrun import __version__
-from mmrun.cli._errors import OneLineErrorsGroup, stdout_closed
+from mmrun.cli._errors import end, stdout_closed
 from mmrun.cli._output import color_disabled
 from mmrun.cli.export import export
 from mmrun.cli.models import models
@@ -24,11 +25,12 @@ from mmrun.cli.review import (
 )
 from mmrun.cli.run import epilog, make_command
 from mmrun.cli.selftest import selftest
+from mmrun.errors import EXIT_FAILURE, EXIT_OK
 from mmrun.plugins import get_registry
+from mmrun.version import __version__
 
 app = typer.Typer(
     name="mmrun",
-    cls=OneLineErrorsGroup,
     help="Run vision-language and audio-language models on images and audio through vLLM, "
     "with the right prompt format for each model.",
     no_args_is_help=True,
@@ -72,26 +74,47 @@ app.command("compare", epilog=COMPARE_EXAMPLES)(compare)
 app.command("export", epilog="Example:\n\n  mmrun export results.jsonl results.parquet")(export)
 
 
-def main() -> None:
-    # A fixed program name, so that `python -m mmrun` and the `mmrun` script share one
-    # completion variable (_MMRUN_COMPLETE) and one usage line.
-    stdout_was = _identity(1)
+# A fixed program name, so that `python -m mmrun` and the `mmrun` script share one
+# completion variable and one usage line.
+PROG_NAME = "mmrun"
+COMPLETE_VAR = "_MMRUN_COMPLETE"
+
+
+def run(args: Sequence[str]) -> int:
+    """Run one command line in this process; return its exit code. Whatever it ends with, a
+    user error, a usage error of Typer's parser, Ctrl-C or a bug, has been printed by then
+    as its one line (mmrun.cli._errors)."""
+    command = typer.main.get_command(app)
     try:
-        app(prog_name="mmrun")
-    except BrokenPipeError:  # `mmrun --help | head -1`: outside the commands' boundary
-        _exit_now(stdout_closed())
+        with command.make_context(PROG_NAME, list(args)) as ctx:
+            command.invoke(ctx)
+    except (Exception, KeyboardInterrupt) as exc:
+        return end(exc)
+    return EXIT_OK
+
+
+def main() -> None:
+    """The console script: the command line's exit code, without the interpreter's slow
+    teardown once vLLM or torch were loaded."""
+    if os.environ.get(COMPLETE_VAR):  # a shell asking for completions: Typer answers, exits
+        app(prog_name=PROG_NAME, complete_var=COMPLETE_VAR)
+    stdout_was = _identity(1)
+    code: object
+    try:
+        code = run(sys.argv[1:])
     except SystemExit as exc:
-        if exc.code == 1 and _stdout_silenced(stdout_was):
-            # Rich (printing --help) and Typer's parser meet a closed pipe themselves: they
-            # point stdout at /dev/null and exit 1. End as every other closed-pipe path does.
-            raise SystemExit(stdout_closed()) from None
-        if not _HEAVY.isdisjoint(sys.modules):
-            _exit_now(exc.code)
-        try:  # what is still buffered, now rather than in the interpreter's teardown
-            sys.stdout.flush()
-        except BrokenPipeError:
-            raise SystemExit(exc.code or stdout_closed()) from None
-        raise
+        code = exc.code
+    if code == EXIT_FAILURE and _stdout_silenced(stdout_was):
+        # Rich (printing --help) meets a closed pipe itself: it points stdout at /dev/null
+        # and exits 1. End as every other closed-pipe path does.
+        code = stdout_closed()
+    if not _HEAVY.isdisjoint(sys.modules):
+        _exit_now(code)
+    try:  # what is still buffered, now rather than in the interpreter's teardown
+        sys.stdout.flush()
+    except BrokenPipeError:
+        code = code or stdout_closed()
+    raise SystemExit(code)
 
 
 def _identity(fd: int) -> tuple[int, int] | None:
@@ -104,8 +127,6 @@ def _identity(fd: int) -> tuple[int, int] | None:
 
 def _stdout_silenced(before: tuple[int, int] | None) -> bool:
     """Whether stdout was a pipe or file and is /dev/null now (see main)."""
-    if type(sys.stdout).__name__ == "PacifyFlushWrapper":
-        return True
     now = _identity(1)
     try:
         devnull = os.stat(os.devnull)

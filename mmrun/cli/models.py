@@ -9,7 +9,6 @@ from typing import Annotated, Any
 import typer
 
 from mmrun.cli import _options as o
-from mmrun.cli._errors import error_boundary
 from mmrun.errors import UsageError
 from mmrun.plugins import BUILTIN_PLUGINS, get_registry
 from mmrun.registry import LoaderSpec
@@ -66,12 +65,16 @@ def _row(spec: LoaderSpec, supported: bool | None, last_version: str | None) -> 
         "requires": list(spec.requires),
         "vllm_supported": supported,
         "vllm_last_supported": last_version,
+        # The vLLM versions the row declares it runs on, and those from which its request
+        # differs (LoaderSpec.since, until, changes).
+        "vllm_since": spec.since,
+        "vllm_until": spec.until,
+        "vllm_changes": [change.version for change in spec.changes],
         "gpus_per_replica": int(spec.engine_args.get("tensor_parallel_size") or 1),
         "note": spec.note,
     }
 
 
-@error_boundary
 def models(
     modality: Annotated[
         str | None,
@@ -156,7 +159,15 @@ def _supported(row: dict[str, Any]) -> str:
     text = {True: "[green]yes[/]", False: "[red]no[/]", None: "?"}[row["vllm_supported"]]
     if row["vllm_last_supported"] and not row["vllm_supported"]:
         text += f" (≤{row['vllm_last_supported']})"
-    return text
+    return text + versions_note(row["vllm_since"], row["vllm_until"], row["vllm_changes"])
+
+
+def versions_note(since: str | None, until: str | None, changes: Sequence[str]) -> str:
+    """`` (≥0.34)``, `` (≤0.33)``, `` (own request from 0.34)``: what a row declares."""
+    parts = [f"≥{since}"] if since else []
+    parts += [f"≤{until}"] if until else []
+    parts += [f"own request from {', '.join(changes)}"] if changes else []
+    return f" ({'; '.join(parts)})" if parts else ""
 
 
 def _table(

@@ -3,7 +3,6 @@
 from typing import Any
 
 from mmrun.cli import _options as o
-from mmrun.cli._errors import error_boundary
 
 
 def plugin_rows() -> list[dict[str, Any]]:
@@ -23,7 +22,6 @@ def plugin_rows() -> list[dict[str, Any]]:
     return rows
 
 
-@error_boundary
 def plugins(json_out: o.JsonOpt = False) -> None:
     """List the plugins loaded and the modalities and model keys each registered."""
     from rich.table import Table

@@ -7,7 +7,6 @@ from typing import TYPE_CHECKING, Annotated
 
 import typer
 
-from mmrun.cli._errors import error_boundary
 from mmrun.cli._output import print_json, stderr_console, stdout_console
 from mmrun.errors import EXIT_BELOW_THRESHOLD, UsageError
 
@@ -70,6 +69,7 @@ REPORT_EXAMPLES = _examples(
 SCORE_EXAMPLES = _examples(
     "mmrun score out.jsonl -r meta.answer --metric exact --metric anls --in-place",
     "mmrun score transcripts.jsonl -r refs.csv --reference-field text --metric wer --fail-above 0.2",
+    "mmrun score librispeech.jsonl -r LibriSpeech/test-clean --metric wer",
 )
 COMPARE_EXAMPLES = _examples(
     "mmrun compare base.jsonl tuned.jsonl -o compare.html",
@@ -126,7 +126,6 @@ def _media_note(over_budget: int) -> None:
         )
 
 
-@error_boundary
 def report(
     results: ResultsArg,
     output: HtmlOutOpt = None,
@@ -135,8 +134,9 @@ def report(
     media_root: MediaRootOpt = None,
 ) -> None:
     """Write one self-contained HTML page of a run's results, charts and media."""
+    from mmrun.review.embed import MediaOptions
     from mmrun.review.load import load
-    from mmrun.review.report import MediaOptions, report_html
+    from mmrun.review.page import report_html
 
     loaded = load(results)
     target = output or loaded.path.with_suffix(".html")
@@ -145,7 +145,6 @@ def report(
     _write_page(text, target, open_page)
 
 
-@error_boundary
 def score(
     results: ResultsArg,
     reference: Annotated[
@@ -154,7 +153,8 @@ def score(
             "--reference",
             "-r",
             help="Where the references are: a field of the result lines (a dotted path such "
-            "as meta.answer), or a JSONL, JSON, CSV, TSV or Parquet file keyed by id.",
+            "as meta.answer), a JSONL, JSON, CSV, TSV or Parquet file keyed by id, or a folder "
+            "of LibriSpeech *.trans.txt files.",
             show_default=False,
         ),
     ],
@@ -302,7 +302,6 @@ def _print_scores(summaries: list[Summary], normalize: str, written: Path | None
         err.print(f"wrote {written}", highlight=False)
 
 
-@error_boundary
 def compare(
     a: Annotated[Path, typer.Argument(help="The first run's result file.", show_default=False)],
     b: Annotated[Path, typer.Argument(help="The second run's result file.", show_default=False)],
@@ -333,7 +332,8 @@ def compare(
     transform, used = scoring.normalizer(normalize)
     comparison = run_compare(load(a), load(b), normalize=transform, seed=seed)
     if output is not None:
-        from mmrun.review.report import MediaOptions, compare_html
+        from mmrun.review.embed import MediaOptions
+        from mmrun.review.page import compare_html
 
         text, media = compare_html(
             comparison, output, MediaOptions(link=link_media, root=media_root), used

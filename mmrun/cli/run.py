@@ -4,16 +4,17 @@
 
 import enum
 import inspect
-import os
 from collections.abc import Callable, Sequence
-from typing import Annotated, Any
+from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
 from mmrun.cli import _options as o
-from mmrun.cli._errors import error_boundary
 from mmrun.errors import EXIT_PARTIAL, UsageError
 from mmrun.registry import MediaOption, Modality
+
+if TYPE_CHECKING:
+    from mmrun.planning import RunOptions
 
 
 class MethodChoice(str, enum.Enum):
@@ -31,20 +32,46 @@ def _execute(modality: str, **kw: Any) -> None:
     from mmrun.capture import show_library_output
     from mmrun.devices import visible_gpus
     from mmrun.engine import configure_environment
-    from mmrun.inputs import InputOptions
-    from mmrun.plan import RunOptions, parse_key_values, plan
+    from mmrun.planning import plan
     from mmrun.plugins import get_registry
     from mmrun.support import vllm_info
 
     json_out, quiet, verbose = kw.pop("json_out"), kw.pop("quiet"), kw.pop("verbose")
+    if quiet and verbose:
+        raise UsageError("--quiet and --verbose contradict each other", hint="pass one of them")
+    opts = _run_options(modality, kw)
+    configure_environment(verbose)
+    show_library_output(verbose)
+    gpus = visible_gpus() if opts.data_parallel_size > 1 else []
+    the_plan = plan(opts, get_registry(), vllm_info(), gpus)
+    if the_plan.choices and (verbose or opts.dry_run) and not quiet:
+        from mmrun.cli._output import stderr_console
+
+        for choice in the_plan.choices:
+            stderr_console().print(
+                f"mmrun: for this GPU run: {choice}", highlight=False, markup=False
+            )
+    if the_plan.batch:
+        from mmrun.cli.batch import run_batch
+
+        code = run_batch(the_plan, json_out=json_out, quiet=quiet, verbose=verbose)
+        if code:
+            raise typer.Exit(code)
+        return
+    _run_named(the_plan, json_out=json_out, quiet=quiet, verbose=verbose)
+
+
+def _run_options(modality: str, kw: dict[str, Any]) -> "RunOptions":
+    """The command's options as the library's RunOptions."""
+    from mmrun.inputs import InputOptions
+    from mmrun.planning import RunOptions, parse_key_values
+
     # The companions' media options arrive with the modality's own options.
     companions = {
         name: tuple(kw["modality_options"].pop(_companion_param(name), None) or ())
         for name in kw.pop("companions")
     }
-    if quiet and verbose:
-        raise UsageError("--quiet and --verbose contradict each other", hint="pass one of them")
-    opts = RunOptions(
+    return RunOptions(
         modality=modality,
         key=kw["key"],
         sources=tuple(kw["sources"] or ()),
@@ -85,34 +112,13 @@ def _execute(modality: str, **kw: Any) -> None:
             revision=kw["revision"],
             limit=kw["limit"],
             shard=kw["shard"],
+            question_template=kw["question_template"],
+            media_root=kw["media_root"],
         ),
         output_format=_output_format(kw["output_format"]),
         modality_options=kw["modality_options"],
         companions=companions,
     )
-    configure_environment(verbose)
-    show_library_output(verbose)
-    if verbose:
-        from mmrun.parallel import VERBOSE_ENV
-
-        os.environ[VERBOSE_ENV] = "1"
-    gpus = visible_gpus() if opts.data_parallel_size > 1 else []
-    the_plan = plan(opts, get_registry(), vllm_info(), gpus)
-    if the_plan.choices and (verbose or opts.dry_run) and not quiet:
-        from mmrun.cli._output import stderr_console
-
-        for choice in the_plan.choices:
-            stderr_console().print(
-                f"mmrun: for this GPU run: {choice}", highlight=False, markup=False
-            )
-    if the_plan.batch:
-        from mmrun.cli.batch import run_batch
-
-        code = run_batch(the_plan, json_out=json_out, quiet=quiet, verbose=verbose)
-        if code:
-            raise typer.Exit(code)
-        return
-    _run_named(the_plan, json_out=json_out, quiet=quiet, verbose=verbose)
 
 
 def _output_format(value: str | None) -> str | None:
@@ -133,9 +139,10 @@ def _run_named(the_plan: Any, *, json_out: bool, quiet: bool, verbose: bool = Fa
         stderr_console,
         stdout_console,
     )
-    from mmrun.engine.environment import engine_output
-    from mmrun.results import document
-    from mmrun.runner import Hooks, run_named
+    from mmrun.engine.output import engine_output
+    from mmrun.outcome import Hooks
+    from mmrun.records import document
+    from mmrun.runner import run_named
     from mmrun.templates import HFTemplateRenderer
 
     err = stderr_console()
@@ -225,7 +232,6 @@ def make_command(modality: Modality, companions: Sequence[Modality] = ()) -> Cal
     question_default = modality.questions[min(modality.questions)] if modality.questions else ""
     seed_default = "none" if modality.seed is None else str(modality.seed)
 
-    @error_boundary
     def command(
         key: Annotated[
             str | None,
@@ -285,6 +291,8 @@ def make_command(modality: Modality, companions: Sequence[Modality] = ()) -> Cal
         revision: o.RevisionOpt = None,
         limit: o.LimitOpt = None,
         shard: o.ShardOpt = None,
+        question_template: o.QuestionTemplateOpt = None,
+        media_root: o.MediaRootOpt = None,
         output: o.OutputOpt = None,
         output_format: o.OutputFormatOpt = None,
         question: Annotated[

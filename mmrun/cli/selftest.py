@@ -9,7 +9,7 @@ import os
 import shutil
 import tempfile
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from functools import partial
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Any
@@ -17,7 +17,6 @@ from typing import TYPE_CHECKING, Annotated, Any
 import typer
 
 from mmrun.cli import _options as o
-from mmrun.cli._errors import error_boundary
 from mmrun.errors import EngineError
 
 if TYPE_CHECKING:
@@ -26,7 +25,6 @@ if TYPE_CHECKING:
     from mmrun.registry import Registry
 
 
-@error_boundary
 def selftest(
     json_out: o.JsonOpt = False,
     verbose: o.VerboseOpt = False,
@@ -38,12 +36,10 @@ def selftest(
     """Check the installed vLLM offline: tiny random-weight models, end to end."""
     from mmrun.cli._output import print_json, stderr_console, stdout_console
     from mmrun.engine import configure_environment, device_name
-    from mmrun.engine.environment import stdout_to_stderr
-    from mmrun.plan import RunOptions, check_supported, plan
+    from mmrun.engine.output import stdout_to_stderr
+    from mmrun.planning.checks import check_supported
     from mmrun.plugins import get_registry
-    from mmrun.runner import run_named
     from mmrun.support import vllm_info
-    from mmrun.templates import HFTemplateRenderer
     from mmrun.tiny import selftest_builders
 
     os.environ["HF_HUB_OFFLINE"] = "1"
@@ -77,30 +73,8 @@ def selftest(
         media = step("write test media", lambda: _write_samples(registry, builders, folder))
         for (modality, key), build in builders.items():
             checkpoint = step(f"build tiny {key} checkpoint", partial(build, folder / key))
-            opts = RunOptions(
-                modality=modality,
-                key=key,
-                model=str(checkpoint.path),
-                sources=tuple(media[modality]),
-                max_tokens=8,
-                num_prompts=2,
-                # Eager: a check of the install, not of torch.compile (which adds ~40 s per start).
-                engine_args={**checkpoint.engine_args, "enforce_eager": True},
-            )
-            the_plan = plan(opts, registry, vllm_info())
-            result, engine = step(
-                f"run {key} through vLLM (generate, 2 prompts)",
-                partial(run_named, the_plan, HFTemplateRenderer),
-            )
-            if engine is not None:
-                engine.close()
-            outputs = result.outputs
-            if len(outputs) != 2 or not all(out.completion_tokens > 0 for out in outputs):
-                raise EngineError(f"{key}: expected 2 outputs with tokens, got {outputs}")
-            steps[-1].update(
-                prompt_tokens=outputs[0].prompt_tokens,
-                engine_start_s=round(result.timings.get("engine_start_s", 0.0), 2),
-            )
+            figures = _run_tiny(modality, key, checkpoint, media[modality], step)
+            steps[-1].update(figures)  # the run's step, which _run_tiny has just added
     finally:
         if keep is None:  # the tiny checkpoints and media were only for this check
             shutil.rmtree(folder, ignore_errors=True)
@@ -130,3 +104,43 @@ def _write_samples(
             raise EngineError(f"the {modality} modality writes no sample media for the selftest")
         media.setdefault(modality, write(folder))
     return media
+
+
+def _run_tiny(
+    modality: str,
+    key: str,
+    checkpoint: Any,
+    media: Sequence[str],
+    step: Callable[[str, Callable[[], Any]], Any],
+) -> dict[str, Any]:
+    """Two prompts of a tiny checkpoint through vLLM, as ``mmrun MODALITY`` runs them."""
+    from mmrun.planning import RunOptions, plan
+    from mmrun.plugins import get_registry
+    from mmrun.runner import run_named
+    from mmrun.support import vllm_info
+    from mmrun.templates import HFTemplateRenderer
+
+    opts = RunOptions(
+        modality=modality,
+        key=key,
+        model=str(checkpoint.path),
+        sources=tuple(media),
+        max_tokens=8,
+        num_prompts=2,
+        # Eager: a check of the install, not of torch.compile (which adds ~40 s per start).
+        engine_args={**checkpoint.engine_args, "enforce_eager": True},
+    )
+    the_plan = plan(opts, get_registry(), vllm_info())
+    result, engine = step(
+        f"run {key} through vLLM (generate, 2 prompts)",
+        partial(run_named, the_plan, HFTemplateRenderer),
+    )
+    if engine is not None:
+        engine.close()
+    outputs = result.outputs
+    if len(outputs) != 2 or not all(out.completion_tokens > 0 for out in outputs):
+        raise EngineError(f"{key}: expected 2 outputs with tokens, got {outputs}")
+    return {
+        "prompt_tokens": outputs[0].prompt_tokens,
+        "engine_start_s": round(result.timings.get("engine_start_s", 0.0), 2),
+    }

@@ -1,6 +1,8 @@
-"""The engine: the vLLM handle (handle.py, the only module that imports vLLM), what its
-processes inherit (environment.py), this process and the engine's (processes.py), what a
-failure means (failures.py) and the GPU defaults (gpu.py). Callers use the names below."""
+"""The engine: the vLLM handle (handle.py, the only module that imports vLLM), what mmrun
+reads from vLLM beyond its public API (vllm_internals.py), what its processes inherit
+(environment.py), where their output and log go (output.py, log_stream.py), this process and
+the engine's (processes.py), what a failure means (failures.py), the GPU defaults (gpu.py)
+and the CPU build's KV cache (cpu.py). Callers use the names below."""
 
 from mmrun.engine.environment import RPC_DIR_ENV, configure_environment, remove_temporary_files
 from mmrun.engine.gpu import FRONTEND_THREADS_MAX, frontend_threads, use_frontend_threads

@@ -1,7 +1,6 @@
 """What the engine's processes inherit from this one: the environment for vLLM's logs and
-warnings, a private folder for its sockets, the log file they all write (see
-mmrun.engine_log), standard output and error pointed away from the results, a frozen heap,
-and torch's threads carried safely across vLLM's fork."""
+warnings, a private folder for its sockets, a frozen heap, and torch's threads carried
+safely across vLLM's fork. Where their output goes is mmrun.engine.output's."""
 
 from __future__ import annotations
 
@@ -11,14 +10,11 @@ import gc
 import logging
 import os
 import shutil
-import sys
 import tempfile
 import warnings
 from collections.abc import Iterator
-from contextlib import contextmanager
-from typing import TextIO
 
-from mmrun import engine_log
+from mmrun.engine import log_stream
 
 _QUIET_RESOURCE_TRACKER = "ignore::UserWarning:multiprocessing.resource_tracker"
 
@@ -27,10 +23,16 @@ _SOCKET_PATH_MAX = 107  # a Unix socket's path, in bytes (sockaddr_un.sun_path l
 _temporary: list[str] = []  # files and folders of this process, removed when it ends
 
 
-def _remember(path: str) -> None:
+def remember_temporary(path: str) -> None:
+    """Remove ``path`` (a file or a folder) when this process ends."""
     if not _temporary:
         atexit.register(remove_temporary_files)
     _temporary.append(path)
+
+
+def is_temporary(path: str) -> bool:
+    """Whether this process made ``path`` and removes it when it ends."""
+    return path in _temporary
 
 
 def remove_temporary_files() -> None:
@@ -53,36 +55,8 @@ def use_private_rpc_dir() -> None:
     if len(folder) + 1 + 36 > _SOCKET_PATH_MAX:  # "<folder>/<uuid4>" must fit: vLLM's default
         os.rmdir(folder)
         return
-    _remember(folder)
+    remember_temporary(folder)
     os.environ[RPC_DIR_ENV] = folder
-
-
-def use_engine_log() -> str | None:
-    """Where the engine's processes also write their log (see engine_log), when vLLM's log
-    stream is mmrun's: the file's path. Without -v, what they print besides (tracebacks,
-    progress bars) goes there too (see engine_output)."""
-    if os.environ.get("VLLM_LOGGING_STREAM") != engine_log.STREAM_SPEC:
-        return None
-    path = os.environ.get(engine_log.ENV)
-    if path is None or path not in _temporary:
-        handle, path = tempfile.mkstemp(prefix="mmrun-engine-", suffix=".log")
-        os.close(handle)
-        _remember(path)
-        os.environ[engine_log.ENV] = path
-    with contextlib.suppress(OSError):  # a second engine in this process: its part only
-        _log_start[0] = os.path.getsize(path)
-    return path
-
-
-_log_start = [0]  # where the current engine's part of the log begins
-
-
-def engine_log_part() -> tuple[str, int] | None:
-    """The engine log this process set up, and where the current engine's part begins."""
-    path = os.environ.get(engine_log.ENV)
-    if not path or path not in _temporary:
-        return None
-    return path, _log_start[0]
 
 
 @contextlib.contextmanager
@@ -92,12 +66,10 @@ def heap_frozen() -> Iterator[None]:
 
     vLLM forks its engine core from this process on a GPU. A forked child walks every object
     it inherited in each full collection, and its start (loading the compile cache, building
-    the model) is one allocation-heavy Python thread. On an H200 (3 pairs, see
-    docs/performance.md): the collector took 0.45 s of the engine core's compile-cache
-    load with about 365,000 objects frozen, against 0.64 s without; from vLLM's arguments to
-    the result, 3.1, 1.0 and -0.1 s sooner. The child keeps its copy frozen; this process
+    the model) is one allocation-heavy Python thread: frozen, those objects cost its
+    collector nothing (docs/performance.md). The child keeps its copy frozen; this process
     gets its objects back once the engine has started, so nothing stays uncollectable. It
-    costs one full collection (0.2 s there)."""
+    costs one full collection."""
     gc.collect()
     gc.freeze()
     try:
@@ -115,16 +87,14 @@ def one_thread_until_forked(threads: int | None) -> Iterator[None]:
     run a parallel region on more than one thread, a child forked from it hangs in its own
     first one. vLLM builds the model's processor in this process with OMP_NUM_THREADS torch
     threads, then forks its engine core, which runs that processor on dummy inputs before it
-    reports ready. With mmrun's frontend threads, Granite Speech's engine core hung for good
-    on the H200 in that step (pad_sequence on a 500-second dummy recording; vLLM 0.26,
-    docs/performance.md). Raw vLLM does not hang: with OMP_NUM_THREADS unset it runs both
-    steps on one thread. mmrun runs no torch work before this. So while vLLM starts,
-    OMP_NUM_THREADS is 1 here (vLLM reads it) and torch's threads are 1. A fork handler puts
-    ``threads`` back in the child before it runs anything (no team existed to inherit), and
-    this process gets them back after the start, for the requests' processing. Nothing to do
-    for None or 1 (vLLM's CPU build), nor when vLLM is told to spawn its processes
-    (VLLM_WORKER_MULTIPROC_METHOD=spawn): a spawned process inherits no OpenMP state, only
-    the environment, which then keeps ``threads`` for it."""
+    reports ready: with several threads, that step can hang for good (docs/performance.md).
+    vLLM with OMP_NUM_THREADS unset runs both steps on one thread; mmrun runs no torch work
+    before this. So while vLLM starts, OMP_NUM_THREADS is 1 here (vLLM reads it) and torch's
+    threads are 1. A fork handler puts ``threads`` back in the child before it runs anything
+    (no team existed to inherit), and this process gets them back after the start, for the
+    requests' processing. Nothing to do for None or 1 (vLLM's CPU build), nor when vLLM is
+    told to spawn its processes (VLLM_WORKER_MULTIPROC_METHOD=spawn): a spawned process
+    inherits no OpenMP state, only the environment, which then keeps ``threads`` for it."""
     if threads is None or threads <= 1 or os.environ.get(_MULTIPROC_METHOD) == "spawn":
         yield
         return
@@ -174,8 +144,8 @@ def configure_environment(verbose: bool) -> None:
     global _quiet
     _quiet = not verbose
     os.environ.setdefault("VLLM_LOGGING_LEVEL", "INFO" if verbose else "ERROR")
-    # stderr, and the reason for a failed start back to this process (see engine_log)
-    os.environ.setdefault("VLLM_LOGGING_STREAM", engine_log.STREAM_SPEC)
+    # stderr, and the reason for a failed start back to this process (see log_stream)
+    os.environ.setdefault("VLLM_LOGGING_STREAM", log_stream.STREAM_SPEC)
     os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
     if verbose:
         return
@@ -206,83 +176,3 @@ _quiet = False  # set by configure_environment: no progress bars from the engine
 def is_quiet() -> bool:
     """Whether configure_environment was told to keep the engine's output back."""
     return _quiet
-
-
-@contextmanager
-def _redirect(fd: int, target: int) -> Iterator[None]:
-    """Point file descriptor ``fd`` at ``target`` (another descriptor) until the block ends."""
-    for stream in (sys.stdout, sys.stderr):
-        stream.flush()
-    saved = os.dup(fd)
-    try:
-        os.dup2(target, fd)
-        yield
-    finally:
-        for stream in (sys.stdout, sys.stderr):
-            stream.flush()
-        os.dup2(saved, fd)
-        os.close(saved)
-
-
-@contextmanager
-def stdout_to_stderr() -> Iterator[None]:
-    """Point file descriptor 1 at stderr while vLLM runs, so that nothing it or its worker
-    processes print can mix into the results that mmrun prints on stdout afterwards."""
-    with _redirect(1, 2):
-        yield
-
-
-@contextmanager
-def engine_output(quiet: bool, verbose: bool = False) -> Iterator[TextIO]:
-    """Where what vLLM, torch and transformers print goes while a run is planned and executed:
-    with ``-v`` to stderr; else to the engine's log file (mmrun.engine_log), which the engine's
-    processes inherit as their stdout and stderr when vLLM starts them: a traceback in a
-    worker, an interrupted child, the progress bars of a CUDA graph capture or Ray's logs are
-    kept there, and mmrun reads the reason for a failure back out of it. mmrun's own lines
-    (progress, notes) still reach the terminal: they are written to ``terminal_stderr()``.
-    ``quiet`` changes nothing here (mmrun's --quiet prints no notes of its own). Yields the
-    stream that results go to meanwhile (standard output as it was before: a batch prints
-    each result as it is done). A failure ends as mmrun's one-line error, printed by the
-    error boundary once the descriptors are restored."""
-    results = _results_stream()
-    try:
-        if verbose:
-            with stdout_to_stderr():
-                yield results
-            return
-        path = use_engine_log()
-        target = os.open(path or os.devnull, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o600)
-        sys.stderr.flush()
-        saved = os.fdopen(os.dup(2), "w", buffering=1, encoding="utf-8", errors="replace")
-        _saved_stderr.append(saved)
-        try:
-            with _redirect(1, target), _redirect(2, target):
-                yield results
-        finally:
-            _saved_stderr.pop()
-            saved.close()
-            os.close(target)
-    finally:
-        results.flush()
-        if results is not sys.stdout:
-            results.close()
-
-
-_saved_stderr: list[TextIO] = []  # the terminal's stderr while engine_output points fd 2 away
-
-
-def terminal_stderr() -> TextIO:
-    """The stream for mmrun's own lines on stderr: the process's stderr, or, while
-    engine_output sends the engine's output to its log, the stderr that was there before."""
-    return _saved_stderr[-1] if _saved_stderr else sys.stderr
-
-
-def _results_stream() -> TextIO:
-    """A stream on the standard output of now, untouched by the redirections that follow; the
-    standard output object itself where it is no file descriptor (a test's capture)."""
-    try:
-        fd = sys.stdout.fileno()
-    except (AttributeError, OSError, ValueError):
-        return sys.stdout
-    sys.stdout.flush()
-    return os.fdopen(os.dup(fd), "w", buffering=1, encoding="utf-8", errors="replace")

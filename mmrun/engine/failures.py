@@ -1,5 +1,5 @@
 """What an engine failure means: vLLM's and torch's wording for "out of memory", the reason
-the failing engine process logged (see mmrun.engine_log), and mmrun's one-line error for it."""
+the failing engine process logged (see mmrun.engine.log_stream), and mmrun's one-line error for it."""
 
 from __future__ import annotations
 
@@ -7,10 +7,10 @@ import multiprocessing
 import re
 import time
 
-from mmrun import engine_log
-from mmrun.engine.environment import engine_log_part
+from mmrun.engine import log_stream
+from mmrun.engine.output import engine_log_part
 from mmrun.errors import EngineError
-from mmrun.hub import offline, offline_hint
+from mmrun.hub_access import offline, offline_hint
 
 # vLLM's and torch's own wording for "the model, its KV cache or a batch does not fit"
 # (vllm/v1/core/kv_cache_utils.py, vllm/v1/worker/utils.py and cpu_worker.py, torch's
@@ -27,7 +27,7 @@ OOM_PATTERNS = re.compile(
 
 def engine_failure(exc: BaseException, model: object = None) -> EngineError:
     """mmrun's error for a failed start or generate call: the reason vLLM logged in the
-    process that failed (see engine_log) where there is one, else the exception here."""
+    process that failed (see log_stream) where there is one, else the exception here."""
     text = f"{type(exc).__name__}: {exc}".strip()
     text = logged_root_cause() or text
     first = next((line for line in text.splitlines() if line.strip()), text)
@@ -82,7 +82,7 @@ def logged_root_cause() -> str | None:
     try:
         with open(path, "rb") as log:
             log.seek(start)
-            return engine_log.root_cause(log.read().decode("utf-8", errors="replace"))
+            return log_stream.root_cause(log.read().decode("utf-8", errors="replace"))
     except OSError:
         return None
 

@@ -1,16 +1,9 @@
-"""GPU defaults: what mmrun changes on a GPU build of vLLM and why (each measured; see
-docs/performance.md and bench/gpu/README.md): torch's frontend threads, the batch size of a
-large run, vLLM's own RMSNorm kernels, for a run large enough to pay for it the compiled
-vision encoder, and on vLLM 0.26 the model runner that runs the vision encoder while the engine
-starts. The user's own engine arguments and environment always win. Nothing here applies to
-vLLM's CPU build.
-
-Measured and left at vLLM's defaults, since they gained less than the run-to-run spread (H200,
-Qwen2.5-VL-3B shape, 256 prompts x 4 images): ``max_num_batched_tokens`` 32768 (1.02x),
-``mm_processor_cache_gb=0`` for distinct images (0.98x), prefix caching (on by default; the
-prompts share only their first ~20 tokens). And the vision encoder as CUDA graphs
-(``cudagraph_mm_encoder``, which vLLM 0.26 runs on its V1 model runner only): 512 prompts x 4
-images, 25.50 prompts/s with them against 29.15 without, the engine's start 14 s longer.
+"""GPU defaults: what mmrun changes on a GPU build of vLLM, and why: torch's frontend
+threads, the batch size of a large run, vLLM's own RMSNorm kernels, the compiled vision
+encoder for a run large enough to pay for it, and on vLLM 0.26 the model runner that runs the
+vision encoder while the engine starts. Each was measured, and so were the settings left at
+vLLM's defaults (docs/performance.md, "Defaults on a GPU, and why"). The user's own engine
+arguments and environment always win. Nothing here applies to vLLM's CPU build.
 """
 
 from __future__ import annotations
@@ -28,19 +21,19 @@ FRONTEND_THREADS_MAX = 8
 
 def frontend_threads(cores: int, sharers: int) -> int:
     """One engine's share of ``cores`` split between ``sharers``: at least 1, at most
-    FRONTEND_THREADS_MAX (what vLLM's request processing gains from, measured on the H200)."""
+    FRONTEND_THREADS_MAX (as many as vLLM's request processing gains from)."""
     return max(1, min(FRONTEND_THREADS_MAX, cores // max(1, sharers)))
 
 
 def use_frontend_threads(engines_on_host: int = 1) -> int | None:
     """Size torch's threads for a GPU engine, before it starts: OMP_NUM_THREADS, which the
     engine's processes inherit, up to FRONTEND_THREADS_MAX, sharing the cores this process may
-    use with the other engines on the host. Two measured effects on the H200 (see
-    docs/performance.md): vLLM's frontend processes each request's images and audio with
-    OMP_NUM_THREADS torch threads, 1 when unset, which bounded a batch's throughput; and an
-    engine core left with torch's default (every core) kept the host's CPUs busy, so that two
-    engines on one host ran no faster than one. Not on vLLM's CPU build (the engine uses the
-    cores), and not when the user set OMP_NUM_THREADS. The number of threads set, or None."""
+    use with the other engines on the host. vLLM's frontend processes each request's images
+    and audio with OMP_NUM_THREADS torch threads, 1 when unset, which bounds a batch's
+    throughput; an engine core left with torch's default (every core) keeps the host's CPUs
+    busy, so that two engines on one host run no faster than one. Not on vLLM's CPU build (the
+    engine uses the cores), and not when the user set OMP_NUM_THREADS. The number of threads
+    set, or None."""
     from mmrun.support import vllm_device
 
     if os.environ.get("OMP_NUM_THREADS") or vllm_device() != "gpu":
@@ -67,13 +60,9 @@ def users_gpu_threads() -> int | None:
 
 
 # How many prompts a GPU engine runs at once when a run has more prompts than the model's own
-# max_num_seqs: the smallest of these sizes that holds the whole run, at most the last. The
-# seed scripts' values (2 to 5) size one prompt's demo for a small GPU; a batch held to them
-# leaves a GPU mostly idle. vLLM captures CUDA graphs for batches up to min(2 x max_num_seqs,
-# 512), and those sizes are part of its compile cache's key: two sizes, so at most two
-# compile caches per model. 256 is vLLM's own offline default on most GPUs and gives the same
-# graphs, so the same cache, as its default of 1,024 on an H100 or H200; 64 captures 19 graphs
-# instead of 51 and starts sooner (measured on an H200; see docs/performance.md).
+# max_num_seqs: the smallest of these sizes that holds the whole run, at most the last. vLLM's
+# examples set 2 to 5, for one prompt on a small GPU, which leaves a GPU mostly idle in a
+# batch. The size is part of vLLM's compile cache's key: two sizes, two caches per model.
 GPU_BATCH_SIZES = (64, 256)
 
 
@@ -92,16 +81,11 @@ def size_for_a_gpu_batch(
     engine_args["max_num_seqs"] = max(own, size)
 
 
-# vLLM's own CUDA kernels for RMSNorm, first everywhere in the model. When vLLM compiles the
-# language model (its default on a GPU) it picks its plain PyTorch RMSNorm ("native") for
-# Inductor to fuse. A vision encoder that vLLM does not compile runs that plain version as it
-# is: about nine float32 kernels per norm, two norms per block, where vLLM's kernel is one
-# ("vllm_c", what vLLM itself picks when nothing is compiled). Measured on an H200 with the
-# Qwen2.5-VL-3B shape, 256 prompts x 4 images: the vision encoder's GPU time 20% lower, the
-# language model's unchanged, 1.16x the prompts/s (see docs/performance.md). Not
-# bit-identical: the fused add-and-norm kernel rounds the sum to the model's dtype before
-# normalizing it. ir_op_priority is an engine argument since vLLM 0.26 at the
-# latest (measured there); ROCm picks its own kernels.
+# vLLM's own CUDA kernels for RMSNorm, first everywhere in the model: where vLLM compiles the
+# language model it picks its plain PyTorch RMSNorm for Inductor to fuse, and a vision encoder
+# it does not compile then runs that as is, many small kernels per norm where vLLM's is one.
+# Not bit-identical: the fused add-and-norm kernel rounds the sum to the model's dtype before
+# normalizing it. An engine argument since vLLM 0.26 at the latest; ROCm picks its own.
 VLLM_NORM_KERNELS: dict[str, list[str]] = {
     "rms_norm": ["vllm_c", "native"],
     "fused_add_rms_norm": ["vllm_c", "native"],
@@ -138,20 +122,10 @@ def _release(version: str) -> tuple[int, ...]:
     return tuple(numbers)
 
 
-# The compiled vision encoder (``compilation_config.compile_mm_encoder``) runs a batch faster
-# once running, but compiling it costs every start about 11 s even from a warm compile cache
-# (vLLM 0.26's V2 model runner compiles it on the engine's first requests, the GPU idle
-# meanwhile; its V1 runner, mmrun's choice there, while the engine starts). Measured on an H200
-# (vLLM 0.26.0, Qwen2.5-VL-3B shape, dummy weights, 448x448 images, 4 per prompt, 64 tokens,
-# streamed through mmrun, to the last result): 1,024 prompts 0.87x, 2,048 prompts 0.98x, with
-# 1.30x and 1.12x the prompts/s once running. With 1.12x once running and 11 s to pay back,
-# it breaks even at ~103 s of uncompiled work, ~2,700 prompts of 4 images (~10,800 images) at
-# the 26 prompts/s measured; mmrun compiles from 12,000 images per engine (a margin for the
-# +-6 s spread of a start). Larger images reach the break-even with fewer (the encoder's work
-# grows with their pixels). At 4,096 prompts (16,384 images) with it, two rounds: 32.35 and
-# 35.87 prompts/s, all results in 0.76x and 0.67x the time of a script with
-# OMP_NUM_THREADS=8, greedy texts identical. vLLM compiles the encoders of a few
-# architectures only; mmrun asks for the one it was measured with.
+# The compiled vision encoder (``compilation_config.compile_mm_encoder``) runs a batch faster,
+# but compiling it costs every start about 11 s, even from a warm compile cache: a run pays
+# that back from about 10,800 images per engine, and 12,000 leaves a margin for the spread of
+# a start. Only for the architecture it was measured with (vLLM compiles a few encoders).
 ENCODER_COMPILE_ARCHITECTURES = frozenset({"Qwen2_5_VLForConditionalGeneration"})
 ENCODER_COMPILE_MIN_IMAGES = 12_000
 
@@ -183,16 +157,10 @@ def compile_the_encoder(
     )
 
 
-# vLLM's V1 model runner for a vision-language model on vLLM 0.26, whose default for these
-# models is its V2 runner. The V2 runner of 0.26 runs no vision encoder while the engine
-# starts (its memory profile and warm-up are text only), so the encoder's first run, and its
-# compile where compile_mm_encoder is on, come with the first requests, once the engine is
-# ready; the V1 runner runs the encoder at the start. Measured on an H200 with vLLM 0.26.0,
-# the Qwen2.5-VL-3B shape, 4 images per prompt, streamed (see docs/performance.md): 512
-# prompts, the engine's own start 17.4 s against 29.2 s, 29.15 against 25.95 prompts/s once
-# ready (GPU busy 78% against 69%), all results 16.7 s sooner; 4,096 prompts with the
-# compiled encoder, 38.65 prompts/s, the GPU 92% busy. Greedy texts identical. From vLLM
-# 0.27 the V2 runner runs the encoder at its start too: mmrun leaves the runner to vLLM.
+# vLLM's V1 model runner for a vision-language model on vLLM 0.26, whose default V2 runner runs
+# no vision encoder while the engine starts: the encoder's first run (and compile) would wait
+# for the first requests, with the GPU idle, where the V1 runner does it during the start.
+# From vLLM 0.27 the V2 runner runs the encoder at its start too: the runner is left to vLLM.
 V1_RUNNER_ARCHITECTURES = frozenset({"Qwen2_5_VLForConditionalGeneration"})
 V1_RUNNER_RELEASES = ((0, 26), (0, 27))  # from, before
 RUNNER_ENV = "VLLM_USE_V2_MODEL_RUNNER"

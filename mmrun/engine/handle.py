@@ -15,7 +15,6 @@ from mmrun.engine.environment import (
     heap_frozen,
     is_quiet,
     one_thread_until_forked,
-    use_engine_log,
     use_private_rpc_dir,
 )
 from mmrun.engine.failures import (
@@ -26,17 +25,24 @@ from mmrun.engine.failures import (
     rejection_reason,
 )
 from mmrun.engine.gpu import use_frontend_threads, users_gpu_threads
+from mmrun.engine.output import use_engine_log
 from mmrun.engine.processes import (
     WARM_JOIN_S,
-    engine_core_processes,
     interruptible,
     kill_engine_processes,
     warm_up_when_forked,
     watch_engine_core,
 )
 from mmrun.errors import MissingDependencyError, UsageError
+from mmrun.outcome import Completion
 from mmrun.request import Prompt
-from mmrun.results import Completion
+from mmrun.vllm_internals import (
+    engine_core,
+    engine_core_processes,
+    output_queue,
+    output_request_id,
+    streams_requests,
+)
 
 
 def import_vllm() -> Any:
@@ -240,7 +246,7 @@ class Engine:
 
     def __init__(self, llm: Any) -> None:
         self.llm = llm
-        self._streaming = hasattr(llm, "enqueue") and hasattr(llm, "llm_engine")
+        self._streaming = streams_requests(llm)
         self._pending: list[tuple[str, Any, Any, Any, str | None]] = []
         self._ids = 0
         self.in_flight = 0
@@ -270,14 +276,14 @@ class Engine:
                 raise engine_failure(exc) from exc
             raise RequestRejected(one_line(exc)) from exc
         self.in_flight += 1
-        return _external_id(str(ids[0]))
+        return output_request_id(str(ids[0]))
 
     def has_output(self) -> bool:
         """Whether results are waiting, so that ``poll`` would return at once. Only an engine
         core in processes of its own tells (its output queue); otherwise False."""
         if not self._streaming:
             return False
-        queue = getattr(getattr(self.llm.llm_engine, "engine_core", None), "outputs_queue", None)
+        queue = output_queue(engine_core(self.llm))
         try:
             return queue is not None and not queue.empty()
         except Exception:  # another vLLM layout
@@ -342,14 +348,6 @@ class Engine:
         shutdown(self.llm, now=True)
 
 
-def _external_id(request_id: str) -> str:
-    """The id a request's outputs carry. ``LLM.enqueue`` answers with vLLM's internal id, the
-    counter's id and 8 random characters ("12-1f3a9c0e", vllm/v1/engine/input_processor.py
-    assign_request_id); the outputs carry the counter's id alone."""
-    head, sep, _ = request_id.partition("-")
-    return head if sep and head.isdigit() else request_id
-
-
 def _finished(output: Any) -> Completion | str:
     best = output.outputs[0]
     if best.finish_reason in ("abort", "error"):
@@ -369,13 +367,12 @@ def shutdown(llm: Any, *, now: bool = False) -> None:
     about 4.5 s on the CPU engine (measured), for nothing once the results are in. With
     ``now``, the engine's processes are killed first, and vLLM's stop then only closes its
     sockets (0.05 s)."""
-    engine = getattr(llm, "llm_engine", None)
-    core = getattr(engine, "engine_core", None)
+    core = engine_core(llm)
     if now:
         processes = engine_core_processes(core)
         if processes:
             kill_engine_processes(processes)
-    for target in (core, engine):
+    for target in (core, getattr(llm, "llm_engine", None)):
         stop = getattr(target, "shutdown", None)
         if callable(stop):
             with contextlib.suppress(Exception):  # best effort during teardown

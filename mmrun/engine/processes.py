@@ -7,12 +7,19 @@ from __future__ import annotations
 import contextlib
 import multiprocessing
 import signal
-import sys
 import threading
 import time
 from collections.abc import Callable, Iterator, Sequence
 from types import FrameType
 from typing import Any
+
+from mmrun.vllm_internals import (
+    engine_core,
+    engine_core_processes,
+    engine_dead_error,
+    frontend_processor_loader,
+    output_queue,
+)
 
 
 @contextlib.contextmanager
@@ -149,21 +156,12 @@ def warm_up_when_forked(
 
 def warm_vllm_frontend(starter: int) -> float | None:
     """Load the model's Hugging Face processor in vLLM's frontend now, into the cache its
-    first multimodal request reads (``info.get_hf_processor()``, the call that request makes
-    first, with the same arguments); the seconds it took, or None where there was nothing to
-    load (a model without media, an engine not starting in thread ``starter``, another vLLM,
-    or one that warms its frontend itself while its engine core starts, as vLLM 0.32 does).
-
-    vLLM 0.26 loads the processor lazily: the first request spent 2.5 s loading it and its
-    tokenizer in mmrun's main thread, after the engine was ready, while the GPU waited
-    (docs/performance.md); 0.27 and 0.28 load it once the engine is ready. Nothing is
-    processed, so vLLM's caches of processed media are left alone."""
-    renderer = starting_renderer(starter)
-    if hasattr(renderer, "start_mm_warmup_in_background"):  # vLLM does it, in a thread of its own
-        return None
-    info = getattr(getattr(renderer, "mm_processor", None), "info", None)
-    load = getattr(info, "get_hf_processor", None)
-    if not callable(load):
+    first multimodal request reads (see vllm_internals.frontend_processor_loader); the seconds
+    it took, or None where there was nothing to load. vLLM 0.26 to 0.28 load it on the first
+    request or once the engine is ready, with the GPU waiting (docs/performance.md). Nothing
+    is processed, so vLLM's caches of processed media are left alone."""
+    load = frontend_processor_loader(starter)
+    if load is None:
         return None
     began = time.perf_counter()
     try:
@@ -173,33 +171,11 @@ def warm_vllm_frontend(starter: int) -> float | None:
     return time.perf_counter() - began
 
 
-def starting_renderer(starter: int) -> Any | None:
-    """The renderer (vLLM's frontend: tokenizer and multimodal processor) of the engine that
-    thread ``starter`` is starting: vLLM's ``LLMEngine.__init__`` builds it, then starts its
-    engine core process and waits there until the engine is ready. None if that thread is
-    not inside such a constructor."""
-    frame = sys._current_frames().get(starter)
-    while frame is not None:
-        if frame.f_code.co_name == "__init__":
-            owner = frame.f_locals.get("self")
-            if type(owner).__name__ == "LLMEngine":
-                return getattr(owner, "renderer", None)
-        frame = frame.f_back
-    return None
-
-
 def has_children() -> bool:
     try:
         return bool(multiprocessing.active_children())
     except Exception:  # the main thread starting a process meanwhile
         return False
-
-
-class EngineDeadErrorStandIn(Exception):
-    """The engine core process died (where vLLM has no EngineDeadError of its own)."""
-
-    def __init__(self) -> None:
-        super().__init__("the engine core process died")
 
 
 def watch_engine_core(llm: Any, closed: threading.Event) -> None:
@@ -211,9 +187,9 @@ def watch_engine_core(llm: Any, closed: threading.Event) -> None:
     a ``-dp 2`` replica whose engine core was killed hung for good, holding its prompts). This
     thread waits on the engine core processes and then puts vLLM's own EngineDeadError in the
     queue, which ``step()`` raises. An engine run in this process has nothing to watch."""
-    core = getattr(getattr(llm, "llm_engine", None), "engine_core", None)
+    core = engine_core(llm)
     processes = engine_core_processes(core)
-    queue = getattr(core, "outputs_queue", None)
+    queue = output_queue(core)
     if not processes or queue is None:
         return
     sentinels = [p.sentinel for p in processes]
@@ -224,20 +200,7 @@ def watch_engine_core(llm: Any, closed: threading.Event) -> None:
         wait(sentinels)
         if closed.is_set():
             return
-        # vLLM's own error where this vLLM has it (already imported by the running engine);
-        # any exception in the queue ends the wait.
-        exceptions = sys.modules.get("vllm.v1.engine.exceptions")
-        dead = getattr(exceptions, "EngineDeadError", None)
-        error: Exception = dead() if dead is not None else EngineDeadErrorStandIn()
-        with contextlib.suppress(Exception):
-            queue.put_nowait(error)
+        with contextlib.suppress(Exception):  # any exception in the queue ends the wait
+            queue.put_nowait(engine_dead_error())
 
     threading.Thread(target=watch, name="mmrun-engine-watch", daemon=True).start()
-
-
-def engine_core_processes(core: Any) -> list[Any]:
-    """The engine core processes of an LLM's engine client (vLLM's CoreEngineProcManager); an
-    engine run in this process (VLLM_ENABLE_V1_MULTIPROCESSING=0) has none."""
-    manager = getattr(getattr(core, "resources", None), "engine_manager", None)
-    processes = getattr(manager, "processes", None)
-    return list(processes) if isinstance(processes, list) else []

@@ -12,7 +12,7 @@ from __future__ import annotations
 import glob
 import json
 import os
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Protocol
@@ -20,9 +20,10 @@ from typing import Protocol
 from mmrun.errors import UsageError
 from mmrun.inputs.columns import parse_keep, parse_mapping
 from mmrun.inputs.folders import expand_sources, is_pattern
-from mmrun.inputs.items import Item
 from mmrun.inputs.manifest import Manifest
 from mmrun.inputs.selection import Selection, parse_shard
+from mmrun.inputs.template import QuestionTemplate
+from mmrun.item import Item
 from mmrun.registry import Modality
 
 __all__ = [
@@ -36,7 +37,7 @@ __all__ = [
     "open_input",
 ]
 
-FORMATS = ("jsonl", "openai", "csv", "tsv", "parquet", "arrow", "webdataset", "hf")
+FORMATS = ("jsonl", "openai", "conversations", "csv", "tsv", "parquet", "arrow", "webdataset", "hf")
 _SUFFIXES = {
     ".jsonl": "jsonl",
     ".ndjson": "jsonl",
@@ -68,7 +69,11 @@ class Input(Protocol):
 @dataclass(frozen=True)
 class InputOptions:
     """How to read ``--input``: its format (None: from the name), the column mapping and
-    kept columns, the split, config and revision of a Hub data set, and the rows taken."""
+    kept columns, the split, config and revision of a Hub data set, and the rows taken.
+
+    question_template: each prompt's question built from its row's fields (template.py).
+    media_root: the folder relative media paths are relative to (None: the input's own).
+    """
 
     format: str | None = None
     columns: str | None = None
@@ -78,6 +83,8 @@ class InputOptions:
     revision: str | None = None
     limit: int | None = None
     shard: str | None = None
+    question_template: str | None = None
+    media_root: str | None = None
 
     @property
     def table_options(self) -> bool:
@@ -86,14 +93,30 @@ class InputOptions:
         )
 
 
+@dataclass(frozen=True)
+class _Reading:
+    """What every reader takes from the options, checked once."""
+
+    selection: Selection
+    mapping: Mapping[str, str]
+    keep: tuple[str, ...]
+    template: QuestionTemplate | None
+    root: Path | None
+
+
 def open_input(source: str, modality: Modality, options: InputOptions) -> Input:
     """The reader for ``--input source``; one line (exit 2) when it cannot be read."""
     shard, shards = parse_shard(options.shard)
     if options.limit is not None and options.limit < 1:
         raise UsageError(f"--limit must be at least 1, got {options.limit}")
-    selection = Selection(options.limit, shard, shards)
-    mapping = parse_mapping(options.columns, modality)
-    keep = parse_keep(options.keep_columns)
+    template = options.question_template
+    reading = _Reading(
+        Selection(options.limit, shard, shards),
+        parse_mapping(options.columns, modality),
+        parse_keep(options.keep_columns),
+        QuestionTemplate.parse(template) if template is not None else None,
+        _media_root(options.media_root),
+    )
     kind = options.format
     if kind is not None and kind not in FORMATS:
         raise UsageError(
@@ -102,44 +125,21 @@ def open_input(source: str, modality: Modality, options: InputOptions) -> Input:
     from mmrun.inputs import hub
 
     if hub.is_hub(source) or kind == "hf":
-        from mmrun.inputs.tables import Table
-
-        files, file_kind, folder, features = hub.resolve(
-            source, options.split, options.dataset_config, options.revision
-        )
-        return Table(
-            files,
-            file_kind,
-            modality,
-            label=source,
-            base=folder,
-            mapping=mapping,
-            keep=keep,
-            selection=selection,
-            features=features,
-        )
+        return _hub_table(source, modality, options, reading)
     if source == "-":
         _no_table_options(options, "a manifest on standard input")
-        return Manifest(source, modality, selection)
+        return Manifest(
+            source, modality, reading.selection, template=reading.template, base=reading.root
+        )
     path = Path(source).expanduser()
     files = _files(source, path)
     kind = kind or _kind(source, path, files)
-    if kind == "jsonl" or kind == "openai":
+    if kind in ("jsonl", "openai", "conversations"):
         if len(files) != 1:
             raise UsageError(f"--input {source} names {len(files)} files", hint="name one file")
-        from mmrun.inputs.openai_batch import OpenAIBatch, looks_like_batch
-
-        if kind == "openai" or looks_like_batch(files[0]):
-            _no_table_options(options, "an OpenAI batch file")
-            return OpenAIBatch(files[0], modality, label=source, selection=selection)
-        _no_table_options(options, "a JSONL manifest")
-        return Manifest(str(files[0]), modality, selection)
+        return _json_lines(source, files[0], kind, modality, options, reading)
     if kind == "webdataset":
-        from mmrun.inputs.webdataset import WebDataset
-
-        return WebDataset(
-            files, modality, label=source, mapping=mapping, keep=keep, selection=selection
-        )
+        return _webdataset(source, files, modality, reading)
     from mmrun.inputs.tables import Table
 
     if kind == "arrow" and path.is_dir():
@@ -150,11 +150,110 @@ def open_input(source: str, modality: Modality, options: InputOptions) -> Input:
         kind,
         modality,
         label=source,
-        base=base,
-        mapping=mapping,
-        keep=keep,
-        selection=selection,
+        base=reading.root or base,
+        mapping=reading.mapping,
+        keep=reading.keep,
+        selection=reading.selection,
+        template=reading.template,
     )
+
+
+def _hub_table(source: str, modality: Modality, options: InputOptions, reading: _Reading) -> Input:
+    from mmrun.inputs import hub
+    from mmrun.inputs.tables import Table
+
+    files, file_kind, folder, features = hub.resolve(
+        source, options.split, options.dataset_config, options.revision
+    )
+    return Table(
+        files,
+        file_kind,
+        modality,
+        label=source,
+        base=reading.root or folder,
+        mapping=reading.mapping,
+        keep=reading.keep,
+        selection=reading.selection,
+        features=features,
+        template=reading.template,
+    )
+
+
+def _json_lines(
+    source: str,
+    file: Path,
+    kind: str,
+    modality: Modality,
+    options: InputOptions,
+    reading: _Reading,
+) -> Input:
+    """A file of JSON lines (or a JSON array of conversation records): an OpenAI batch file,
+    conversation records or a manifest, by ``kind`` or, for plain JSONL, by its first line."""
+    from mmrun.inputs.conversations import Conversations, looks_like_conversations
+    from mmrun.inputs.openai_batch import OpenAIBatch, looks_like_batch
+
+    if kind == "openai" or (kind == "jsonl" and looks_like_batch(file)):
+        _no_table_options(options, "an OpenAI batch file")
+        if reading.template is not None:
+            raise UsageError(
+                "--question-template builds mmrun's own question; an OpenAI batch file "
+                "brings its messages",
+                hint="drop --question-template",
+            )
+        return OpenAIBatch(
+            file, modality, label=source, selection=reading.selection, base=reading.root
+        )
+    if kind == "conversations" or looks_like_conversations(file):
+        if options.columns or options.split or options.dataset_config or options.revision:
+            raise UsageError(
+                "--columns, --split, --dataset-config and --revision are for tables; "
+                "--input is a file of conversation records",
+                hint="drop them (--keep-columns names record fields)",
+            )
+        return Conversations(
+            file,
+            modality,
+            label=source,
+            selection=reading.selection,
+            keep=reading.keep,
+            template=reading.template,
+            base=reading.root,
+        )
+    _no_table_options(options, "a JSONL manifest")
+    return Manifest(
+        str(file), modality, reading.selection, template=reading.template, base=reading.root
+    )
+
+
+def _webdataset(source: str, files: list[Path], modality: Modality, reading: _Reading) -> Input:
+    from mmrun.inputs.webdataset import WebDataset
+
+    if reading.template is not None:
+        raise UsageError(
+            "--question-template reads the fields of a table, a manifest's meta or a "
+            "conversation record, not a tar shard's members",
+            hint="name the question's member with --columns question=EXT",
+        )
+    return WebDataset(
+        files,
+        modality,
+        label=source,
+        mapping=reading.mapping,
+        keep=reading.keep,
+        selection=reading.selection,
+    )
+
+
+def _media_root(text: str | None) -> Path | None:
+    if text is None:
+        return None
+    root = Path(text).expanduser()
+    if not root.is_dir():
+        raise UsageError(
+            f"--media-root {text} is not a folder",
+            hint="name the folder that the input's relative media paths are in",
+        )
+    return root
 
 
 def _files(source: str, path: Path) -> list[Path]:

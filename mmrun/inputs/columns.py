@@ -1,11 +1,12 @@
 """Which column of a table is the prompt's media, id and question (``--columns``, else found
-by a ``datasets`` Image/Audio/Video feature or a common name), and what a cell holds: a path
-(relative to the table), a URL, a data URI, raw bytes, a ``{"bytes", "path"}`` struct (how
-``datasets`` stores Image and Audio), an audio array with its sampling rate, or a list of
-these for several items in one prompt."""
+by the modality's ``datasets`` feature type or a common name), and what a cell holds: a path
+(relative to the table, or to ``--media-root``), a URL, a data URI, base64 text, raw bytes, a
+``{"bytes", "path"}`` struct (how ``datasets`` stores Image and Audio), an audio array with its
+sampling rate, or a list of these for several items in one prompt."""
 
 from __future__ import annotations
 
+import ast
 import base64
 import io
 import json
@@ -15,19 +16,15 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from mmrun.errors import UsageError
+from mmrun.errors import UsageError, shown
+from mmrun.media.inline import InlineError, inline_uri, looks_like_base64
+from mmrun.plugins import get_registry
 from mmrun.registry import Modality
 
-# Column names taken for a field when --columns does not name one (compared case-blind).
-MEDIA_NAMES: dict[str, tuple[str, ...]] = {
-    "image": ("image", "images", "img", "picture", "photo", "jpg", "jpeg", "png", "webp"),
-    "audio": ("audio", "audios", "speech", "wav", "flac", "mp3"),
-    "video": ("video", "videos", "mp4", "webm"),
-}
-ID_NAMES = ("id", "uid", "key", "__key__", "image_id", "audio_id", "video_id", "sample_id")
+# Column names taken for a field when --columns does not name one (compared case-blind); the
+# media's are the modality's (Modality.column_names), and "<media field>_id" is an id too.
+ID_NAMES = ("id", "uid", "key", "__key__", "sample_id")
 QUESTION_NAMES = ("question", "prompt", "query", "instruction")
-# The `datasets` feature types that hold each modality's media.
-FEATURE_TYPES = {"image": "Image", "audio": "Audio", "video": "Video"}
 
 
 @dataclass(frozen=True)
@@ -47,7 +44,7 @@ class Columns:
 
 def parse_mapping(text: str | None, modality: Modality) -> dict[str, str]:
     """``--columns id=uid,image=img,question=prompt`` as {field: column}."""
-    fields = ("id", modality.name, "question")
+    fields = ("id", modality.field_name, "question")
     mapping: dict[str, str] = {}
     for pair in (text or "").split(","):
         if not pair.strip():
@@ -57,7 +54,7 @@ def parse_mapping(text: str | None, modality: Modality) -> dict[str, str]:
             raise UsageError(
                 f"invalid --columns entry {pair.strip()!r}",
                 hint=f"write FIELD=COLUMN with FIELD one of {', '.join(fields)}, "
-                f"e.g. --columns {modality.name}=img,question=prompt",
+                f"e.g. --columns {modality.field_name}=img,question=prompt",
             )
         mapping[field] = column
     return mapping
@@ -104,21 +101,21 @@ def choose(
             )
         return hits[0] if hits else None
 
-    name = modality.name
+    name, feature = modality.field_name, modality.feature_type
     media = named(name)
     if media is None:
-        typed = [c for c, kind in (features or {}).items() if kind == FEATURE_TYPES.get(name)]
+        typed = [c for c, kind in (features or {}).items() if feature and kind == feature]
         if len(typed) == 1:
             media = typed[0]
         elif len(typed) > 1:
             raise UsageError(
-                f"{label} has several {FEATURE_TYPES[name]} columns ({', '.join(typed)})",
+                f"{label} has several {feature} columns ({', '.join(typed)})",
                 hint=f"name one with --columns {name}=COLUMN",
             )
         else:
-            media = guess(name, MEDIA_NAMES.get(name, (name,)), required=True)
+            media = guess(name, modality.column_names or (name,), required=True)
     assert media is not None
-    ident = named("id") if "id" in mapping else guess("id", ID_NAMES, required=False)
+    ident = named("id") if "id" in mapping else guess("id", id_names(), required=False)
     question = (
         named("question")
         if "question" in mapping
@@ -130,6 +127,13 @@ def choose(
             f"{label} has no column {missing[0]!r} (--keep-columns)", hint=f"its columns: {listed}"
         )
     return Columns(media=media, id=ident, question=question, keep=tuple(keep))
+
+
+def id_names() -> tuple[str, ...]:
+    """The column names taken as the id: ID_NAMES and every registered modality's
+    ``<media field>_id``."""
+    own = (f"{m.field_name}_id" for m in get_registry().modalities.values())
+    return (*ID_NAMES, *own)
 
 
 class CellError(ValueError):
@@ -153,15 +157,16 @@ def media_of(cell: Any, base: Path | None, where: str) -> tuple[list[str], list[
         return sources, names
     if isinstance(cell, str):
         text = cell.strip()
-        if text.startswith("[") and text.endswith("]"):  # a list written as JSON (CSV)
-            try:
-                parts = json.loads(text)
-            except ValueError:
-                parts = None
-            if isinstance(parts, list):
-                return media_of(parts, base, where)
+        parts = listed(text)
+        if parts is not None:
+            return media_of(parts, base, where)
         if not text:
             return [], []
+        if looks_like_base64(text):
+            try:
+                return [inline_uri(text)], [where]
+            except InlineError as exc:
+                raise CellError(f"{where} holds {exc}") from None
         source = resolve_path(text, base)
         return [source], [source]
     if isinstance(cell, bytes | bytearray | memoryview):
@@ -181,9 +186,24 @@ def media_of(cell: Any, base: Path | None, where: str) -> tuple[list[str], list[
             "(expected bytes/path, or array/sampling_rate)"
         )
     raise CellError(
-        f"{where} holds a {type(cell).__name__} ({str(cell)[:40]!r}), not a media source "
+        f"{where} holds a {type(cell).__name__} ({shown(str(cell))!r}), not a media source "
         "(a path, URL, data: URI, bytes, or a {bytes, path} struct)"
     )
+
+
+def listed(text: str) -> list[Any] | None:
+    """A list written in a text cell: as JSON (a CSV's list), or as Python writes one (the
+    ``['...', '...']`` of a benchmark TSV's several images); None for any other text."""
+    if not (text.startswith("[") and text.endswith("]")):
+        return None
+    try:
+        parts = json.loads(text)
+    except ValueError:
+        try:
+            parts = ast.literal_eval(text)
+        except (ValueError, SyntaxError, MemoryError, RecursionError):
+            return None
+    return parts if isinstance(parts, list) else None
 
 
 def resolve_path(text: str, base: Path | None) -> str:

@@ -34,7 +34,7 @@ def resolve(
 ) -> tuple[list[Path], str, Path, dict[str, str]]:
     """The split's files, their format, the folder relative paths in cells are relative to,
     and the features the data set card declares (column -> "Image", "Audio", ...)."""
-    from mmrun.hub import check_reachable
+    from mmrun.hub_access import check_reachable
 
     repo = repo_of(text)
     split = split or "train"
@@ -85,7 +85,7 @@ def _snapshot(repo: str, revision: str | None) -> Path:
         RevisionNotFoundError,
     )
 
-    from mmrun.hub import offline
+    from mmrun.hub_access import offline
 
     try:
         path = snapshot_download(

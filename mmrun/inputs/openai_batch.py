@@ -3,8 +3,9 @@ writes.
 
 A line is ``{"custom_id": ..., "method": "POST", "url": "/v1/chat/completions", "body":
 {"model": ..., "messages": [...]}}``. The messages run as they are, through ``LLM.chat``; their
-media parts (``image_url``, ``input_audio``, ``audio_url``, ``video_url``) of the run's
-modality are fetched and decoded by mmrun like any source, then put back in their place.
+media parts of the run's modality (the part types it declares, ``Modality.openai_parts``:
+``image_url``, ``input_audio``, ...) are fetched and decoded by mmrun like any source, then put
+back in their place.
 With ``--output-format openai`` each answer is a ``BatchRequestOutput`` line as vLLM's
 run-batch writes it (vllm/entrypoints/openai/run_batch.py), keyed by ``custom_id``.
 """
@@ -20,18 +21,12 @@ from typing import Any
 
 from mmrun.errors import UsageError
 from mmrun.inputs.columns import resolve_path
-from mmrun.inputs.items import Item
 from mmrun.inputs.selection import Selection
+from mmrun.item import Item
+from mmrun.plugins import get_registry
 from mmrun.registry import Modality
 
 CHAT_URL = "/v1/chat/completions"
-# A message part's type -> the modality whose media it carries.
-MEDIA_PARTS = {
-    "image_url": "image",
-    "input_audio": "audio",
-    "audio_url": "audio",
-    "video_url": "video",
-}
 
 
 def looks_like_batch(path: Path) -> bool:
@@ -47,31 +42,24 @@ def looks_like_batch(path: Path) -> bool:
     return False
 
 
-def part_source(part: Mapping[str, Any]) -> str | None:
-    """The source a media part names (a URL, a data URI, or a path), None if it names none."""
-    kind = part.get("type")
-    payload = part.get(kind) if isinstance(kind, str) else None
-    if kind == "input_audio" and isinstance(payload, Mapping):
-        data, form = payload.get("data"), payload.get("format") or "wav"
-        return f"data:audio/{form};base64,{data}" if isinstance(data, str) and data else None
-    if isinstance(payload, Mapping):
-        url = payload.get("url")
-        return url if isinstance(url, str) and url else None
-    return payload if isinstance(payload, str) and payload else None
+def media_parts() -> dict[str, str]:
+    """A message part's type -> the registered modality whose media it carries."""
+    return {kind: m.name for m in get_registry().modalities.values() for kind in m.openai_parts}
 
 
 def fill_media(
     messages: Sequence[Mapping[str, Any]], modality: str, parts: Sequence[Mapping[str, Any]]
 ) -> list[dict[str, Any]]:
-    """The messages with their media parts of ``modality`` replaced, in order, by ``parts``
-    (the decoded media as the model's chat parts)."""
+    """The messages with their media parts of the modality named ``modality`` replaced, in
+    order, by ``parts`` (the decoded media as the model's chat parts)."""
+    owners = media_parts()
     remaining = iter(parts)
     filled: list[dict[str, Any]] = []
     for message in messages:
         content = message.get("content")
         if isinstance(content, list):
             content = [
-                next(remaining) if MEDIA_PARTS.get(str(part.get("type"))) == modality else part
+                next(remaining) if owners.get(str(part.get("type"))) == modality else part
                 for part in content
             ]
         filled.append({**message, "content": content})
@@ -84,14 +72,24 @@ class OpenAIBatch:
     chat = True
 
     def __init__(
-        self, path: Path, modality: Modality, *, label: str, selection: Selection | None = None
+        self,
+        path: Path,
+        modality: Modality,
+        *,
+        label: str,
+        selection: Selection | None = None,
+        base: Path | None = None,
     ) -> None:
+        """``base``: the folder relative paths are relative to (None: the file's own)."""
         self.path = path
+        self.base = base or path.parent
         self.modality = modality
         self.label = label
         self.selection = selection or Selection()
         self.total = 0
         self.max_count = 0
+        # The run's own modality's part types win over another's that declares them too.
+        self.owners = media_parts() | dict.fromkeys(modality.openai_parts, modality.name)
 
     def check(self) -> None:
         seen: dict[str, int] = {}
@@ -163,7 +161,7 @@ class OpenAIBatch:
             for part in content:
                 if not isinstance(part, dict):
                     continue
-                kind = MEDIA_PARTS.get(str(part.get("type")))
+                kind = self.owners.get(str(part.get("type")))
                 if kind is None:
                     if part.get("type") == "text" and message.get("role") == "user":
                         texts.append(str(part.get("text", "")))
@@ -171,12 +169,12 @@ class OpenAIBatch:
                 if kind != self.modality.name:
                     other.add(kind)
                     continue
-                source = part_source(part)
+                source = self.modality.openai_source(part)
                 if source is None:
                     return Item(
                         ident, index, (), problem=f"request {ident}: a {kind} part names no media"
                     )
-                sources.append(resolve_path(source, self.path.parent))
+                sources.append(resolve_path(source, self.base))
         question = "\n".join(t for t in texts if t) or None
         names = tuple(
             s if not s.startswith("data:") else f"{ident} {self.modality.name} {i}"

@@ -17,9 +17,10 @@ from pathlib import Path
 from typing import Any
 
 from mmrun.errors import UsageError
-from mmrun.inputs.columns import CellError, Columns, choose, media_of, plain
-from mmrun.inputs.items import Item
+from mmrun.inputs.columns import CellError, Columns, choose, listed, media_of, plain
 from mmrun.inputs.selection import Selection
+from mmrun.inputs.template import EMPTY_QUESTION, QuestionTemplate
+from mmrun.item import Item
 from mmrun.registry import Modality
 
 # Rows turned into Python objects at a time: a batch of large images stays a few MB.
@@ -30,9 +31,11 @@ FORMATS = ("parquet", "csv", "tsv", "arrow")
 class Table:
     """The rows of one or more files of one format (``parquet``, ``csv``, ``tsv``, ``arrow``).
 
-    base: the folder relative paths in cells are relative to (the table's own).
+    base: the folder relative paths in cells are relative to (the table's own, or
+        ``--media-root``).
     features: column -> its ``datasets`` feature type, where a data set card declares them
         (a file's own schema metadata adds to them).
+    template: each row's question built from its columns (``--question-template``).
     """
 
     def __init__(
@@ -47,6 +50,7 @@ class Table:
         keep: Sequence[str],
         selection: Selection | None = None,
         features: Mapping[str, str] | None = None,
+        template: QuestionTemplate | None = None,
     ) -> None:
         if not files:
             raise UsageError(f"{label} holds no {kind} files", hint="check the --input path")
@@ -59,7 +63,13 @@ class Table:
         self.keep = tuple(keep)
         self.selection = selection or Selection()
         self.features = dict(features or {})
+        self.template = template
         self.columns: Columns | None = None
+        # A row's id -> its media cell, for the rows whose media cell names another row by its
+        # id (a benchmark TSV stores an image once; the rows that ask about it again hold the
+        # first row's index).
+        self.shared: dict[str, str] = {}
+        self._index: str | None = None
         self.total = 0
         self.max_count = 0
 
@@ -76,18 +86,26 @@ class Table:
             self.label,
             {**self.features, **_features(schema)},
         )
+        if self.template is not None:
+            self.template.check(schema.names, self.label)
+        # What a media cell that names another row names it by: the id, else the index column.
+        self._index = columns.id or ("index" if "index" in schema.names else None)
         field = schema.field(columns.media)
         _check_media_type(field.type, columns.media, self.label)
         rows = self._count()
         self.total = self.selection.count(rows)
         if not self.total:
             raise UsageError(f"{self.label} holds no rows", hint="check the --input path")
-        listed = pa.types.is_list(field.type) or pa.types.is_large_list(field.type)
+        is_list = pa.types.is_list(field.type) or pa.types.is_large_list(field.type)
         self.max_count = 1
-        if listed or self.kind in ("csv", "tsv"):
-            self.max_count = max(1, self._most_items())
+        references: set[str] = set()
+        if is_list or self.kind in ("csv", "tsv"):
+            most, references = self._most_items()
+            self.max_count = max(1, most)
         if columns.id is not None:
             self._check_ids(columns.id, rows)
+        if references:
+            self._share(references)
 
     def __iter__(self) -> Iterator[Item]:
         if self.columns is None:
@@ -95,7 +113,8 @@ class Table:
         columns = self.columns
         assert columns is not None
         selection, taken, index = self.selection, 0, 0
-        for batch in self._batches(columns.needed()):
+        wanted = [*columns.needed(), *(self.template.fields if self.template else ())]
+        for batch in self._batches(list(dict.fromkeys(wanted))):
             picked = [i for i in range(batch.num_rows) if selection.keeps(index + i)]
             if picked:
                 rows = batch.take(picked).to_pylist() if len(picked) < batch.num_rows else None
@@ -112,11 +131,18 @@ class Table:
         if isinstance(question, str) and not question.strip():  # an empty cell (CSV)
             question = None
         meta = {c: plain(row.get(c)) for c in columns.keep} or None
+        if self.template is not None:
+            question = self.template.render(row)
+            if question is None:
+                return Item(str(ident), index, (), None, meta, problem=EMPTY_QUESTION)
         where = f"row {index} {columns.media}"
+        cell = row.get(columns.media)
+        if isinstance(cell, str) and cell.strip() in self.shared:
+            cell = self.shared[cell.strip()]
         try:
-            sources, names = media_of(row.get(columns.media), self.base, where)
+            sources, names = media_of(cell, self.base, where)
         except CellError as exc:
-            return Item(str(ident), index, (), None, meta, problem=str(exc))
+            return Item(str(ident), index, (), question, meta, problem=str(exc))
         return Item(
             str(ident),
             index,
@@ -155,13 +181,15 @@ class Table:
             return total
         return sum(batch.num_rows for batch in self._batches([]))
 
-    def _most_items(self) -> int:
-        """The most media items a row holds (list cells, or JSON lists in a CSV)."""
+    def _most_items(self) -> tuple[int, set[str]]:
+        """The most media items a row holds (list cells, or lists written in a CSV's text),
+        and the cells that name another row by its id rather than holding media."""
         import pyarrow as pa
         import pyarrow.compute as pc
 
         assert self.columns is not None
         most = 0
+        references: set[str] = set()
         for batch in self._batches([self.columns.media]):
             column = batch.column(0)
             if pa.types.is_list(column.type) or pa.types.is_large_list(column.type):
@@ -170,17 +198,32 @@ class Table:
             elif pa.types.is_string(column.type) or pa.types.is_large_string(column.type):
                 for cell in column.to_pylist():
                     text = (cell or "").strip()
-                    if text.startswith("[") and text.endswith("]"):
-                        try:
-                            parts = json.loads(text)
-                        except ValueError:
-                            continue
-                        most = max(most, len(parts) if isinstance(parts, list) else 1)
+                    parts = listed(text)
+                    if parts is not None:
+                        most = max(most, len(parts))
                     elif text:
                         most = max(most, 1)
+                        if text.isdigit() and self._index is not None:
+                            references.add(text)
             else:
                 most = max(most, 1)
-        return most
+        return most, references
+
+    def _share(self, references: set[str]) -> None:
+        """The media cells of the rows that other rows name by id (the cells of bare digits
+        that are no file beside the table), kept for those rows."""
+        assert self.columns is not None and self._index is not None
+        if self.base is not None:
+            references = {r for r in references if not (self.base / r).exists()}
+        found: dict[str, Any] = {}
+        for batch in self._batches([self._index, self.columns.media]):
+            for ident, cell in zip(
+                batch.column(0).to_pylist(), batch.column(1).to_pylist(), strict=True
+            ):
+                key = str(ident)
+                if key in references and isinstance(cell, str) and not cell.strip().isdigit():
+                    found[key] = cell
+        self.shared = found
 
     def _check_ids(self, name: str, rows: int) -> None:
         """Every row has an id, and no two the same: read from the id column alone, keeping

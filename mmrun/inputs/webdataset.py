@@ -15,8 +15,8 @@ from typing import Any
 
 from mmrun.errors import UsageError
 from mmrun.inputs.columns import Columns, choose, data_uri
-from mmrun.inputs.items import Item
 from mmrun.inputs.selection import Selection
+from mmrun.item import Item
 from mmrun.registry import Modality
 
 KEY = "__key__"
@@ -68,15 +68,15 @@ class WebDataset:
             rows += 1
         extensions = {e.lower().lstrip(".") for e in self.modality.extensions}
         mapping = dict(self.mapping)
-        if self.modality.name not in mapping:
+        name = self.modality.field_name
+        if name not in mapping:
             media = sorted(fields & extensions)
             if len(media) == 1:
-                mapping[self.modality.name] = media[0]
+                mapping[name] = media[0]
             elif len(media) > 1:
                 raise UsageError(
-                    f"{self.label}: more than one field could be the {self.modality.name} "
-                    f"({', '.join(media)})",
-                    hint=f"name it with --columns {self.modality.name}=FIELD",
+                    f"{self.label}: more than one field could be the {name} ({', '.join(media)})",
+                    hint=f"name it with --columns {name}=FIELD",
                 )
         mapping.setdefault("id", KEY)
         found = [KEY, *sorted(fields)]

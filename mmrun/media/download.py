@@ -18,7 +18,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from mmrun.cache import CACHE_ENV, media_cache_dir
-from mmrun.errors import DownloadError
+from mmrun.errors import DownloadError, shown
 from mmrun.media.limits import DEFAULT_MAX_MB, positive_number
 
 if TYPE_CHECKING:
@@ -34,7 +34,7 @@ DEFAULT_DEADLINE_S = 300.0
 MAX_REDIRECTS = 5
 RETRIES = 3
 RETRY_BACKOFF_S = 0.5  # the wait before the second try; it doubles for each further try
-# Concurrent downloads: the seed's 12 default images all in flight at once.
+# Concurrent downloads: the 12 default images of vLLM's example all in flight at once.
 DOWNLOAD_WORKERS = 12
 
 
@@ -146,7 +146,8 @@ class Downloader:
         if len(failures) == 1:
             raise first
         raise DownloadError(
-            f"{first.message}; the fallback {urls[-1]} failed too: {last.message}", hint=last.hint
+            f"{first.message}; the fallback {shown(urls[-1])} failed too: {last.message}",
+            hint=last.hint,
         ) from first
 
     def _download(self, url: str, target: Path) -> None:
@@ -169,31 +170,34 @@ class Downloader:
                 failure = exc.error
             except httpx.TooManyRedirects as exc:
                 raise DownloadError(
-                    f"too many redirects for {url} (more than {MAX_REDIRECTS})",
+                    f"too many redirects for {shown(url)} (more than {MAX_REDIRECTS})",
                     hint="check the URL",
                 ) from exc
             except (
                 httpx.UnsupportedProtocol,
                 httpx.InvalidURL,
             ) as exc:  # e.g. a redirect to ftp://
-                raise DownloadError(f"cannot fetch {url}: {exc}", hint="check the URL") from exc
+                raise DownloadError(
+                    f"cannot fetch {shown(url)}: {exc}", hint="check the URL"
+                ) from exc
             except httpx.TimeoutException as exc:
                 what = "connecting" if isinstance(exc, httpx.ConnectTimeout) else "waiting for data"
                 failure = DownloadError(
-                    f"download of {url} timed out ({what})",
+                    f"download of {shown(url)} timed out ({what})",
                     hint=f"check the network or the server; the timeout is {_timeout():g} s "
                     f"({TIMEOUT_ENV})",
                 )
                 failure.__cause__ = exc
             except httpx.TransportError as exc:  # refused, reset, closed mid-body: worth a retry
                 failure = DownloadError(
-                    f"download of {url} failed: {exc or type(exc).__name__}",
+                    f"download of {shown(url)} failed: {exc or type(exc).__name__}",
                     hint="check the network and the URL",
                 )
                 failure.__cause__ = exc
             except httpx.HTTPError as exc:  # e.g. a body that does not decode: not transient
                 raise DownloadError(
-                    f"download of {url} failed: {exc or type(exc).__name__}", hint="check the URL"
+                    f"download of {shown(url)} failed: {exc or type(exc).__name__}",
+                    hint="check the URL",
                 ) from exc
             except OSError as exc:  # writing the partial file: no space, not writable
                 raise _unwritable(partial.parent, exc) from exc
@@ -224,7 +228,7 @@ class Downloader:
             if not 200 <= status < 300:
                 transient = status >= 500 or status == 429
                 error = DownloadError(
-                    f"download failed: HTTP {status} for {url}",
+                    f"download failed: HTTP {status} for {shown(url)}",
                     hint="the server failed; try again later" if transient else "check the URL",
                 )
                 if transient:
@@ -253,7 +257,7 @@ class Downloader:
             if declared and declared.isdigit() and size != int(declared):
                 raise _Transient(
                     DownloadError(
-                        f"download of {url} was cut short ({size} of {declared} bytes)",
+                        f"download of {shown(url)} was cut short ({size} of {declared} bytes)",
                         hint="try again",
                     )
                 )
@@ -269,20 +273,20 @@ class _Transient(Exception):
 
 def _too_big(url: str, limit: int) -> DownloadError:
     return DownloadError(
-        f"download of {url} is larger than the {limit / (1024 * 1024):g} MB cap",
+        f"download of {shown(url)} is larger than the {limit / (1024 * 1024):g} MB cap",
         hint=f"raise it with {MAX_BYTES_ENV}=<megabytes>",
     )
 
 
 def _too_slow(url: str) -> DownloadError:
     return DownloadError(
-        f"download of {url} did not finish within {_deadline():g} s",
+        f"download of {shown(url)} did not finish within {_deadline():g} s",
         hint=f"the server is too slow; raise the limit with {DEADLINE_ENV}=<seconds>",
     )
 
 
 def _cancelled(url: str) -> DownloadError:
-    return DownloadError(f"download of {url} was stopped", hint="the run is ending")
+    return DownloadError(f"download of {shown(url)} was stopped", hint="the run is ending")
 
 
 def _unwritable(folder: Path, exc: OSError) -> DownloadError:

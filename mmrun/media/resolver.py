@@ -97,7 +97,7 @@ class MediaResolver:
             else:
                 path = Path(source.location).expanduser()
                 data = read_path(source)
-            label = source.text if source.kind != "data" else "the data: URI"
+            label = source.shown if source.kind != "data" else "the data: URI"
             try:
                 decoded, info = self.modality.decode(data, label)
             except MediaError:
@@ -107,7 +107,7 @@ class MediaResolver:
                     path.unlink(missing_ok=True)
                 raise
         return MediaItem(
-            source=source.text if source.kind != "data" else source.text[:40] + "...",
+            source=source.text if source.kind != "data" else source.shown,
             path=str(path) if path else None,
             sha256=hashlib.sha256(data).hexdigest(),
             size_bytes=len(data),
@@ -121,7 +121,7 @@ class MediaResolver:
         assert self.modality.decode_file is not None
         with memory_ticket():
             try:
-                decoded, info = self.modality.decode_file(str(path), source.text)
+                decoded, info = self.modality.decode_file(str(path), source.shown)
             except MediaError:
                 if source.kind in ("asset", "url"):
                     path.unlink(missing_ok=True)  # as above: a later run fetches it again

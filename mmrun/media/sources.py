@@ -11,7 +11,7 @@ import urllib.parse
 from dataclasses import dataclass
 from pathlib import Path
 
-from mmrun.errors import MediaError
+from mmrun.errors import MediaError, shown
 from mmrun.media.budget import reserve
 from mmrun.media.limits import DEFAULT_MAX_MB, positive_number
 from mmrun.registry import Modality
@@ -30,6 +30,11 @@ class Source:
     fallbacks: tuple[str, ...] = ()  # URLs tried in order when ``location`` fails (assets)
     cache_name: str | None = None  # an asset's mirror name: its cache key, whatever its URL
 
+    @property
+    def shown(self) -> str:
+        """The source as an error line shows it (cut to about 60 characters)."""
+        return shown(self.text)
+
 
 def parse_source(text: str, modality: Modality) -> Source:
     """Classify a source: a default asset name, an http(s) URL, a data URI, or a local path."""
@@ -47,7 +52,7 @@ def parse_source(text: str, modality: Modality) -> Source:
     try:
         scheme = urllib.parse.urlsplit(text).scheme.lower()
     except ValueError as exc:  # e.g. an unclosed IPv6 bracket: "http://[::1"
-        raise MediaError(f"malformed URL {text!r}: {exc}", hint="check the URL") from exc
+        raise MediaError(f"malformed URL {shown(text)!r}: {exc}", hint="check the URL") from exc
     if scheme in ("http", "https"):
         check_url(text)
         return Source(text, "url", text)
@@ -55,7 +60,7 @@ def parse_source(text: str, modality: Modality) -> Source:
         return Source(text, "data", text)
     if len(scheme) > 1 and "://" in text:
         raise MediaError(
-            f"unsupported URL scheme {scheme!r} in {text!r}",
+            f"unsupported URL scheme {scheme!r} in {shown(text)!r}",
             hint="use a local path, an http(s) URL or a data: URI",
         )
     return Source(text, "path", text)
@@ -69,9 +74,9 @@ def check_url(text: str) -> None:
     try:
         host = httpx.URL(text).host
     except httpx.InvalidURL as exc:
-        raise MediaError(f"malformed URL {text!r}: {exc}", hint="check the URL") from exc
+        raise MediaError(f"malformed URL {shown(text)!r}: {exc}", hint="check the URL") from exc
     if not host:
-        raise MediaError(f"malformed URL {text!r}: it names no host", hint="check the URL")
+        raise MediaError(f"malformed URL {shown(text)!r}: it names no host", hint="check the URL")
 
 
 def checked_path(source: Source) -> Path:
@@ -82,17 +87,17 @@ def checked_path(source: Source) -> Path:
         _check_regular(path, source)
         empty = path.stat().st_size == 0
     except (FileNotFoundError, NotADirectoryError) as exc:
-        raise MediaError(f"no such file: {source.text}", hint="check the path") from exc
+        raise MediaError(f"no such file: {source.shown}", hint="check the path") from exc
     except OSError as exc:
         raise MediaError(
-            f"cannot read {source.text}: {exc.strerror or exc}", hint="check the file"
+            f"cannot read {source.shown}: {exc.strerror or exc}", hint="check the file"
         ) from exc
     except ValueError as exc:  # e.g. a NUL byte, which no file name can hold
         raise MediaError(
-            f"{source.text!r} is not a valid path ({exc})", hint="name a media file"
+            f"{source.shown!r} is not a valid path ({exc})", hint="name a media file"
         ) from exc
     if empty:
-        raise MediaError(f"{source.text} is empty (0 bytes)", hint="name a non-empty media file")
+        raise MediaError(f"{source.shown} is empty (0 bytes)", hint="name a non-empty media file")
     return path
 
 
@@ -100,10 +105,10 @@ def _check_regular(path: Path, source: Source) -> None:
     # stat first: a FIFO would block the read forever and /dev/zero would never end it.
     mode = path.stat().st_mode
     if stat.S_ISDIR(mode):
-        raise MediaError(f"{source.text} is a directory, not a file", hint="name a media file")
+        raise MediaError(f"{source.shown} is a directory, not a file", hint="name a media file")
     if not stat.S_ISREG(mode):
         raise MediaError(
-            f"{source.text} is not a regular file (a device, pipe or socket)",
+            f"{source.shown} is not a regular file (a device, pipe or socket)",
             hint="name a media file",
         )
 
@@ -117,28 +122,28 @@ def read_path(source: Source) -> bytes:
         with open(path, "rb") as file:
             size = os.fstat(file.fileno()).st_size
             if size > limit:
-                raise _file_too_big(source.text, size, cap_mb)
+                raise _file_too_big(source.shown, size, cap_mb)
             reserve(size)
             data = file.read(limit + 1)  # a file that grew meanwhile still stops at the cap
         if len(data) > limit:
-            raise _file_too_big(source.text, len(data), cap_mb)
+            raise _file_too_big(source.shown, len(data), cap_mb)
     except (FileNotFoundError, NotADirectoryError) as exc:
-        raise MediaError(f"no such file: {source.text}", hint="check the path") from exc
+        raise MediaError(f"no such file: {source.shown}", hint="check the path") from exc
     except PermissionError as exc:
         raise MediaError(
-            f"cannot read {source.text}: permission denied",
+            f"cannot read {source.shown}: permission denied",
             hint="check its permissions and those of its folders",
         ) from exc
     except OSError as exc:
         raise MediaError(
-            f"cannot read {source.text}: {exc.strerror or exc}", hint="check the file"
+            f"cannot read {source.shown}: {exc.strerror or exc}", hint="check the file"
         ) from exc
     except ValueError as exc:  # e.g. a NUL byte, which no file name can hold
         raise MediaError(
-            f"{source.text!r} is not a valid path ({exc})", hint="name a media file"
+            f"{source.shown!r} is not a valid path ({exc})", hint="name a media file"
         ) from exc
     if not data:
-        raise MediaError(f"{source.text} is empty (0 bytes)", hint="name a non-empty media file")
+        raise MediaError(f"{source.shown} is empty (0 bytes)", hint="name a non-empty media file")
     return data
 
 

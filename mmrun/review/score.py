@@ -95,6 +95,8 @@ def _references(reference: Reference) -> list[str]:
 
 
 _CHOICE = re.compile(r"^\W*(?:answer\W*(?:is\W*)?)?\(?([A-Za-z])(?:[\s).:,]|$)", re.IGNORECASE)
+# An option line of a question: "A. a cat", "(B) green", "C) red", "D: blue".
+_OPTION = re.compile(r"^\s*\(?([A-Z])(?:[.:]|\))\s+(\S.*?)\s*$")
 
 
 def choice_letter(text: str) -> str | None:
@@ -103,12 +105,56 @@ def choice_letter(text: str) -> str | None:
     return match.group(1).upper() if match else None
 
 
+def options_of(row: Mapping[str, Any]) -> dict[str, str]:
+    """A result line's options, letter -> text: its kept columns named A, B, C, ... (a
+    benchmark table's), else the option lines of its question (``A. a cat``)."""
+    meta = row.get("meta")
+    if isinstance(meta, Mapping):
+        kept = {
+            str(k): str(v)
+            for k, v in meta.items()
+            if len(str(k)) == 1 and str(k).isupper() and v is not None and str(v).strip()
+        }
+        if kept:
+            return kept
+    found: dict[str, str] = {}
+    for line in str(row.get("question") or "").splitlines():
+        match = _OPTION.match(line)
+        if match and match.group(1) not in found:
+            found[match.group(1)] = match.group(2)
+    return found
+
+
+def _plain(text: str) -> str:
+    return " ".join(re.sub(r"[^\w\s]", " ", text.lower()).split())
+
+
+def option_letter(text: str, options: Mapping[str, str]) -> str | None:
+    """The option an answer picks: ``B``, ``(B)``, ``B. green``, ``Answer: B``, or, given the
+    options, the text of one of them (``green``), alone or as the only option it names."""
+    letter = choice_letter(text)
+    if not options:
+        return letter
+    answer = _plain(text)
+    for key, option in options.items():
+        if answer and _plain(option) == answer:
+            return key
+    if letter in options:
+        return letter
+    named = [k for k, o in options.items() if _plain(o) and f" {_plain(o)} " in f" {answer} "]
+    return named[0] if len(named) == 1 else None
+
+
 @dataclass(frozen=True)
 class Scorer:
-    """Per-item scores of one metric; ``corpus`` where the library has a corpus score."""
+    """Per-item scores of one metric; ``corpus`` where the library has a corpus score.
+
+    item: (answer, references, the result line) -> the score (the line gives ``choice`` the
+        question's options).
+    """
 
     name: str
-    item: Callable[[str, list[str]], float]
+    item: Callable[[str, list[str], Mapping[str, Any]], float]
     corpus: Callable[[list[str], list[list[str]]], float] | None = None
 
 
@@ -118,7 +164,7 @@ def scorer(metric: str, normalize: Callable[[str], str]) -> Scorer:
         jiwer = _need("jiwer")
         measure = jiwer.wer if metric == "wer" else jiwer.cer
 
-        def error_rate(hyp: str, refs: list[str]) -> float:
+        def error_rate(hyp: str, refs: list[str], _row: Mapping[str, Any]) -> float:
             return float(measure(normalize(refs[0]), normalize(hyp)))
 
         def corpus_rate(hyps: list[str], refs: list[list[str]]) -> float:
@@ -127,24 +173,26 @@ def scorer(metric: str, normalize: Callable[[str], str]) -> Scorer:
         return Scorer(metric, error_rate, corpus_rate)
     if metric == "exact":
         return Scorer(
-            metric, lambda h, refs: float(any(normalize(h) == normalize(r) for r in refs))
+            metric, lambda h, refs, _: float(any(normalize(h) == normalize(r) for r in refs))
         )
     if metric == "contains":
         return Scorer(
             metric,
-            lambda h, refs: float(any(f" {normalize(r)} " in f" {normalize(h)} " for r in refs)),
+            lambda h, refs, _: float(any(f" {normalize(r)} " in f" {normalize(h)} " for r in refs)),
         )
     if metric == "choice":
 
-        def choice(hyp: str, refs: list[str]) -> float:
-            letter = choice_letter(hyp)
-            return float(letter is not None and any(letter == r.strip().upper() for r in refs))
+        def choice(hyp: str, refs: list[str], row: Mapping[str, Any]) -> float:
+            options = options_of(row)
+            letter = option_letter(hyp, options)
+            wanted = {option_letter(r, options) or r.strip().upper() for r in refs}
+            return float(letter is not None and letter in wanted)
 
         return Scorer(metric, choice)
     if metric == "anls":
         levenshtein = _need("rapidfuzz.distance").Levenshtein
 
-        def anls(hyp: str, refs: list[str]) -> float:
+        def anls(hyp: str, refs: list[str], _row: Mapping[str, Any]) -> float:
             answer = " ".join(hyp.lower().split())
             best = 0.0
             for ref in refs:
@@ -164,13 +212,15 @@ def scorer(metric: str, normalize: Callable[[str], str]) -> Scorer:
             streams = [[r[min(i, len(r) - 1)] for r in refs] for i in range(width)]
             return float(corpus(hyps, streams).score)
 
-        return Scorer(metric, lambda h, refs: float(sentence(h, refs).score), corpus_score)
+        return Scorer(metric, lambda h, refs, _: float(sentence(h, refs).score), corpus_score)
     raise UsageError(f"unknown metric {metric!r}", hint=f"choose from {', '.join(METRICS)}")
 
 
 # --- references ---------------------------------------------------------------------------
 
 _FILE_SUFFIXES = (".jsonl", ".json", ".csv", ".tsv", ".parquet")
+# LibriSpeech's transcripts: one file per chapter, a line "ID TEXT" per utterance.
+TRANSCRIPT_SUFFIX = ".trans.txt"
 
 
 def dotted(record: Mapping[str, Any], path: str) -> Any:
@@ -197,39 +247,106 @@ def references(
     results: Results, source: str, field_name: str = "reference", id_field: str = "id"
 ) -> dict[str, Reference]:
     """Each id's reference: from a file of references keyed by id (JSONL, CSV, TSV, Parquet:
-    ``field_name`` and ``id_field`` name its columns), or, when ``source`` is no file, from
-    the results' own field ``source`` (a dotted path such as ``meta.answer``)."""
+    ``field_name`` and ``id_field`` name its columns), from LibriSpeech's transcripts (a
+    ``*.trans.txt`` file, or a folder holding them), or, when ``source`` is no file, from the
+    results' own field ``source`` (a dotted path such as ``meta.answer``; a kept column's
+    name alone is looked for in ``meta`` too). A reference file's ids may be the results'
+    ids or their media files' names without extension (``1089-134686-0000``)."""
     path = Path(source).expanduser()
+    if path.is_dir() or source.endswith(TRANSCRIPT_SUFFIX):
+        return _by_stem(results, _transcripts(path, source))
     if path.is_file():
-        records = _reference_records(path)
-        found: dict[str, Reference] = {}
-        for number, record in enumerate(records, 1):
-            key = dotted(record, id_field)
-            if key is None:
-                raise UsageError(
-                    f"{source}: record {number} has no {id_field!r}",
-                    hint="name the id column with --reference-id",
-                )
-            reference = _as_reference(dotted(record, field_name))
-            if reference is not None:
-                found[str(key)] = reference
-        if records and not any(dotted(r, field_name) is not None for r in records):
-            raise UsageError(
-                f"{source} has no field {field_name!r}",
-                hint="name the reference column with --reference-field",
-            )
-        return found
+        return _by_stem(results, _keyed(path, source, field_name, id_field))
     if source.endswith(_FILE_SUFFIXES) or os.sep in source:
         raise UsageError(f"no such reference file: {source}", hint="check the path")
-    found = {}
-    for row in results.rows:
-        reference = _as_reference(dotted(row, source))
-        if reference is not None:
-            found[row["id"]] = reference
+    found = _from_results(results, source)
+    if not found and "." not in source:
+        found = _from_results(results, f"meta.{source}")
     if not found:
         raise UsageError(
             f"no result line of {results.path.name} has the field {source!r}",
             hint="check the field's name, or give a JSONL or CSV file of references keyed by id",
+        )
+    return found
+
+
+def _from_results(results: Results, field_name: str) -> dict[str, Reference]:
+    found: dict[str, Reference] = {}
+    for row in results.rows:
+        reference = _as_reference(dotted(row, field_name))
+        if reference is not None:
+            found[row["id"]] = reference
+    return found
+
+
+def _by_stem(results: Results, found: dict[str, Reference]) -> dict[str, Reference]:
+    """``found`` keyed by the results' ids: an id that has no reference of its own takes
+    the one of its file's name without extension (a folder run's ids are its files' paths),
+    or of its first media's."""
+    keyed = dict(found)
+    for row in results.rows:
+        ident = row["id"]
+        if ident in found:
+            continue
+        media = row.get("media") or []
+        for name in (ident, *(media[:1] if isinstance(media, list) else [])):
+            stem = _stem(str(name))
+            if stem in found:
+                keyed[ident] = found[stem]
+                break
+    return keyed
+
+
+def _stem(name: str) -> str:
+    return os.path.splitext(os.path.basename(name.rstrip("/")))[0]
+
+
+def _transcripts(path: Path, source: str) -> dict[str, Reference]:
+    """LibriSpeech's transcripts: ``ID TEXT`` lines in each chapter's ``*.trans.txt``."""
+    files = sorted(path.rglob(f"*{TRANSCRIPT_SUFFIX}")) if path.is_dir() else [path]
+    if not files:
+        raise UsageError(
+            f"the folder {source} holds no *{TRANSCRIPT_SUFFIX} file (LibriSpeech's transcripts)",
+            hint="give that folder, or a file of references keyed by id",
+        )
+    found: dict[str, Reference] = {}
+    for file in files:
+        try:
+            text = file.read_text(encoding="utf-8")
+        except FileNotFoundError:
+            raise UsageError(f"no such reference file: {source}", hint="check the path") from None
+        except (OSError, UnicodeDecodeError) as exc:
+            raise UsageError(f"cannot read {file}: {exc}", hint="give a UTF-8 file") from None
+        for number, line in enumerate(text.splitlines(), 1):
+            if not line.strip():
+                continue
+            ident, _, sentence = line.strip().partition(" ")
+            if not sentence.strip():
+                raise UsageError(
+                    f"{file}:{number} is not an ID TEXT line", hint="check the transcript file"
+                )
+            found[ident] = sentence.strip()
+    return found
+
+
+def _keyed(path: Path, source: str, field_name: str, id_field: str) -> dict[str, Reference]:
+    """The references of a file of records keyed by id."""
+    records = _reference_records(path)
+    found: dict[str, Reference] = {}
+    for number, record in enumerate(records, 1):
+        key = dotted(record, id_field)
+        if key is None:
+            raise UsageError(
+                f"{source}: record {number} has no {id_field!r}",
+                hint="name the id column with --reference-id",
+            )
+        reference = _as_reference(dotted(record, field_name))
+        if reference is not None:
+            found[str(key)] = reference
+    if records and not any(dotted(r, field_name) is not None for r in records):
+        raise UsageError(
+            f"{source} has no field {field_name!r}",
+            hint="name the reference column with --reference-field",
         )
     return found
 
@@ -357,7 +474,7 @@ def score(
                 missing += 1
                 continue
             row["reference"] = reference
-            value = one.item(row["text"], _references(reference))
+            value = one.item(row["text"], _references(reference), row)
             row["score"][one.name] = values[row["id"]] = value
             hyps.append(row["text"])
             paired.append(_references(reference))

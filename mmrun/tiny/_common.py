@@ -90,8 +90,8 @@ TINY_TEXT: Mapping[str, Any] = {
     "max_position_embeddings": 4096,
 }
 
-# Text the BPE tokenizer is trained on: plain English plus the seed question, so that the
-# prompts of the seeds tokenise into a handful of merged tokens rather than raw bytes.
+# Text the BPE tokenizer is trained on: plain English plus the question of vLLM's examples, so
+# that the examples' prompts tokenise into a handful of merged tokens rather than raw bytes.
 DEFAULT_CORPUS: tuple[str, ...] = (
     "What is the content of each image?",
     "Describe the image. What is in this picture? The image shows a duck, a lion and a bird.",

@@ -72,8 +72,8 @@ def build_whisper(dest: Path) -> TinyCheckpoint:
     save_config(config, dest, "WhisperForConditionalGeneration")
     tf.WhisperProcessor(tf.WhisperFeatureExtractor(feature_size=80), tok).save_pretrained(str(dest))
     # Trap: Whisper's encoder item is always 1500 tokens and vLLM's CPU run does not chunk
-    # multimodal input, so max_num_batched_tokens must be >= 1500 (the seed's max_model_len=448
-    # alone gives "max_tokens_per_mm_item (1500) is larger than max_num_batched_tokens").
+    # multimodal input, so max_num_batched_tokens must be >= 1500 (max_model_len=448, as in
+    # vLLM's example, alone gives "max_tokens_per_mm_item (1500) is larger than max_num_batched_tokens").
     return TinyCheckpoint(
         dest, {**DUMMY_WEIGHTS, "max_model_len": 448, "max_num_batched_tokens": 2048}
     )

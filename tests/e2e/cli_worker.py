@@ -9,7 +9,7 @@ runs in the worker's own process (``VLLM_ENABLE_V1_MULTIPROCESSING=0``), and a r
 engine arguments equal those of the engine still held gets that engine instead of starting
 another (what ``generate`` and then ``chat`` of one model do).
 
-What stays real: each run is ``mmrun <args>`` through mmrun's own Typer app (options, plan,
+What stays real: each run is ``mmrun <args>`` through mmrun's own entry, its error boundary (options, plan,
 media download, the model's loader, mmrun's request building, ``engine.Engine`` submitting to
 vLLM and reading its outputs, the ``--json`` document), on the real vLLM engine. What is
 different from a ``python -m mmrun`` process: the engine core runs in-process (no ZMQ hop),
@@ -211,7 +211,7 @@ def _serve(conn: Connection, path: list[str]) -> None:
 
     engine.start = start
     engine.Engine.close = close  # type: ignore[method-assign]
-    from mmrun.cli.main import app
+    from mmrun.cli.main import run
 
     while True:
         try:
@@ -219,7 +219,7 @@ def _serve(conn: Connection, path: list[str]) -> None:
         except (EOFError, OSError):
             break
         if message[0] == "run":
-            conn.send(_run(app, message[1], message[2]))
+            conn.send(_run(run, message[1], message[2]))
         elif message[0] == "release":
             _drop(engine)
             conn.send("released")
@@ -229,15 +229,16 @@ def _serve(conn: Connection, path: list[str]) -> None:
     engine.remove_temporary_files()
 
 
-def _run(app: Any, args: list[str], env: dict[str, str]) -> dict[str, Any]:
+def _run(run: Any, args: list[str], env: dict[str, str]) -> dict[str, Any]:
+    """One command line through the CLI's own entry (``mmrun.cli.main.run``: its error
+    boundary prints a failure's one line and gives its exit code)."""
     held_before = _Held.llm
     _Held.start_s = None
     _Logits.batches = _Logits.nan_batches = 0
     t0 = time.perf_counter()
     with _environment(env), _captured() as output:
         try:
-            app(args, prog_name="mmrun")
-            code = 0
+            code = run(args)
         except SystemExit as exc:
             code = exc.code if isinstance(exc.code, int) else (0 if exc.code is None else 1)
     if code != 0:  # the engine of a failed run is not reused

@@ -1,6 +1,6 @@
 """Every tiny checkpoint through the real mmrun CLI and the real vLLM engine, offline.
 
-Each case runs ``mmrun <modality> -m KEY --model <tiny checkpoint> --json`` with the seed's
+Each case runs ``mmrun <modality> -m KEY --model <tiny checkpoint> --json`` with the
 default media served by a local HTTP server, the most media the model takes per prompt (2
 where allowed) and 3 prompts, by ``generate`` and, where the model has a chat path, by
 ``chat``. It checks what proves the prompt was right: one output per prompt, more prompt
@@ -36,7 +36,8 @@ from tests.tiny import builders, proofs
 pytestmark = pytest.mark.e2e
 
 REGISTRY = builtin_registry()
-# The video rows have their own test (test_video_e2e.py): the seeds have no video assets.
+# The video rows have their own test (test_video_e2e.py): the video modality has no default
+# media.
 # A row too slow for CI (tests.tiny.Proof.in_ci) runs only in `make test-outside-ci`.
 PROOFS = proofs()
 CASES = [
@@ -67,7 +68,7 @@ def cli_args(modality: str, key: str, checkpoint: TinyCheckpoint, *extra: str) -
         f"--sampling-arg={k}={json.dumps(v)}" for k, v in checkpoint.sampling_args.items()
     ]
     # Eager mode: torch.compile adds about 40 s to each engine start on these CPUs. One
-    # worker: the seeds shard the big models (-tp 2 to 8); a tiny one runs on one CPU node.
+    # worker: vLLM's examples shard the big models (-tp 2 to 8); a tiny one runs on one CPU node.
     return [
         modality,
         "-m",

@@ -4,13 +4,17 @@ an OpenAI batch file give each id once, with the texts the same prompts give as 
 (greedy, one prompt per engine step, so that no answer depends on its neighbours).
 
 All runs of one model share one engine start (the CLI worker reuses the engine of equal
-engine arguments): a manifest run, then each format.
+engine arguments): a manifest run, then each format. The recipes of docs/usage.md's
+"Published data sets" (a benchmark TSV, LLaVA conversation JSON, Common Voice, LibriSpeech,
+as tests/helpers/published.py builds them) run first, on the same engines, each one `mmrun`
+run and one `mmrun score`.
 """
 
 from __future__ import annotations
 
 import base64
 import json
+import sys
 import tarfile
 from collections.abc import Callable, Iterator
 from pathlib import Path
@@ -18,8 +22,10 @@ from typing import Any
 
 import pytest
 
+from mmrun.review.score import option_letter, options_of
 from mmrun.tiny import TinyCheckpoint
 from tests.e2e.cli_worker import CliWorker
+from tests.helpers import published
 
 pytestmark = pytest.mark.e2e
 
@@ -70,6 +76,76 @@ def run(
 def texts(rows: dict[str, dict[str, Any]]) -> dict[str, str]:
     assert all(r["error"] is None for r in rows.values()), rows
     return {k: r["text"] for k, r in rows.items()}
+
+
+def recipe(
+    worker: CliWorker,
+    modality: str,
+    key: str,
+    checkpoint: TinyCheckpoint,
+    out: Path,
+    *args: str,
+) -> dict[str, dict[str, Any]]:
+    """``mmrun <modality> ... -o out`` in the worker, with ``run``'s engine arguments (so
+    that it reuses the engine of the test after it); its result lines by id."""
+    engine_args = {**checkpoint.engine_args, "enforce_eager": True, "max_num_seqs": 1}
+    flags = [f"--engine-arg={k}={json.dumps(v)}" for k, v in engine_args.items()]
+    command = [modality, "-m", key, "--model", str(checkpoint.path), "-tp", "1",
+               "--max-tokens", "6", *flags, *args, "-o", str(out)]  # fmt: skip
+    done = worker.run(command, {"HF_HUB_OFFLINE": "1", "NO_COLOR": "1"})
+    assert done.returncode == 0, done.stderr[-3000:]
+    sys.stderr.write(f"$ mmrun {' '.join(args)}\n{done.stderr.splitlines()[-1]}\n")
+    rows = [json.loads(line) for line in out.read_text().splitlines()]
+    assert all(r["error"] is None and r["text"] is not None for r in rows), rows
+    return {r["id"]: r for r in rows}
+
+
+def score(results: Path, *args: str) -> dict[str, Any]:
+    """The metrics of ``mmrun score results ... --json``; the table the command prints
+    without --json goes to the test's stderr, for its log."""
+    from tests.helpers.cli import in_process
+
+    table = in_process(["score", str(results), *args])
+    assert table.exit_code == 0, table.stderr
+    sys.stderr.write(f"$ mmrun score {results.name} {' '.join(args)}\n{table.stdout}")
+    done = in_process(["score", str(results), *args, "--json"])
+    metrics: dict[str, Any] = json.loads(done.stdout)["metrics"]
+    return metrics
+
+
+def test_published_image_recipes_a_benchmark_tsv_and_llava_json_are_run_and_scored(
+    tiny_checkpoint: Factory, cli_worker: CliWorker, tmp_path: Path
+) -> None:
+    """Runs before the image formats' test, which reuses its engine and releases it."""
+    checkpoint = tiny_checkpoint("image", "qwen2_5_vl")
+    tsv = published.mmbench_tsv(tmp_path, several=False)  # one image a prompt: one engine
+    template = "Hint: {hint}\\nQuestion: {question}\\nA. {A}\\nB. {B}\\nC. {C}\\nD. {D}"
+    out = tmp_path / "mmbench.jsonl"
+    rows = recipe(
+        cli_worker, "image", "qwen2_5_vl", checkpoint, out, "--input", str(tsv), "--columns",
+        "id=index", "--question-template", template, "--keep-columns", "answer",
+    )  # fmt: skip
+    assert sorted(rows) == ["1000", "1001", "1002"]
+    assert rows["1001"]["question"] == "Question: Is the picture dark?\nA. yes\nB. no"
+    choice = score(out, "-r", "meta.answer", "--metric", "choice")["choice"]
+    assert (choice["scored"], choice["failed"], choice["missing_reference"]) == (3, 0, 0)
+    picked = [option_letter(r["text"], options_of(r)) == r["meta"]["answer"] for r in rows.values()]
+    assert choice["mean"] == pytest.approx(sum(picked) / 3)
+
+    llava = published.llava_json(tmp_path)
+    out = tmp_path / "llava.jsonl"
+    rows = recipe(
+        cli_worker, "image", "qwen2_5_vl", checkpoint, out, "--input", str(llava),
+        "--media-root", str(tmp_path / "images"),
+    )  # fmt: skip
+    assert rows["000000033471"]["question"] == "What colour is the square?"
+    chrf = score(out, "-r", "meta.reference", "--metric", "chrf", "--in-place")["chrf"]
+    assert chrf["scored"] == 2
+    beside = [json.loads(line) for line in Path(f"{out}.scores.jsonl").read_text().splitlines()]
+    assert {r["id"]: r["reference"] for r in beside} == {
+        "000000033471": "The square is green.",
+        "000000052846": "A red square.",
+    }
 
 
 def test_image_tables_a_shard_a_hub_data_set_and_an_openai_batch_match_a_manifest(
@@ -251,6 +327,29 @@ def test_image_tables_a_shard_a_hub_data_set_and_an_openai_batch_match_a_manifes
         k: r["response"]["body"]["choices"][0]["message"]["content"] for k, r in answers.items()
     } == chat_expected
     assert all(r["response"]["status_code"] == 200 and r["error"] is None for r in answers.values())
+
+
+def test_published_speech_recipes_common_voice_and_librispeech_are_scored_by_wer(
+    tiny_checkpoint: Factory, cli_worker: CliWorker, tmp_path: Path
+) -> None:
+    """Runs before the audio formats' test, which reuses its engine and releases it."""
+    checkpoint = tiny_checkpoint("audio", "qwen2_audio")
+    tsv = published.common_voice(tmp_path)
+    out = tmp_path / "cv.jsonl"
+    rows = recipe(
+        cli_worker, "audio", "qwen2_audio", checkpoint, out, "--input", str(tsv), "--columns",
+        "audio=path", "--media-root", str(tsv.parent / "clips"), "--keep-columns", "sentence",
+    )  # fmt: skip
+    assert rows["0"]["media"] == [str(tsv.parent / "clips" / "common_voice_en_4100.mp3")]
+    wer = score(out, "-r", "meta.sentence", "--metric", "wer")["wer"]
+    assert (wer["scored"], wer["failed"]) == (2, 0) and wer["corpus"] is not None
+
+    split = published.librispeech(tmp_path)
+    out = tmp_path / "test-clean.jsonl"
+    rows = recipe(cli_worker, "audio", "qwen2_audio", checkpoint, out, "--audio", str(split))
+    assert len(rows) == 3
+    wer = score(out, "-r", str(split), "--metric", "wer")["wer"]
+    assert (wer["scored"], wer["missing_reference"]) == (3, 0)
 
 
 def test_audio_arrays_and_bytes_in_a_parquet_match_a_manifest(

@@ -1,12 +1,12 @@
-"""The seed rows that only an older vLLM runs, through mmrun's CLI in that vLLM's environment.
+"""The rows that only an older vLLM runs, through mmrun's CLI in that vLLM's environment.
 
-vLLM removed some seed architectures (hyperclovax_seed_vision after 0.28; tarsier,
-musicflamingo, aya_vision after 0.24; tarsier2, qwen_vl_chat after 0.23). tests/tiny/older.py
-builds their tiny checkpoints and ``make vllm-envs`` builds the environments (not part of
-`make test` nor CI: ``make test-outside-ci`` builds them and runs this file)
-(.venv-vllm-<line>, tools/vllm_env.py); each case
-builds its checkpoint with that environment's Python (its transformers writes the files) and
-runs ``mmrun <modality> -m KEY --model <checkpoint> --json`` there, as
+vLLM removed some architectures of its examples (hyperclovax_seed_vision after 0.28; tarsier,
+musicflamingo, aya_vision after 0.24; tarsier2, qwen_vl_chat after 0.23). Their tiny
+checkpoints' builders are in tests/tiny (``Proof.env`` names the line) and ``make vllm-envs``
+builds the environments (not part of `make test` nor CI: ``make test-outside-ci`` builds them
+and runs this file) (.venv-vllm-<line>, tools/vllm_env.py); each case builds its checkpoint
+with that environment's Python (``python -m tests.tiny build``: its transformers writes the
+files) and runs ``mmrun <modality> -m KEY --model <checkpoint> --json`` there, as
 tests/e2e/test_cli_e2e.py does on the project's vLLM: the most media the model takes per prompt
 (2 where allowed), 3 prompts, ``generate``. It checks one output per prompt, more prompt tokens
 than the text alone (vLLM's processor expanded every placeholder), generated tokens, and that
@@ -65,7 +65,7 @@ def run(env: str, *args: str, variables: dict[str, str] | None = None) -> str:
 
 
 def build(env: str, modality: str, key: str, dest: Path) -> dict[str, Any]:
-    out = run(env, "-m", "tests.tiny.older", "build", modality, key, str(dest))
+    out = run(env, "-m", "tests.tiny", "build", modality, key, str(dest))
     return json.loads(out.strip().splitlines()[-1])  # type: ignore[no-any-return]
 
 
@@ -113,9 +113,7 @@ def test_generate_on_its_vllm(
     assert doc["versions"]["vllm"].startswith(env_vllm_version(env)), doc["versions"]
     assert doc["method"] == "generate"
     assert all(len(p) == count for p in doc["media_per_prompt"])
-    text_tokens = int(
-        run(env, "-m", "tests.tiny.older", "count", checkpoint["path"], doc["prompt"])
-    )
+    text_tokens = int(run(env, "-m", "tests.tiny", "count", checkpoint["path"], doc["prompt"]))
     assert len(doc["outputs"]) == NUM_PROMPTS
     for output in doc["outputs"]:
         assert output["prompt_tokens"] > text_tokens, (output, text_tokens)

@@ -99,7 +99,7 @@ def test_two_replicas_share_the_work_and_answer_as_one_engine(
     # ready then cannot finish the data set before the second asks (how long the second
     # takes to start is the machine's business), so each one's share is decided by asking,
     # not by start-up skew. A waiting replica holds only its window and one chunk
-    # (mmrun.parallel.CHUNK), with max_num_seqs=1 a few of the 40.
+    # (mmrun.backends.replicas.CHUNK), with max_num_seqs=1 a few of the 40.
     both_ready = threading.Event()
     lines = []
     for line in source.read_text().splitlines():

@@ -1,14 +1,15 @@
-"""The audio seed rows mmrun builds differently on purpose (DEVIATIONS in test_seed_parity.py).
+"""The audio rows of vLLM's original examples that mmrun builds differently on purpose
+(DEVIATIONS in test_original_examples_parity.py).
 
-gemma3n: the seed's prompt loses its closing ``<end_of_turn>\\n<start_of_turn>model\\n`` (a
+gemma3n: the example's prompt loses its closing ``<end_of_turn>\\n<start_of_turn>model\\n`` (a
 stray string statement) and holds one ``<audio_soft_token>`` whatever the count; mmrun
-emits one per clip and closes the turn. Engine arguments stay the seed's.
+emits one per clip and closes the turn. Engine arguments stay the example's.
 
-voxtral: the seed tokenizes with mistral_common's tokenizer fetched from the Hub and the
+voxtral: the example tokenizes with mistral_common's tokenizer fetched from the Hub and the
 vLLM asset files; mmrun tokenizes the prompt's decoded clips with the tokenizer of the model
 it runs. Tested offline with a small tekken tokenizer written here: the token ids follow
-the seed's order, and the seed function itself, pointed at the same tokenizer and clips,
-gives the same token ids, audio and engine arguments.
+the example's order, and the example's function itself, pointed at the same tokenizer and
+clips, gives the same token ids, audio and engine arguments.
 """
 
 from __future__ import annotations
@@ -24,10 +25,10 @@ import pytest
 
 from mmrun.errors import MediaError
 from mmrun.modalities.audio.voxtral import _mistral_tokenizer
-from mmrun.plan import compose_engine_args
+from mmrun.planning import compose_engine_args
 from mmrun.plugins import builtin_registry
 from mmrun.request import LoaderContext, Prompt
-from tests.helpers import seed_oracle as oracle
+from tests.helpers import original_examples as oracle
 
 # The kinds of media vLLM receives from the built-in modalities.
 ENGINE_KEYS = builtin_registry().engine_keys()
@@ -36,8 +37,8 @@ REGISTRY = builtin_registry()
 AUDIO = REGISTRY.modalities["audio"]
 
 
-def _expected_engine_args(seed: oracle.SeedRequest) -> dict[str, Any]:
-    expected = dict(seed.engine_args)
+def _expected_engine_args(example: oracle.ExampleRequest) -> dict[str, Any]:
+    expected = dict(example.engine_args)
     expected["limit_mm_per_prompt"] = {m: 0 for m in ENGINE_KEYS} | expected.get(
         "limit_mm_per_prompt", {}
     )
@@ -81,13 +82,13 @@ def test_gemma3n_prompt_has_one_audio_token_per_clip_and_closes_the_turn(count: 
 
 
 @pytest.mark.parametrize("count", [0, 1, 2])
-def test_gemma3n_engine_args_are_the_seeds(count: int) -> None:
+def test_gemma3n_engine_args_are_the_examples(count: int) -> None:
     question = AUDIO.question(count)
-    seed = oracle.audio_request("gemma3n", question, count)
-    model = seed.engine_args["model"]
-    assert _engine_args("gemma3n", model, count) == _expected_engine_args(seed)
-    # The seed bug this deviation fixes, pinned so a corrected seed shows up here.
-    assert seed.prompt == f"<start_of_turn>user\n<audio_soft_token>{question}"
+    example = oracle.audio_request("gemma3n", question, count)
+    model = example.engine_args["model"]
+    assert _engine_args("gemma3n", model, count) == _expected_engine_args(example)
+    # The example's bug this deviation fixes, pinned so a corrected example shows up here.
+    assert example.prompt == f"<start_of_turn>user\n<audio_soft_token>{question}"
 
 
 # --- voxtral -----------------------------------------------------------------------------
@@ -212,19 +213,19 @@ class _Asset:
         return self.path
 
 
-def _seed_voxtral(count: int, clip_paths: list[Path]) -> Any:
-    """Run the seed's own run_voxtral, its audio assets pointed at local clips."""
-    namespace = oracle.load_seed(oracle.AUDIO_SEED)
+def _example_voxtral(count: int, clip_paths: list[Path]) -> Any:
+    """Run the example's own run_voxtral, its audio assets pointed at local clips."""
+    namespace = oracle.load_example(oracle.AUDIO_EXAMPLE)
     namespace["audio_assets"] = [_Asset(path) for path in clip_paths]
     run: Callable[[str, int], Any] = namespace["model_example_map"]["voxtral"]
     with oracle._stand_ins(), warnings.catch_warnings():
-        # The seed imports Audio and RawAudio through paths mistral_common deprecates.
+        # The example imports Audio and RawAudio through paths mistral_common deprecates.
         warnings.simplefilter("ignore", DeprecationWarning)
         return run(AUDIO.question(count), count)
 
 
 @pytest.mark.parametrize("count", [0, 1, 2])
-def test_voxtral_tokens_follow_the_seeds_order(
+def test_voxtral_tokens_follow_the_examples_order(
     mistral: Any, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, count: int
 ) -> None:
     tekken = _write_tekken(tmp_path / "tokenizer")
@@ -252,7 +253,7 @@ def test_voxtral_tokens_follow_the_seeds_order(
 
 
 @pytest.mark.parametrize("count", [0, 1, 2])
-def test_voxtral_matches_the_seed_function_on_the_same_tokenizer_and_clips(
+def test_voxtral_matches_the_examples_function_on_the_same_tokenizer_and_clips(
     mistral: Any, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, count: int
 ) -> None:
     import numpy as np
@@ -261,20 +262,20 @@ def test_voxtral_matches_the_seed_function_on_the_same_tokenizer_and_clips(
     _patch_hub(monkeypatch, tekken)
     paths = _clip_files(tmp_path, count)
 
-    seed = _seed_voxtral(count, paths)
+    example = _example_voxtral(count, paths)
     prompt = _voxtral(VOXTRAL_REPO, count, _decoded(paths))
 
-    assert list(prompt.token_ids or ()) == list(seed.prompt_token_ids)
-    seed_audio = seed.multi_modal_data["audio"]
+    assert list(prompt.token_ids or ()) == list(example.prompt_token_ids)
+    example_audio = example.multi_modal_data["audio"]
     assert prompt.multi_modal_data is not None
-    assert len(prompt.multi_modal_data) == len(seed_audio) == count
-    for (array, rate), (seed_array, seed_rate) in zip(
-        prompt.multi_modal_data, seed_audio, strict=True
+    assert len(prompt.multi_modal_data) == len(example_audio) == count
+    for (array, rate), (example_array, example_rate) in zip(
+        prompt.multi_modal_data, example_audio, strict=True
     ):
-        assert rate == seed_rate
-        np.testing.assert_array_equal(array, seed_array)
-    expected = oracle.SeedRequest(
-        engine_args=dict(vars(seed.engine_args)),
+        assert rate == example_rate
+        np.testing.assert_array_equal(array, example_array)
+    expected = oracle.ExampleRequest(
+        engine_args=dict(vars(example.engine_args)),
         prompt=None,
         prompt_token_ids=None,
         stop_token_ids=None,

@@ -1,8 +1,9 @@
 """A golden file per loader: the exact request it builds for a fixed question and media count.
 
-The seed-parity test proves each request equals the seed's; these files pin the requests
-themselves, so any change to one shows up as a reviewable diff. Regenerate after an
-intended change with ``pytest tests/golden --update-golden`` and read the diff.
+test_original_examples_parity.py proves each request equals the one vLLM's original example
+builds; these files pin the requests themselves, so any change to one shows up as a reviewable
+diff. Regenerate after an intended change with ``pytest tests/golden --update-golden`` and read
+the diff.
 voxtral's request depends on the audio itself and is pinned in test_audio_deviations.py.
 """
 
@@ -15,10 +16,11 @@ from typing import Any
 
 import pytest
 
-from mmrun.plan import compose_engine_args
+from mmrun import ImageResize
+from mmrun.planning import compose_engine_args
 from mmrun.plugins import builtin_registry
-from mmrun.request import ImageResize, LoaderContext
-from tests.helpers import seed_oracle as oracle
+from mmrun.request import LoaderContext
+from tests.helpers import original_examples as oracle
 
 REGISTRY = builtin_registry()
 GOLDEN = Path(__file__).parent / "requests"
@@ -59,7 +61,27 @@ def build(modality: str, key: str) -> dict[str, Any]:
         # The request of a prompt that also carries one item of each companion (a clip with
         # an image: ``mmrun video --image``).
         **({"with_companions": with_companions(modality, spec, count)} if spec.companions else {}),
+        # The vLLM versions that have the row, where it says; and its request from each version
+        # on which it changes (LoaderSpec.changes).
+        **({"vllm_since": spec.since} if spec.since else {}),
+        **({"vllm_until": spec.until} if spec.until else {}),
+        **({"from_vllm": from_vllm(spec, count)} if spec.changes else {}),
     }
+
+
+def from_vllm(spec: Any, count: int) -> dict[str, Any]:
+    found = {}
+    for change in spec.changes:
+        changed = spec.for_vllm(change.version)
+        engine_args = compose_engine_args(
+            changed,
+            model=changed.repo_id,
+            num_items=count,
+            seed=None,
+            engine_keys=builtin_registry().engine_keys(),
+        )
+        found[change.version] = {"engine_args": engine_args, "sampling": dict(changed.sampling)}
+    return found
 
 
 def with_companions(modality: str, spec: Any, count: int) -> dict[str, Any]:

@@ -1,1 +1,2 @@
-"""Helpers the tests share: HTTP servers, the seed oracle, a stand-in vLLM, CLI runners."""
+"""Helpers the tests share: HTTP servers, the oracles of vLLM's examples, a stand-in vLLM, CLI
+runners."""

@@ -1,5 +1,5 @@
-"""Scripted replica processes for the coordinator's tests: mmrun.parallel.run_parallel starts
-them in place of mmrun.parallel.replica_main (same arguments), so the coordinator's side of
+"""Scripted replica processes for the coordinator's tests: mmrun.backends.replicas.Replicas
+starts them in place of mmrun.backends.replicas.replica_main (same arguments), so the coordinator's side of
 the protocol is tested against replicas that behave exactly as a test needs, without an
 engine. Module-level functions: the "spawn" start method imports them by name."""
 
@@ -11,7 +11,9 @@ import time
 from typing import Any
 
 
-def first_dies_after_asking(conn: Any, recipe: Any, replica: Any, quiet: bool) -> None:
+def first_dies_after_asking(
+    conn: Any, recipe: Any, replica: Any, quiet: bool, verbose: bool = False
+) -> None:
     """Replica 0 asks for prompts and is gone before the answer (its end of the pipe shut for
     reading: the coordinator's reply fails with a broken pipe, every time); every other
     replica answers each prompt it is given."""

@@ -8,7 +8,7 @@ import json
 from pathlib import Path
 from typing import Any
 
-from mmrun.results import timestamp
+from mmrun.records import timestamp
 
 WORDS = ("cat", "dog", "bird", "boat", "tree", "house", "car", "lamp", "cup", "kite")
 STAGES = ("media", "request", "engine")

@@ -1,12 +1,13 @@
 """Run vLLM's current multimodal examples (tools/upstream.py fetches them) as an oracle.
 
-Unlike the seed oracle, which calls each seed function, this one runs the examples' own entry
-points, as a user would: ``parse_args()`` with a command line, then ``main(args)``. The stand-ins
-are the seed oracle's (tests/helpers/seed_oracle.py: templates rendered as a deterministic
-string of their messages, tokens mapped to deterministic ids), plus those the newer files import
-(``vllm.platforms``, the DeepSeek-OCR logits processor), and a recording ``vllm.LLM``: every
-engine argument, prompt, media item, sampling parameter, chat template and LoRA request that
-the example hands to vLLM is recorded as plain data, with nothing heavy behind it.
+Unlike the oracle of vLLM's original examples, which calls each model's function, this one runs
+the examples' own entry points, as a user would: ``parse_args()`` with a command line, then
+``main(args)``. The stand-ins are that oracle's (tests/helpers/original_examples.py: templates
+rendered as a deterministic string of their messages, tokens mapped to deterministic ids), plus
+those the newer files import (``vllm.platforms``, the DeepSeek-OCR logits processor), and a
+recording ``vllm.LLM``: every engine argument, prompt, media item, sampling parameter, chat
+template and LoRA request that the example hands to vLLM is recorded as plain data, with nothing
+heavy behind it.
 """
 
 from __future__ import annotations
@@ -22,16 +23,17 @@ from functools import cache
 from pathlib import Path
 from typing import Any, ClassVar
 
-from tests.helpers import seed_oracle
+from tests.helpers import original_examples
 from tools import upstream
 
-IMAGE_EXAMPLE: Path = upstream.IMAGE_EXAMPLE
-AUDIO_EXAMPLE: Path = upstream.AUDIO_EXAMPLE
-VISION_EXAMPLE: Path = upstream.VISION_EXAMPLE
+# The pinned vLLM versions whose example files are here (tests/golden/test_upstream_parity.py
+# runs against each; a missing one fails there, it never skips).
+PINS: tuple[upstream.Pin, ...] = upstream.PINS
 
-# Seed rows that vLLM's examples changed since the seeds, and that mmrun follows: they differ
-# from the seed on purpose, and tests/golden/test_upstream_parity.py compares them instead.
-CHANGED_SINCE_SEED: dict[tuple[str, str], str] = {
+# Rows of vLLM's original examples that its examples changed since, and that mmrun follows: they
+# differ from the original example on purpose, and tests/golden/test_upstream_parity.py compares
+# them instead.
+CHANGED_SINCE_ORIGINAL: dict[tuple[str, str], str] = {
     ("image", "interns1"): "runs internlm/Intern-S1-mini (Intern-S1 has ~241B parameters)",
     ("image", "keye_vl1_5"): "max_model_len 32768 (was 8192) for multi-image prompts",
     ("image", "ovis2_5"): "a hand-written prompt (the chat template drops <image> from text)",
@@ -103,6 +105,25 @@ class NGramPerReqLogitsProcessor:
 NGramPerReqLogitsProcessor.__module__ = "vllm.model_executor.models.deepseek_ocr"
 
 
+# vLLM 0.34's Ming3-ASR instruction (vllm/model_executor/models/ming_v3_asr.py), which its audio
+# example imports.
+ASR_INSTRUCTION = (
+    "Please recognize the language of this speech and transcribe it, "
+    "placing a `\t` between the identified language and the transcribe."
+)
+
+
+class _FallbackTemplate:
+    """vLLM's own chat template for a model type (``get_chat_template_fallback_path``): read
+    as its name, which the seed oracle's renderer records."""
+
+    def __init__(self, model_type: str, model: str) -> None:
+        self.name = f"template_{model_type}.jinja"
+
+    def read_text(self) -> str:
+        return self.name
+
+
 class _Platform:
     @staticmethod
     def is_rocm() -> bool:
@@ -147,7 +168,7 @@ class _AudioAsset:
 
 @contextmanager
 def _stand_ins() -> Iterator[None]:
-    module = seed_oracle._module
+    module = original_examples._module
     extra = {
         "vllm.platforms": module("vllm.platforms", current_platform=_Platform()),
         "vllm.model_executor": module("vllm.model_executor"),
@@ -156,13 +177,21 @@ def _stand_ins() -> Iterator[None]:
             "vllm.model_executor.models.deepseek_ocr",
             NGramPerReqLogitsProcessor=NGramPerReqLogitsProcessor,
         ),
+        "vllm.model_executor.models.ming_v3_asr": module(
+            "vllm.model_executor.models.ming_v3_asr", ASR_INSTRUCTION=ASR_INSTRUCTION
+        ),
+        "vllm.transformers_utils": module("vllm.transformers_utils"),
+        "vllm.transformers_utils.chat_templates": module(
+            "vllm.transformers_utils.chat_templates",
+            get_chat_template_fallback_path=_FallbackTemplate,
+        ),
         "vllm.assets.image": module("vllm.assets.image", ImageAsset=_ImageAsset),
         "vllm.assets.video": module("vllm.assets.video", VideoAsset=_VideoAsset),
         "vllm.multimodal.image": module(
             "vllm.multimodal.image", convert_image_mode=lambda image, mode: image
         ),
     }
-    with seed_oracle._stand_ins():
+    with original_examples._stand_ins():
         vllm = sys.modules["vllm"]
         vllm.LLM = _RecordingLLM  # type: ignore[attr-defined]
         vllm.SamplingParams = _SamplingParams  # type: ignore[attr-defined]
@@ -182,8 +211,9 @@ def _stand_ins() -> Iterator[None]:
                     sys.modules[name] = old
 
 
-def missing() -> list[Path]:
-    return [path for path in (IMAGE_EXAMPLE, AUDIO_EXAMPLE, VISION_EXAMPLE) if not path.is_file()]
+def missing(pin: upstream.Pin) -> list[Path]:
+    paths = (pin.image_example, pin.audio_example, pin.vision_example)
+    return [path for path in paths if not path.is_file()]
 
 
 @cache

@@ -1,58 +1,29 @@
-"""Tiny offline checkpoints of the seed models, for the end-to-end tests (see mmrun.tiny).
+"""Tiny offline checkpoints of the models of vLLM's examples, for the end-to-end tests (see
+mmrun.tiny).
 
 Each builder writes a small checkpoint of a model's real architecture into a folder. The
-end-to-end tests and the proof column of docs/models.md (and ``mmrun models``, through
+builders live in one module per model family, named as mmrun's own
+(mmrun/modalities/<modality>/<family>.py): tests/tiny/qwen.py builds the Qwen models of every
+modality; helpers shared across families are in tests/tiny/_common.py. Each family module
+exposes PROOFS ((modality, key) -> Proof: the rows it proves and how) and, where some of its
+rows have no offline proof, UNPROVEN ((modality, key) -> why, in one phrase).
+
+The end-to-end tests and the proof column of docs/models.md (and ``mmrun models``, through
 mmrun/proofs.json) all read :func:`proofs`, so what is claimed as proven is what is run.
 """
 
 from __future__ import annotations
 
+import pkgutil
 import re
 from dataclasses import dataclass
 from importlib import import_module
 from pathlib import Path
+from types import ModuleType
 
-from mmrun.tiny import Builder, selftest_builders
+from mmrun.tiny import Builder
 
 ROOT = Path(__file__).resolve().parent.parent.parent
-
-# The modules that hold builders. Each exposes BUILDERS (model key -> Builder) and
-# UNPROVEN (model key -> why that seed row has no offline proof, in one phrase).
-_MODULES = (
-    ("image", "tests.tiny.image"),
-    ("image", "tests.tiny.upstream"),  # the keys vLLM's current example added
-    ("image", "tests.tiny.vision"),  # the keys only its single-image and video example has
-    ("audio", "tests.tiny.audio"),
-)
-# Modules that expose PROOFS ((modality, key) -> Proof): rows whose vLLM modules need
-# torchaudio or timm, rows proven with stand-ins written for the tests (standin, standin_seed,
-# public, public_more, public_vision, ernie, cohere, step, bee, phi4_siglip, molmo2,
-# keye_vl1_5, rvl, kanana, phi4_mm), rows that only an older vLLM runs, the single-image
-# example's keys (vision, vision_more, ocr_and_more), and the multi-image example's keys
-# proven with a stand-in chat template (upstream).
-_PROOF_MODULES = (
-    "tests.tiny.extras",
-    "tests.tiny.standin",
-    "tests.tiny.older",
-    "tests.tiny.vision",
-    "tests.tiny.public_more",
-    "tests.tiny.public",
-    "tests.tiny.ocr_and_more",
-    "tests.tiny.public_vision",
-    "tests.tiny.vision_more",
-    "tests.tiny.cohere",
-    "tests.tiny.standin_seed",
-    "tests.tiny.ernie",
-    "tests.tiny.upstream",
-    "tests.tiny.step",
-    "tests.tiny.bee",
-    "tests.tiny.phi4_siglip",
-    "tests.tiny.molmo2",
-    "tests.tiny.keye_vl1_5",
-    "tests.tiny.rvl",
-    "tests.tiny.kanana",
-    "tests.tiny.phi4_mm",
-)
 
 # The environment `make install` builds (.venv): the vLLM the docs are generated with.
 MAIN = "main"
@@ -65,11 +36,12 @@ class Proof:
 
     env: ``MAIN`` (the project's environment; tests/e2e/test_cli_e2e.py) or an older vLLM
         line such as "0.24", whose environment ``make vllm-0.24`` builds from
-        requirements/vllm-0.24.txt into .venv-vllm-0.24 (tests/e2e/test_older_vllm_e2e.py).
+        requirements/vllm-0.24.txt into .venv-vllm-0.24 (tests/e2e/test_older_vllm_e2e.py,
+        which builds the checkpoint with that environment's Python: tests/tiny/__main__.py).
     standin: what the checkpoint carries in place of the model's own files, in a few words
         ("config class", "chat template"); empty when nothing is.
     real_prompt: the prompt the test sends is the model's real format: the loader's
-        hand-written prompt (the seed's) or the model's real chat template. False where the
+        hand-written prompt (vLLM's example's) or the model's real chat template. False where the
         prompt comes from a stand-in template: the test then proves the engine path (vLLM's
         processor, placeholder expansion, model), not the exact prompt.
     in_ci: the row's test runs in CI (`make test`). False for a row whose engine is too slow
@@ -89,21 +61,26 @@ class Proof:
         return "real" if self.real_prompt else "stand-in"
 
 
+def family_modules() -> list[ModuleType]:
+    """The model families' modules: every module of this package not named with a leading
+    underscore (tests/tiny/standins is a package of stand-in remote code, not one)."""
+    return [
+        import_module(f"{__name__}.{info.name}")
+        for info in pkgutil.iter_modules(__path__)
+        if not info.ispkg and not info.name.startswith("_")
+    ]
+
+
 def proofs() -> dict[tuple[str, str], Proof]:
-    """Every proven row, keyed by (modality, model key), with how it is proven. The video
-    rows run the image checkpoints of the same models (their processors carry the real video
-    processors) unless their proof names a builder of its own, in tests/e2e/test_video_e2e.py."""
-    found = {key: Proof(builder) for key, builder in selftest_builders().items()}
-    for modality, module in _MODULES:
-        for key, builder in import_module(module).BUILDERS.items():
-            found[(modality, key)] = Proof(builder)
-    for module in _PROOF_MODULES:
-        for row, proof in import_module(module).PROOFS.items():
+    """Every proven row, keyed by (modality, model key), with how it is proven. A video row
+    proven with its image row's builder runs the image row's checkpoint (its processor carries
+    the video processor), in tests/e2e/test_video_e2e.py."""
+    found: dict[tuple[str, str], Proof] = {}
+    for module in family_modules():
+        for row, proof in getattr(module, "PROOFS", {}).items():
             if row in found:
-                raise ValueError(f"{row} is proven twice ({module})")
+                raise ValueError(f"{row} is proven twice ({module.__name__})")
             found[row] = proof
-    for key in VIDEO_KEYS:
-        found[("video", key)] = found[("image", key)]
     return found
 
 
@@ -113,27 +90,13 @@ def builders() -> dict[tuple[str, str], Builder]:
     return {row: proof.builder for row, proof in proofs().items() if proof.env == MAIN}
 
 
-# Video rows proven with the image row's checkpoint (its processor carries the video processor).
-VIDEO_KEYS = (
-    "qwen2_vl",
-    "qwen2_5_vl",
-    "qwen2_5_omni",
-    "qwen3_vl",
-    "qwen3_vl_moe",
-    "glm4_1v",
-    "glm4_5v",
-    # Unquantised, as its image row (tests/tiny/image.py): proves the prompt, not FP8.
-    "glm4_5v_fp8",
-    "llava-onevision",
-)
-
-
 def unproven() -> dict[tuple[str, str], str]:
-    """Why each seed row without a builder has no offline proof, keyed by (modality, key)."""
+    """Why each row of vLLM's examples without a builder has no offline proof, keyed by
+    (modality, key)."""
     return {
-        (modality, key): reason
-        for modality, module in _MODULES
-        for key, reason in import_module(module).UNPROVEN.items()
+        row: reason
+        for module in family_modules()
+        for row, reason in getattr(module, "UNPROVEN", {}).items()
     }
 
 

@@ -1,9 +1,10 @@
 """Tiny checkpoint of Bee (``BeeForConditionalGeneration``: LLaVA-OneVision's layout with a
 projector of its own), whose config and processor classes are remote code: STAND-IN BeeConfig
 and BeeProcessor classes (tests/tiny/standins/bee/) written from what vLLM reads and calls,
-over transformers' LLaVA-OneVision image processor (tests/tiny/onevision_standin.py). It
-proves vLLM's processor path, placeholder expansion (Bee's own feature count) and model on the
-engine, not the original classes or the real chat template.
+over transformers' LLaVA-OneVision image processor (see
+:func:`tests.tiny._common.build_onevision_standin`). It proves vLLM's processor path,
+placeholder expansion (Bee's own feature count) and model on the engine, not the original
+classes or the real chat template.
 """
 
 from __future__ import annotations
@@ -12,7 +13,7 @@ from pathlib import Path
 
 from mmrun.tiny import TinyCheckpoint
 from tests.tiny import Proof
-from tests.tiny.onevision_standin import build_onevision_standin
+from tests.tiny._common import build_onevision_standin
 
 
 def build_bee(dest: Path) -> TinyCheckpoint:

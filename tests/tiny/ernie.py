@@ -8,21 +8,20 @@ The row proves vLLM's processor path, placeholder expansion and model, not the o
 
 from __future__ import annotations
 
-import json
-import shutil
 from pathlib import Path
 from typing import Any
 
 from mmrun.tiny import TinyCheckpoint
 from mmrun.tiny._common import TINY_TEXT, build_tokenizer, padded_vocab_size, token_ids
 from tests.tiny import Proof
+from tests.tiny._common import copy_standins, write_json
 
-_STANDIN = Path(__file__).resolve().parent / "standins" / "ernie45_vl"
 _FILES = (
     "configuration_ernie_45t_vl.py",
     "image_processing_ernie_45t_vl.py",
     "processing_ernie_45t_vl.py",
 )
+
 _SPECIALS = (
     "<|begin_of_sentence|>",
     "<|end_of_sentence|>",
@@ -67,19 +66,13 @@ _TEMPLATE = (
 )
 
 
-def _write_json(path: Path, data: dict[str, Any]) -> None:
-    path.write_text(json.dumps(data, indent=2) + "\n")
-
-
 def build_ernie45_vl(dest: Path) -> TinyCheckpoint:
     """ERNIE-4.5-VL-28B-A3B (``Ernie4_5_VLMoeForConditionalGeneration``: a ViT with 2-D
     rotary positions, a resampler merging 2x2 patches (and 2 frames of a video), one MoE text
     layer with separate text and vision experts, 3-D rotary positions) with STAND-IN config,
     processor and image processor classes and chat template. The tokenizer is trained
     locally, with the real special tokens."""
-    dest.mkdir(parents=True, exist_ok=True)
-    for name in _FILES:
-        shutil.copy(_STANDIN / name, dest / name)
+    copy_standins("ernie45_vl", dest, *_FILES)
     (dest / "chat_template.jinja").write_text(_TEMPLATE)
     tok = build_tokenizer(
         dest,
@@ -90,7 +83,7 @@ def build_ernie45_vl(dest: Path) -> TinyCheckpoint:
     )
     ids = token_ids(tok, _SPECIALS)
     patch, width = 14, 64
-    _write_json(
+    write_json(
         dest / "config.json",
         {
             "architectures": ["Ernie4_5_VLMoeForConditionalGeneration"],
@@ -130,7 +123,7 @@ def build_ernie45_vl(dest: Path) -> TinyCheckpoint:
     )
     # The real preprocessor settings with smaller images: at most 16 merged 28x28 patches.
     merged = 2 * patch
-    _write_json(
+    write_json(
         dest / "preprocessor_config.json",
         {
             "min_pixels": 4 * merged * merged,

@@ -8,16 +8,14 @@ on the engine, not the original classes or the real chat template.
 
 from __future__ import annotations
 
-import json
-import shutil
 from pathlib import Path
 from typing import Any
 
 from mmrun.tiny import TinyCheckpoint
 from mmrun.tiny._common import TINY_TEXT, build_tokenizer, padded_vocab_size, token_ids
 from tests.tiny import Proof
+from tests.tiny._common import copy_standins, write_json
 
-_STANDINS = Path(__file__).resolve().parent / "standins" / "kanana_v"
 _FILES = ("configuration_kanana_v.py", "processing_kanana_v.py", "image_processing_kanana_v.py")
 
 # Llama 3's turn tokens (Kanana 1.5's text model is a Llama), the ``<image>`` placeholder the
@@ -32,6 +30,7 @@ _KANANA_SPECIALS = (
     "<|kanana_image|>",
     "<image>",
 )
+
 # STAND-IN chat template (the real one is in the checkpoint's tokenizer files, not known
 # offline): Llama 3's turns, each image part as <image> and a newline.
 _KANANA_TEMPLATE = (
@@ -46,10 +45,6 @@ _KANANA_TEMPLATE = (
 )
 
 
-def _write_json(path: Path, data: dict[str, Any]) -> None:
-    path.write_text(json.dumps(data, indent=2) + "\n")
-
-
 def build_kanana_v(dest: Path) -> TinyCheckpoint:
     """Kanana-1.5-V-3B (``KananaVForConditionalGeneration``): a one-layer Qwen2-VL vision
     transformer of width 64 (14-pixel patches, merged 2 x 2, over 2 frames per patch), a
@@ -59,9 +54,7 @@ def build_kanana_v(dest: Path) -> TinyCheckpoint:
     tokenizer is a generic one (byte-level BPE) carrying Llama 3's turn tokens, ``<image>`` and
     the image token at eos_token_id + 1; its chat template is a STAND-IN (see
     ``_KANANA_TEMPLATE``)."""
-    dest.mkdir(parents=True, exist_ok=True)
-    for name in _FILES:
-        shutil.copy(_STANDINS / name, dest / name)
+    copy_standins("kanana_v", dest, *_FILES)
     tok = build_tokenizer(
         dest,
         _KANANA_SPECIALS,
@@ -109,9 +102,9 @@ def build_kanana_v(dest: Path) -> TinyCheckpoint:
             "tie_word_embeddings": False,
         },
     }
-    _write_json(dest / "config.json", config)
+    write_json(dest / "config.json", config)
     merged = patch * merge
-    _write_json(
+    write_json(
         dest / "preprocessor_config.json",
         {
             "image_processor_type": "KananaVImageProcessor",

@@ -2,8 +2,9 @@
 that never fetches the same photo twice because its source changed.
 
 The default images come from vLLM's public asset bucket (as vLLM's current examples), with the
-Wikimedia originals (the seed's URLs) as the fallback. Real HTTP on 127.0.0.1 stands in for
-both: a ScriptedServer with a ``/bucket/`` and a ``/wiki/`` route per photo.
+Wikimedia originals (the URLs of vLLM's original examples) as the fallback. Real HTTP on
+127.0.0.1 stands in for both: a ScriptedServer with a ``/bucket/`` and a ``/wiki/`` route per
+photo.
 """
 
 from __future__ import annotations
@@ -20,16 +21,16 @@ from mmrun.media.download import asset_path, cache_path
 from mmrun.modalities.audio import AUDIO
 from mmrun.modalities.image import IMAGE, VLLM_ASSETS
 from mmrun.registry import Asset, Modality
-from tests.helpers import seed_oracle
+from tests.helpers import original_examples
 from tests.helpers.http import PNG, ScriptedServer, png_bytes, reply, trusted_files
 
 NAMES = ("duck", "lion")
 
 
 def test_default_images_come_from_vllms_bucket_then_wikimedia() -> None:
-    seed_urls = seed_oracle.load_seed(seed_oracle.IMAGE_SEED)["IMAGE_URLS"]
+    example_urls = original_examples.load_example(original_examples.IMAGE_EXAMPLE)["IMAGE_URLS"]
     assert [a.url for a in IMAGE.assets] == [f"{VLLM_ASSETS}/{a.mirror_name}" for a in IMAGE.assets]
-    assert [a.fallbacks for a in IMAGE.assets] == [(url,) for url in seed_urls]
+    assert [a.fallbacks for a in IMAGE.assets] == [(url,) for url in example_urls]
     assert all(a.url.startswith(VLLM_ASSETS) and not a.fallbacks for a in AUDIO.assets)
 
 

@@ -15,19 +15,17 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from typer.testing import CliRunner
 
-from mmrun.cli.main import app
 from mmrun.errors import EXIT_PARTIAL, EXIT_USAGE
+from tests.helpers.cli import in_process
 from tests.helpers.http import PNG
 
-runner = CliRunner()
 # mistral3 writes its own prompt: no processor to load, so the CLI runs offline.
 MODEL = ("image", "-m", "mistral3")
 
 
 def cli(*args: str) -> Any:
-    return runner.invoke(app, [*MODEL, *args])
+    return in_process([*MODEL, *args])
 
 
 def lines(path: Path) -> list[dict[str, Any]]:
@@ -126,9 +124,7 @@ def test_a_prompt_with_more_items_than_the_model_takes_fails_alone(
         + json.dumps({"id": "two", "audio": [clip, clip]})
         + "\n"
     )
-    result = runner.invoke(
-        app, ["audio", "-m", "whisper", "--input", str(manifest), "--json", "--quiet"]
-    )
+    result = in_process(["audio", "-m", "whisper", "--input", str(manifest), "--json", "--quiet"])
     assert result.exit_code == EXIT_PARTIAL
     rows = {r["id"]: r for r in map(json.loads, result.stdout.splitlines())}
     assert rows["one"]["error"] is None
@@ -291,10 +287,10 @@ def test_the_first_prompt_is_built_while_the_engine_starts(
     """The loader's first build loads its processor or tokenizer: done during the engine's
     start (seconds on a GPU), once vLLM's engine core process exists (vLLM's frontend has
     done its imports by then), not after the engine is ready."""
-    from mmrun.runner import Prompts
+    from mmrun.builder import RequestBuilder
 
     events: list[str] = []
-    build, construct = Prompts.build, fake_vllm.__init__
+    build, construct = RequestBuilder.prompt, fake_vllm.__init__
 
     def recorded_build(self: Any, *args: Any) -> Any:
         events.append("build")
@@ -311,7 +307,7 @@ def test_the_first_prompt_is_built_while_the_engine_starts(
         core.kill()
         core.join()
 
-    monkeypatch.setattr(Prompts, "build", recorded_build)
+    monkeypatch.setattr(RequestBuilder, "prompt", recorded_build)
     monkeypatch.setattr(fake_vllm, "__init__", start_with_an_engine_core)
     result = cli("-i", str(photos), "-o", str(tmp_path / "out.jsonl"))
     assert result.exit_code == 0, result.stderr
@@ -505,7 +501,7 @@ def test_an_image_goes_with_every_clip_and_a_resume_must_name_the_same(
     out = tmp_path / "out.jsonl"
     # llava-onevision's prompt is written by hand: no processor to load offline.
     args = ["video", "-m", "llava-onevision", "--video", str(clips), "-o", str(out)]
-    done = runner.invoke(app, [*args, "--image", str(first)])
+    done = in_process([*args, "--image", str(first)])
     assert done.exit_code == 0, done.stderr
     assert len(fake_vllm.submitted) == 2
     for request in fake_vllm.submitted:
@@ -517,7 +513,7 @@ def test_an_image_goes_with_every_clip_and_a_resume_must_name_the_same(
     record = json.loads(out.with_name(out.name + ".mmrun.json").read_text())["run"]
     assert record["with_media"] == {"image": [str(first)]}
     before = out.read_bytes()
-    other = runner.invoke(app, [*args, "--image", str(second)])
+    other = in_process([*args, "--image", str(second)])
     assert other.exit_code == EXIT_USAGE
     assert "was written by a different run (with_media differs)" in other.stderr
     assert out.read_bytes() == before

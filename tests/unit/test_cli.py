@@ -11,18 +11,15 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from typer.testing import CliRunner
 
-from mmrun.cli.main import app
 from mmrun.plugins import builtin_registry
-from tests.helpers import seed_oracle as oracle
-from tests.helpers.upstream_oracle import CHANGED_SINCE_SEED
-
-runner = CliRunner()
+from tests.helpers import original_examples as oracle
+from tests.helpers.cli import in_process
+from tests.helpers.upstream_oracle import CHANGED_SINCE_ORIGINAL
 
 
 def invoke(*args: str) -> tuple[int, str, str]:
-    result = runner.invoke(app, list(args))
+    result = in_process(list(args))
     return result.exit_code, result.stdout, result.stderr
 
 
@@ -36,27 +33,28 @@ def mmrun(*args: str, **env: str) -> subprocess.CompletedProcess[str]:
     )
 
 
-def test_models_json_lists_every_seed_row_with_its_repo() -> None:
+def test_models_json_lists_every_row_of_vllms_original_examples_with_its_repo() -> None:
     code, out, _ = invoke("models", "--json")
     assert code == 0
     # The built-in rows: plugins installed here (the example plugin) add rows of their own.
     builtin = {(spec.modality, spec.key) for spec in builtin_registry().specs()}
     rows = {(r["modality"], r["key"]): r for r in json.loads(out)["models"]}
     image_audio = {(m, k) for m, k in builtin if m in ("image", "audio")}
-    assert builtin <= rows.keys() and len(image_audio) == 91  # 52 seed + 11 multi-image + 28
+    # 52 original + 12 multi-image (0.33, 0.34) + 29 single-image + 0.34's ming_v3_asr
+    assert builtin <= rows.keys() and len(image_audio) == 94
     for modality, path, request in (
-        ("image", oracle.IMAGE_SEED, oracle.image_request),
-        ("audio", oracle.AUDIO_SEED, oracle.audio_request),
+        ("image", oracle.IMAGE_EXAMPLE, oracle.image_request),
+        ("audio", oracle.AUDIO_EXAMPLE, oracle.audio_request),
     ):
-        for key in oracle.seed_keys(path):
+        for key in oracle.example_keys(path):
             if (modality, key) == ("audio", "voxtral"):
                 assert rows[(modality, key)]["repo_id"] == "mistralai/Voxtral-Mini-3B-2507"
                 continue
-            if (modality, key) in CHANGED_SINCE_SEED:  # test_upstream_parity.py checks these
+            if (modality, key) in CHANGED_SINCE_ORIGINAL:  # test_upstream_parity.py checks these
                 continue
             count = 1
-            seed = request(key, "Q", count)
-            assert rows[(modality, key)]["repo_id"] == seed.engine_args["model"], key
+            example = request(key, "Q", count)
+            assert rows[(modality, key)]["repo_id"] == example.engine_args["model"], key
     assert rows[("audio", "whisper")]["max_items"] == 1
     assert rows[("image", "qwen_vl_chat")]["trust_remote_code"] is True
 
@@ -77,7 +75,7 @@ def _rows() -> list[dict[str, object]]:
 
 
 def test_models_piped_keeps_every_column_and_every_repo_id_whole() -> None:
-    """Piped (CliRunner's stdout is no terminal), Rich used to cut the table at 80 columns:
+    """Piped (the in-process stdout is no terminal), Rich used to cut the table at 80 columns:
     no repo id came out whole."""
     code, out, err = invoke("models")
     assert code == 0 and err == ""
@@ -114,7 +112,7 @@ def test_models_on_a_terminal_never_cuts_a_key_or_a_repo_id(
         assert max(len(line) for line in out.splitlines()) <= width
 
 
-def test_idefics3_dry_run_prints_seed_prompt_exactly(media_dir: Path) -> None:
+def test_idefics3_dry_run_prints_the_examples_prompt_exactly(media_dir: Path) -> None:
     code, out, err = invoke(
         "image",
         "-m",
@@ -141,7 +139,7 @@ def test_idefics3_dry_run_prints_seed_prompt_exactly(media_dir: Path) -> None:
     assert doc["outputs"] == [] and doc["dry_run"] is True
 
 
-def test_qwen2_audio_dry_run_prints_seed_prompt_exactly(media_dir: Path) -> None:
+def test_qwen2_audio_dry_run_prints_the_examples_prompt_exactly(media_dir: Path) -> None:
     code, out, err = invoke(
         "audio",
         "-m",
@@ -185,7 +183,7 @@ def test_default_assets_come_from_mirror_and_second_run_makes_no_request(media_s
     assert json.loads(second.stdout)["media"] == doc["media"]
 
 
-def test_audio_batch_varies_single_clip_like_the_seed(media_server) -> None:  # type: ignore[no-untyped-def]
+def test_audio_batch_varies_single_clip_like_the_example(media_server) -> None:  # type: ignore[no-untyped-def]
     code_env = {"MMRUN_ASSETS_BASE_URL": media_server.url}
     out = mmrun(
         "audio", "-m", "qwen2_audio", "--num-prompts", "3", "--dry-run", "--json", **code_env
@@ -341,7 +339,7 @@ def planned_engine_args(
     seen as a build for ``device`` (and of ``version``, when given)."""
     from dataclasses import replace
 
-    from mmrun.plan import RunOptions, plan
+    from mmrun.planning import RunOptions, plan
     from mmrun.plugins import get_registry
     from mmrun.support import vllm_info
 
@@ -372,10 +370,10 @@ def planned_engine_args(
     ],
     ids=["gpu-small", "gpu-64", "gpu-65", "gpu-data-set", "gpu-few", "gpu-named", "cpu"],
 )
-def test_a_gpu_batch_runs_more_prompts_at_once_than_the_seeds_demo(
+def test_a_gpu_batch_runs_more_prompts_at_once_than_the_examples_demo(
     media_dir: Path, device: str, prompts: int, named: dict[str, int], expected: int
 ) -> None:
-    """The seeds' max_num_seqs (2 to 5) size one prompt on a small GPU; a batch on a GPU held
+    """vLLM's examples' max_num_seqs (2 to 5) size one prompt on a small GPU; a batch on a GPU held
     to them would leave the GPU mostly idle."""
     args = planned_engine_args(media_dir, named, device=device, num_prompts=prompts)
     assert args["max_num_seqs"] == expected

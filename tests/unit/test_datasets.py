@@ -14,26 +14,24 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from typer.testing import CliRunner
 
-from mmrun.cli.main import app
 from mmrun.errors import EXIT_PARTIAL, EXIT_USAGE, UsageError
 from mmrun.inputs import InputOptions, open_input
 from mmrun.inputs.columns import media_of
 from mmrun.modalities.audio import AUDIO
 from mmrun.modalities.image import IMAGE
+from tests.helpers.cli import in_process
 
 FIXTURES = Path(__file__).parent.parent / "fixtures" / "data"
 RGB = FIXTURES / "test_image_rgb.jpg"
 RGBA = FIXTURES / "test_image_rgba.png"
 MP3 = FIXTURES / "test_audio_16000.mp3"
 SHARD = FIXTURES / "webdataset-sample.tgz"
-runner = CliRunner()
 MODEL = ("image", "-m", "mistral3")  # writes its own prompt: no processor, runs offline
 
 
 def cli(*args: str) -> Any:
-    return runner.invoke(app, [*MODEL, *args])
+    return in_process([*MODEL, *args])
 
 
 def lines(path: Path) -> list[dict[str, Any]]:
@@ -345,7 +343,9 @@ def test_a_hub_data_set_comes_from_a_populated_cache_offline(tmp_path: Path, tab
 
     def run(*args: str) -> subprocess.CompletedProcess[str]:
         command = [sys.executable, "-m", "mmrun", *MODEL, "--dry-run", "--json", "--quiet"]
-        return subprocess.run([*command, *args], capture_output=True, text=True, env=env)
+        return subprocess.run(
+            [*command, *args], capture_output=True, text=True, env=env, timeout=120
+        )
 
     done = run(
         "--input", "hf://datasets/acme/pictures", "--split", "test", "--columns", "id=uid,image=img"
@@ -401,7 +401,7 @@ def test_export_writes_a_table_from_the_ledger(tmp_path: Path, table: Path) -> N
     )
     assert result.exit_code == 0, result.stderr
     for name in ("r.parquet", "r.csv"):
-        done = runner.invoke(app, ["export", str(tmp_path / "r.jsonl"), str(tmp_path / name)])
+        done = in_process(["export", str(tmp_path / "r.jsonl"), str(tmp_path / name)])
         assert done.exit_code == 0 and done.stderr.strip() == f"4 rows in {tmp_path / name}"
     import pyarrow.csv as pacsv
     import pyarrow.parquet as pq
@@ -411,9 +411,7 @@ def test_export_writes_a_table_from_the_ledger(tmp_path: Path, table: Path) -> N
     assert sorted(parquet.column("label").to_pylist()) == [1, 1, 3, 4]
     csv = pacsv.read_csv(tmp_path / "r.csv")
     assert sorted(csv.column("id").to_pylist()) == ["b", "l", "p", "s"]
-    bad = runner.invoke(
-        app, ["export", str(tmp_path / "nothing.jsonl"), str(tmp_path / "x.parquet")]
-    )
+    bad = in_process(["export", str(tmp_path / "nothing.jsonl"), str(tmp_path / "x.parquet")])
     assert bad.exit_code == EXIT_USAGE and "no such results file" in bad.stderr
 
 
@@ -430,7 +428,7 @@ def test_export_keeps_a_structured_answer_as_json_text(tmp_path: Path) -> None:
         },
     ]
     ledger.write_text("".join(json.dumps(line) + "\n" for line in lines))
-    done = runner.invoke(app, ["export", str(ledger), str(tmp_path / "r.parquet")])
+    done = in_process(["export", str(ledger), str(tmp_path / "r.parquet")])
     assert done.exit_code == 0, done.stderr
     import pyarrow.parquet as pq
 
@@ -462,7 +460,10 @@ def test_reading_a_table_takes_the_same_memory_for_ten_times_the_rows(tmp_path: 
         table = tmp_path / f"t{rows}.parquet"
         write_table(table, rows)
         done = subprocess.run(
-            [sys.executable, "-c", READ_ALL, str(table)], capture_output=True, text=True
+            [sys.executable, "-c", READ_ALL, str(table)],
+            capture_output=True,
+            text=True,
+            timeout=120,
         )
         assert done.returncode == 0, done.stderr
         count, peak_kib = map(int, done.stdout.split())

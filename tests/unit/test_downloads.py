@@ -430,7 +430,7 @@ def test_sigkill_mid_download_leaves_nothing_a_later_run_trusts(
     finally:
         if first.poll() is None:
             first.kill()
-        first.communicate()
+        first.communicate(timeout=30)
     assert first.returncode == -signal.SIGKILL
     assert trusted_files(isolated_cache) == []  # only the partial file and the lock are left
 
@@ -470,7 +470,7 @@ def test_two_processes_fetching_one_url_make_one_request(
         for proc in (first, second):
             if proc is not None and proc.poll() is None:
                 proc.kill()
-                proc.communicate()
+                proc.communicate(timeout=30)
     assert first.returncode == 0 and second.returncode == 0, [err for _, err in results]
     digests = {json.loads(out)["media"][0]["sha256"] for out, _ in results}
     assert digests == {hashlib.sha256(PNG).hexdigest()}

@@ -3,10 +3,13 @@ what happens when the engine core process dies."""
 
 from __future__ import annotations
 
+import contextlib
+import logging
 import multiprocessing
 import os
 import queue
 import signal
+import sys
 import tempfile
 import threading
 import time
@@ -82,7 +85,7 @@ FAILED_START_LOG = """\
 
 
 def test_the_root_cause_is_the_failing_process_s_exception() -> None:
-    from mmrun.engine_log import root_cause
+    from mmrun.engine.log_stream import root_cause
 
     assert root_cause(FAILED_START_LOG) == (
         "ValueError: Available memory on node 0 (18.44/20.21 GiB) on startup is less than "
@@ -117,12 +120,12 @@ def test_the_root_cause_is_the_failing_process_s_exception() -> None:
 def test_the_log_stream_copies_to_the_file_it_is_told(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    from mmrun import engine_log
+    from mmrun.engine import log_stream
 
-    stream = engine_log._Tee()
+    stream = log_stream._Tee()
     stream.write("before\n")  # no file named: stderr only
     log = tmp_path / "engine.log"
-    monkeypatch.setenv(engine_log.ENV, str(log))
+    monkeypatch.setenv(log_stream.ENV, str(log))
     stream.write("ValueError: it broke\n")
     assert log.read_text() == "ValueError: it broke\n"
     assert capsys.readouterr().err == "before\nValueError: it broke\n"
@@ -507,8 +510,166 @@ def test_a_vllm_that_warms_its_own_frontend_is_left_to_it(
 
 def test_the_renderer_is_found_only_in_a_starting_engine() -> None:
     """A thread that is not inside vLLM's ``LLMEngine.__init__`` has no renderer to give."""
-    from mmrun.engine.processes import starting_renderer, warm_vllm_frontend
+    from mmrun.engine.processes import warm_vllm_frontend
+    from mmrun.vllm_internals import starting_renderer
 
     assert starting_renderer(threading.get_ident()) is None
     assert warm_vllm_frontend(threading.get_ident()) is None
     assert starting_renderer(-1) is None  # no such thread
+
+
+# vLLM's internals on a vLLM whose objects lack what mmrun reads: nothing raises, each answer
+# means "nothing here", and one warning per missing piece says what mmrun goes without.
+
+
+@pytest.fixture
+def notes(monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture) -> Iterator[Any]:
+    from mmrun import vllm_internals
+
+    monkeypatch.setattr(vllm_internals, "_noted", set())
+    caplog.set_level(logging.WARNING, logger=vllm_internals.__name__)
+
+    def said() -> list[str]:
+        return [r.getMessage() for r in caplog.records if r.name == vllm_internals.__name__]
+
+    yield said
+
+
+@contextlib.contextmanager
+def _in_constructor(engine: type) -> Iterator[int]:
+    """The id of a thread inside ``engine.__init__`` (which waits until it is released)."""
+    release = threading.Event()
+    inside = threading.Event()
+
+    def construct() -> None:
+        engine(inside, release)
+
+    thread = threading.Thread(target=construct, daemon=True)
+    thread.start()
+    assert inside.wait(10)
+    try:
+        yield thread.ident or 0
+    finally:
+        release.set()
+        thread.join(10)
+
+
+def test_a_starting_engine_without_a_renderer_is_noted_once(notes: Any) -> None:
+    from mmrun.engine.processes import warm_vllm_frontend
+    from mmrun.vllm_internals import starting_renderer
+
+    class LLMEngine:  # as vLLM's, without the renderer attribute
+        def __init__(self, inside: threading.Event, release: threading.Event) -> None:
+            inside.set()
+            release.wait(10)
+
+    with _in_constructor(LLMEngine) as starter:
+        assert starting_renderer(starter) is None
+        assert warm_vllm_frontend(starter) is None
+    assert len(notes()) == 1
+    assert "LLMEngine.renderer" in notes()[0] and "checked on vLLM 0.26" in notes()[0]
+
+
+def test_a_processor_without_its_loader_is_noted(notes: Any) -> None:
+    from mmrun.vllm_internals import frontend_processor_loader
+
+    renderer = types.SimpleNamespace(mm_processor=types.SimpleNamespace())  # no ``info``
+
+    class LLMEngine:
+        def __init__(self, inside: threading.Event, release: threading.Event) -> None:
+            self.renderer = renderer
+            inside.set()
+            release.wait(10)
+
+    with _in_constructor(LLMEngine) as starter:
+        assert frontend_processor_loader(starter) is None
+        renderer.mm_processor = None  # a model without media: nothing to load, nothing said
+        assert frontend_processor_loader(starter) is None
+    assert [n for n in notes() if "get_hf_processor" in n] == notes() and len(notes()) == 1
+
+
+def test_an_engine_core_client_of_another_shape_is_noted(notes: Any) -> None:
+    from mmrun import vllm_internals
+
+    in_process = types.SimpleNamespace()  # vLLM's InprocClient: nothing to watch, nothing said
+    assert vllm_internals.engine_core_processes(in_process) == []
+    assert vllm_internals.output_queue(in_process) is None
+    assert notes() == []
+    elsewhere = types.SimpleNamespace(resources=types.SimpleNamespace(engine_manager=None))
+    assert vllm_internals.engine_core_processes(elsewhere) == []
+    assert notes() == []
+    unknown = types.SimpleNamespace(resources=types.SimpleNamespace())
+    assert vllm_internals.engine_core_processes(unknown) == []
+    assert vllm_internals.output_queue(unknown) is None
+    assert vllm_internals.engine_core(types.SimpleNamespace(llm_engine=object())) is None
+    said = notes()
+    assert len(said) == 3, said
+    assert any("engine_manager.processes" in n for n in said)
+    assert any("outputs_queue" in n for n in said)
+    assert any("LLMEngine.engine_core" in n for n in said)
+
+
+def test_an_llm_without_enqueue_runs_in_batched_calls_and_stops(notes: Any) -> None:
+    """A vLLM whose ``LLM`` has only ``generate``: requests go in one call, and the engine
+    stops without the engine core's processes to kill."""
+
+    class OldLLM:
+        def generate(self, prompts: list[Any], **kwargs: Any) -> list[Any]:
+            return [
+                types.SimpleNamespace(
+                    prompt_token_ids=[1, 2],
+                    outputs=[types.SimpleNamespace(text="a", token_ids=[3], finish_reason="stop")],
+                )
+                for _ in prompts
+            ]
+
+    handle = engine.Engine(OldLLM())
+    first = handle.submit({"prompt": "x"}, None, None, chat=False, template=None)
+    assert not handle.has_output()
+    [(request_id, done)] = handle.poll()
+    assert request_id == first and getattr(done, "text", None) == "a"
+    handle.close()
+    assert len(notes()) == 1 and "LLM.enqueue" in notes()[0]
+
+
+def test_the_request_ids_enqueue_answers_with() -> None:
+    from mmrun.vllm_internals import output_request_id
+
+    assert output_request_id("12-1f3a9c0e") == "12"  # vLLM 0.32: internal id
+    assert output_request_id("12") == "12"
+    assert output_request_id("my-own-id") == "my-own-id"
+
+
+def test_engine_dead_error_stands_in_where_vllm_has_none(monkeypatch: pytest.MonkeyPatch) -> None:
+    from mmrun import vllm_internals
+
+    monkeypatch.delitem(sys.modules, "vllm.v1.engine.exceptions", raising=False)
+    assert isinstance(vllm_internals.engine_dead_error(), vllm_internals.EngineDeadErrorStandIn)
+    monkeypatch.setitem(sys.modules, "vllm.v1.engine.exceptions", types.SimpleNamespace())
+    assert isinstance(vllm_internals.engine_dead_error(), vllm_internals.EngineDeadErrorStandIn)
+
+    class EngineDeadError(Exception):
+        pass
+
+    exceptions = types.SimpleNamespace(EngineDeadError=EngineDeadError)
+    monkeypatch.setitem(sys.modules, "vllm.v1.engine.exceptions", exceptions)
+    assert isinstance(vllm_internals.engine_dead_error(), EngineDeadError)
+
+
+def test_a_model_registry_of_another_shape_is_noted(tmp_path: Path, notes: Any) -> None:
+    from mmrun.vllm_internals import REGISTRY_FILE, model_registry
+
+    assert model_registry(tmp_path).architectures == frozenset()  # no file
+    registry = tmp_path / REGISTRY_FILE
+    registry.parent.mkdir(parents=True)
+    registry.write_text("MODELS = {'LlavaForConditionalGeneration': ('llava', 'Llava')}\n")
+    assert model_registry(tmp_path).architectures == frozenset()  # no _VLLM_MODELS
+    assert len(notes()) == 1 and "_VLLM_MODELS" in notes()[0]
+    registry.write_text(
+        "_TEXT = {'LlamaForCausalLM': ('llama', 'Llama')}\n"
+        "_VLLM_MODELS = {**_TEXT, 'LlavaForConditionalGeneration': ('llava', 'Llava')}\n"
+        "_PREVIOUSLY_SUPPORTED_MODELS = {'TarsierForConditionalGeneration': '0.24.0'}\n"
+    )
+    found = model_registry(tmp_path)
+    assert found.architectures == {"LlamaForCausalLM", "LlavaForConditionalGeneration"}
+    assert found.removed == {"TarsierForConditionalGeneration": "0.24.0"}

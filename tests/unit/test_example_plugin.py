@@ -61,6 +61,9 @@ def test_models_lists_it_and_the_allow_list_hides_it() -> None:
         "note": "from the example plugin (examples/mmrun-example-plugin)",
         "plugin": "example",
         "proof": None,
+        "vllm_since": None,
+        "vllm_until": None,
+        "vllm_changes": [],
     }
     hidden = mmrun_cli("models", "--json", MMRUN_PLUGINS="")
     assert "llava-interleave" not in [row["key"] for row in json.loads(hidden.stdout)["models"]]

@@ -8,9 +8,11 @@ import io
 import json
 import os
 import re
+import signal
 import subprocess
 import sys
 import textwrap
+import threading
 import time
 from pathlib import Path
 from typing import Any
@@ -19,7 +21,7 @@ import pytest
 from rich.console import Console
 
 from mmrun.cli._output import BatchProgress, StartProgress
-from mmrun.plan import RunOptions, plan
+from mmrun.planning import RunOptions, plan
 from mmrun.plugins import builtin_registry, get_registry
 from mmrun.results import identity
 from mmrun.support import VllmInfo
@@ -150,10 +152,18 @@ def test_a_closed_stdout_ends_quietly_with_141(
     env = {**os.environ, "COLUMNS": "80", **offline}
     proc = subprocess.Popen(args, stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=env)
     assert proc.stdout is not None and proc.stderr is not None
-    first = proc.stdout.readline()  # `| head -1`
-    proc.stdout.close()
-    stderr = proc.stderr.read().decode()
-    code = proc.wait(timeout=120)
+    # The reads below wait for the process, with no timeout of their own: kill a hung one.
+    watchdog = threading.Timer(120, proc.kill)
+    watchdog.start()
+    try:
+        first = proc.stdout.readline()  # `| head -1`
+        proc.stdout.close()
+        stderr = proc.stderr.read().decode()
+        code = proc.wait(timeout=120)
+    finally:
+        watchdog.cancel()
+        proc.kill()
+    assert code != -signal.SIGKILL, "killed after 120 s: the run hung"
     assert first
     # Nothing but progress (a log's line every 10 s): no error, no traceback.
     assert all(line.startswith("mmrun: 0/400 prompts") for line in stderr.splitlines()), stderr

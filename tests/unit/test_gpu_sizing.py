@@ -9,9 +9,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from typer.testing import CliRunner
 
-from mmrun.cli.main import app
 from mmrun.engine.gpu import (
     ENCODER_COMPILE_ARCHITECTURES,
     ENCODER_COMPILE_MIN_IMAGES,
@@ -22,6 +20,7 @@ from mmrun.engine.gpu import (
     images_per_engine,
 )
 from mmrun.plan import Plan
+from tests.helpers.cli import in_process
 
 QWEN = "Qwen2_5_VLForConditionalGeneration"
 LIMIT = ENCODER_COMPILE_MIN_IMAGES
@@ -124,7 +123,7 @@ def planned(
     dp: int = 1,
 ) -> Plan:
     """The plan of a Qwen2.5-VL run of ``images`` images, 4 per prompt, on vLLM 0.26.0."""
-    from mmrun.plan import RunOptions, plan
+    from mmrun.planning import RunOptions, plan
     from mmrun.plugins import get_registry
     from mmrun.support import vllm_info
 
@@ -165,7 +164,6 @@ def test_a_smaller_gpu_run_keeps_the_encoder_uncompiled_with_vllms_kernels(
 def test_the_runner_mmrun_chooses_travels_with_the_plan(
     media_dir: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    from mmrun.plan import replica_plan
     from mmrun.plugins import get_registry
     from mmrun.support import vllm_info
 
@@ -174,7 +172,7 @@ def test_the_runner_mmrun_chooses_travels_with_the_plan(
     assert dict(the_plan.engine_env) == {RUNNER_ENV: "0"}
     assert any(c.startswith(f"{RUNNER_ENV}=0 (") for c in the_plan.choices)
     recipe = the_plan.recipe()  # what each replica process rebuilds its plan from
-    replica = replica_plan(recipe, get_registry(), replace(vllm_info(), device="gpu"))
+    replica = recipe.plan(get_registry(), replace(vllm_info(), device="gpu"))
     assert replica.engine_env == the_plan.engine_env
     monkeypatch.setenv(RUNNER_ENV, "1")  # the user's choice: nothing to add
     the_plan = planned(media_dir, tmp_path, LIMIT, {})
@@ -221,9 +219,9 @@ def test_verbose_and_dry_run_say_what_was_chosen(
     model.mkdir()
     args = ["image", "-m", "qwen2_5_vl", "--model", str(model), "--input", str(manifest)]
     args.append("--dry-run")
-    result = CliRunner().invoke(app, [*args, "--quiet"])
+    result = in_process([*args, "--quiet"])
     assert "for this GPU run" not in result.stderr
-    result = CliRunner().invoke(app, args)
+    result = in_process(args)
     # said whether or not the prompts can be rendered (a dry run goes on without them)
     assert result.exit_code == 0, result.stderr
     lines = [line for line in result.stderr.splitlines() if "for this GPU run" in line]
@@ -232,6 +230,6 @@ def test_verbose_and_dry_run_say_what_was_chosen(
     assert any(f"{RUNNER_ENV}=0 (" in line for line in lines)
     # and in a run's JSON document, for a script
     one = ["image", "-m", "qwen2_5_vl", "--model", str(model), "-i", str(media_dir / "blue.png")]
-    result = CliRunner().invoke(app, [*one, "--dry-run", "--json"])
+    result = in_process([*one, "--dry-run", "--json"])
     assert result.exit_code == 0, result.stderr
     assert json.loads(result.stdout)["request"]["engine_env"] == {RUNNER_ENV: "0"}

@@ -20,13 +20,12 @@ from pathlib import Path
 from typing import Any, ClassVar
 
 import pytest
-from typer.testing import CliRunner
 
-from mmrun import hub
-from mmrun.cli.main import app
+from mmrun import hub_access
 from mmrun.errors import DownloadError
-from mmrun.hub import lora_path
+from mmrun.hub_access import lora_path
 from mmrun.request import LoraAdapter
+from tests.helpers.cli import in_process
 from tests.helpers.http import ScriptedServer
 
 
@@ -48,9 +47,9 @@ UNREACHABLE: dict[str, Callable[[], str]] = {
 def online(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
     """As a user without HF_HUB_OFFLINE (the test session sets it), with a fresh probe."""
     monkeypatch.delenv("HF_HUB_OFFLINE", raising=False)
-    hub._probe.cache_clear()
+    hub_access._probe.cache_clear()
     yield
-    hub._probe.cache_clear()
+    hub_access._probe.cache_clear()
 
 
 @pytest.mark.parametrize("how", sorted(UNREACHABLE))
@@ -95,9 +94,7 @@ def test_the_engine_is_not_started_against_an_unreachable_hub(
     monkeypatch.setattr(engine, "start", must_not_start)
     monkeypatch.setattr(engine, "configure_environment", lambda verbose: None)
     monkeypatch.setenv("HF_ENDPOINT", UNREACHABLE["refused"]())
-    result = CliRunner().invoke(
-        app, ["image", "-m", "mistral3", "-i", str(media_dir / "blue.png"), "--quiet"]
-    )
+    result = in_process(["image", "-m", "mistral3", "-i", str(media_dir / "blue.png"), "--quiet"])
     assert result.exit_code == 1, result.stderr
     assert result.stderr.startswith("mmrun: error: cannot reach the Hugging Face Hub")
     assert "to fetch the model of mistralai/" in result.stderr
@@ -149,8 +146,8 @@ def test_any_answer_counts_and_the_hub_is_asked_once(
     _Hub.status, _Hub.hits = status, []
     try:
         monkeypatch.setenv("HF_ENDPOINT", f"http://127.0.0.1:{server.server_address[1]}")
-        hub.check_reachable("org/model", "the processor")
-        hub.check_reachable("org/other", "the tokenizer")
+        hub_access.check_reachable("org/model", "the processor")
+        hub_access.check_reachable("org/other", "the tokenizer")
     finally:
         server.shutdown()
         server.server_close()
@@ -161,10 +158,10 @@ def test_nothing_is_asked_offline_or_for_a_local_folder(
     online: None, monkeypatch: pytest.MonkeyPatch, tmp_path: Path
 ) -> None:
     monkeypatch.setenv("HF_ENDPOINT", UNREACHABLE["refused"]())  # asking it would fail
-    hub.check_reachable(str(tmp_path), "the processor")  # a local model folder
+    hub_access.check_reachable(str(tmp_path), "the processor")  # a local model folder
     for value in ("1", "ON", "yes", "TRUE"):
         monkeypatch.setenv("HF_HUB_OFFLINE", value)
-        hub.check_reachable("org/model", "the processor")
+        hub_access.check_reachable("org/model", "the processor")
 
 
 @pytest.mark.parametrize("load", ["processor", "lora snapshot"])

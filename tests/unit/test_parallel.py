@@ -5,6 +5,7 @@ processes. The real engines run in tests/e2e/test_scale_out_e2e.py."""
 from __future__ import annotations
 
 import collections
+import dataclasses
 import json
 import os
 import subprocess
@@ -143,30 +144,30 @@ def test_a_replica_gone_before_the_answer_to_its_request_loses_nothing(
     """A replica that asks for prompts and dies before the coordinator answers: the answer
     fails with a broken pipe (in CI this surfaced as "unexpected BrokenPipeError" and ended
     the run). The prompts go back to the queue and the other replica answers every one."""
-    from mmrun import parallel
+    from mmrun.backends import replicas as coordinator
     from mmrun.inputs import Item
-    from mmrun.plan import RunOptions, plan
+    from mmrun.outcome import Hooks
+    from mmrun.plan import Engines
+    from mmrun.planning import RunOptions, plan
     from mmrun.plugins import get_registry
     from mmrun.support import vllm_info
     from tests.helpers import replicas
 
-    monkeypatch.setattr(parallel, "replica_main", replicas.first_dies_after_asking)
+    monkeypatch.setattr(coordinator, "replica_main", replicas.first_dies_after_asking)
     files = sorted(str(p) for p in photos.iterdir())
     opts = RunOptions(modality="image", key="qwen2_5_vl", model="x", sources=tuple(files))
-    the_plan = plan(opts, get_registry(), vllm_info())
+    the_plan = dataclasses.replace(
+        plan(opts, get_registry(), vllm_info()), engines=Engines(layout=(Replica(0), Replica(1)))
+    )
     items = iter([Item(id=f, index=i, sources=(f,)) for i, f in enumerate(files)])
     outcomes: list[Any] = []
-    lost: list[tuple[int, str, int]] = []
-    stats = parallel.run_parallel(
-        the_plan,
-        outcomes.append,
-        items,
-        [Replica(0), Replica(1)],
-        quiet=True,
-        on_replica_lost=lambda r, why, back: lost.append((r.index, why, back)),
-    )
+    lost: list[str] = []
+    hooks = Hooks(on_notice=lambda text, warning: lost.append(text) if warning else None)
+    stats = coordinator.Replicas(the_plan, quiet=True).run(items, outcomes.append, hooks)
     assert sorted(o.item.id for o in outcomes) == files  # each exactly once
     assert {o.replica for o in outcomes} == {1}
     assert all(o.completion.text == f"answer to {o.item.id}" for o in outcomes)
     assert stats.done == len(files) and stats.failed == 0
-    assert [(index, why.startswith("its process ended")) for index, why, _ in lost] == [(0, True)]
+    assert len(lost) == 1 and lost[0].startswith(
+        "mmrun: replica 0 (shared) stopped: its process ended"
+    )

@@ -149,7 +149,7 @@ def test_plugin_loader_is_listed_and_runs_dry(plugin_path: Path, media_dir: Path
     listed = _mmrun(["models", "image", "--json"], plugin_path)
     assert listed.returncode == 0, listed.stderr
     rows = {row["key"]: row for row in json.loads(listed.stdout)["models"]}
-    assert rows["toy_vl"]["plugin"] == "toyplugin" and len(rows) == 75  # 74 built-in + toy_vl
+    assert rows["toy_vl"]["plugin"] == "toyplugin" and len(rows) == 77  # 76 built-in + toy_vl
     assert rows["llava"]["plugin"] == "mmrun.modalities.image"
     run = _mmrun(
         ["image", "-m", "toy_vl", "-i", str(media_dir / "blue.png"), "--dry-run", "--json"],
@@ -257,7 +257,7 @@ def test_broken_and_duplicate_plugins_are_reported_and_skipped(plugin_path: Path
     assert "plugin 'brokenplugin' skipped: cannot import" in listed.stderr
     assert "plugin 'dupplugin' skipped: model key 'llava' is registered twice" in listed.stderr
     assert "Traceback" not in listed.stderr
-    assert len(json.loads(listed.stdout)["models"]) == 119  # 117 built-in + toy_vl + toy_thermal
+    assert len(json.loads(listed.stdout)["models"]) == 122  # 120 built-in + toy_vl + toy_thermal
 
 
 def test_allow_list_restricts_plugins(plugin_path: Path) -> None:

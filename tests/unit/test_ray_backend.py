@@ -3,8 +3,7 @@ Ray run is tests/e2e/test_scale_out_e2e.py)."""
 
 from __future__ import annotations
 
-from mmrun.engine import FRONTEND_THREADS_MAX
-from mmrun.ray_backend import (
+from mmrun.backends.ray import (
     BATCH_SIZE,
     MAX_CONCURRENT_BATCHES,
     engine_batch_size,
@@ -12,6 +11,7 @@ from mmrun.ray_backend import (
     engine_pool,
     workers_environment,
 )
+from mmrun.engine import FRONTEND_THREADS_MAX
 
 
 def test_replicas_start_together_not_autoscaled() -> None:

@@ -16,7 +16,7 @@ import pytest
 
 ROOT = Path(__file__).resolve().parents[2]
 THIS_FILE = Path(__file__).resolve().relative_to(ROOT).as_posix()
-DATA_FIXTURES = ("tests/fixtures/", "tests/golden/requests/", "tests/golden/seeds/")
+DATA_FIXTURES = ("tests/fixtures/", "tests/golden/requests/", "tests/golden/original_examples/")
 
 _ORDINAL = (
     r"(?:first|second|third|fourth|fifth|sixth|seventh|eighth|ninth|tenth|eleventh|twelfth"
@@ -54,7 +54,7 @@ _UPSTREAM = re.compile(
 
 def tracked_files() -> list[str]:
     out = subprocess.run(
-        ["git", "ls-files", "-z"], cwd=ROOT, capture_output=True, check=True
+        ["git", "ls-files", "-z"], cwd=ROOT, capture_output=True, check=True, timeout=60
     ).stdout.decode()
     return [
         path

@@ -20,21 +20,18 @@ import jiwer
 import pytest
 import sacrebleu
 from rapidfuzz.distance import Levenshtein
-from typer.testing import CliRunner
 from whisper_normalizer.english import EnglishTextNormalizer
 
-from mmrun.cli.main import app
 from mmrun.errors import EXIT_BELOW_THRESHOLD, EXIT_USAGE
+from tests.helpers.cli import in_process
 from tests.helpers.results import batch_lines, media_files, write_jsonl
-
-runner = CliRunner()
 
 HYPS = ["The cat sat on the mat.", "Two dogs, running!", "it is 20 dollars", "hello world"]
 REFS = ["the cat sat on a mat", "Two dogs are running", "It's $20.", "goodbye world"]
 
 
 def invoke(*args: str) -> tuple[int, str, str]:
-    result = runner.invoke(app, list(args))
+    result = in_process(list(args))
     return result.exit_code, result.stdout, result.stderr
 
 
@@ -492,8 +489,7 @@ def test_batch_lines_carry_when_they_finished_and_the_report_charts_throughput(
     out = tmp_path / "out.jsonl"
     before = time.time()
     for limit in ("2", "4"):  # the second run resumes the first
-        result = runner.invoke(
-            app,
+        result = in_process(
             ["image", "-m", "mistral3", "--input", str(manifest), "-o", str(out), "--limit", limit],
         )
         assert result.exit_code == 0, result.stderr
@@ -522,13 +518,13 @@ def test_batch_lines_carry_when_they_finished_and_the_report_charts_throughput(
 
 
 def stamped(ident: str, moment: float, **extra: Any) -> dict[str, Any]:
-    from mmrun.results import timestamp
+    from mmrun.records import timestamp
 
     return line(ident, f"text {ident}", finished_at=timestamp(moment), **extra)
 
 
 def test_throughput_bins_span_resumed_and_parallel_runs(tmp_path: Path) -> None:
-    from mmrun.review.report import PAUSE_S, finish_times, throughput
+    from mmrun.review.charts import PAUSE_S, finish_times, throughput
 
     start = 1_800_000_000.0
     # Two replicas (-dp 2) writing 10 results/s each for 20 s, then the file resumed an hour

@@ -13,7 +13,7 @@ from typing import Any
 import pytest
 
 from mmrun.errors import EXIT_OK, EXIT_PARTIAL, EXIT_USAGE
-from mmrun.results import Completion
+from mmrun.outcome import Completion
 from mmrun.structured import checked
 from tests.helpers.http import PNG
 from tests.unit.test_bad_inputs import IMAGE, check, cli
@@ -141,7 +141,7 @@ def test_the_dry_run_shows_the_constraint(
 def test_a_line_s_own_schema_starts_the_engine_for_compact_json(
     fake_vllm: Any, photo: Path, tmp_path: Path
 ) -> None:
-    from mmrun.plan import RunOptions, plan
+    from mmrun.planning import RunOptions, plan
     from mmrun.plugins import get_registry
     from mmrun.support import vllm_info
 
@@ -273,8 +273,9 @@ def test_ray_rows_carry_each_line_s_constraint_and_answers_are_checked(
 ) -> None:
     """--backend ray: a line's constraint reaches the row's sampling_params (Ray Data builds
     StructuredOutputsParams from it), and the driver checks the answer that comes back."""
-    from mmrun import ray_backend
-    from mmrun.plan import RunOptions, plan
+    from mmrun.backends import ray as ray_backend
+    from mmrun.builder import PromptSettings
+    from mmrun.planning import RunOptions, plan
     from mmrun.plugins import get_registry
     from mmrun.support import vllm_info
 
@@ -305,8 +306,10 @@ def test_ray_rows_carry_each_line_s_constraint_and_answers_are_checked(
         "num_input_tokens": 9,
         "num_generated_tokens": 2,
     }
-    outcome = ray_backend._outcome(the_plan, items["a"], answer)
+    outcome = ray_backend._outcome(PromptSettings(the_plan), items["a"], answer)
     assert outcome.error is not None and outcome.error.stage == "output"
     assert outcome.completion is not None and outcome.completion.text == "maybe"
-    fine = ray_backend._outcome(the_plan, items["b"], {**answer, "generated_text": "42"})
+    fine = ray_backend._outcome(
+        PromptSettings(the_plan), items["b"], {**answer, "generated_text": "42"}
+    )
     assert fine.error is None

@@ -10,7 +10,7 @@ from typing import Any
 from mmrun.modalities.audio.checks import clip_length_check
 from mmrun.modalities.audio.decode import decode_audio
 from mmrun.plugins import Register
-from mmrun.registry import Asset, LoaderSpec, Modality
+from mmrun.registry import Asset, LoaderSpec, Modality, openai_url
 
 
 def _chat_part(clip: Any, spec: LoaderSpec) -> dict[str, Any]:
@@ -25,6 +25,16 @@ def _chat_part(clip: Any, spec: LoaderSpec) -> dict[str, Any]:
     soundfile.write(buffer, waveform, sample_rate, format="WAV", subtype="FLOAT")
     data = base64.b64encode(buffer.getvalue()).decode()
     return {"type": "input_audio", "input_audio": {"data": data, "format": "wav"}}
+
+
+def _openai_source(part: Mapping[str, Any]) -> str | None:
+    """An ``input_audio`` part carries its clip inline (base64 and a format) as a data URI; an
+    ``audio_url`` part names its clip."""
+    payload = part.get("input_audio")
+    if part.get("type") == "input_audio" and isinstance(payload, Mapping):
+        data, form = payload.get("data"), payload.get("format") or "wav"
+        return f"data:audio/{form};base64,{data}" if isinstance(data, str) and data else None
+    return openai_url(part)
 
 
 def _describe(info: Mapping[str, Any]) -> str:
@@ -65,6 +75,10 @@ AUDIO = Modality(
     chat_part=_chat_part,
     short_option="-a",
     extensions=(".wav", ".flac", ".ogg", ".oga", ".opus", ".mp3", ".aif", ".aiff"),
+    column_names=("audio", "audios", "speech", "wav", "flac", "mp3"),
+    feature_type="Audio",
+    openai_parts=("input_audio", "audio_url"),
+    openai_source=_openai_source,
     describe=_describe,
     item_check=clip_length_check,
     write_samples=_write_samples,
@@ -85,6 +99,7 @@ FAMILIES = (
     "granite",
     "kimi",
     "midasheng",
+    "ming",
     "minicpm",
     "phi",
     "qwen",

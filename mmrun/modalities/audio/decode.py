@@ -199,7 +199,7 @@ def _decode_audio(data: bytes, label: str) -> tuple[Any, int]:
             reserve(_AUDIO_BLOCK * channels * 4 * 2)
             pieces.append(audio.read(_AUDIO_BLOCK, dtype="float32", always_2d=True))
     frames = pieces[0] if len(pieces) == 1 else np.concatenate(pieces)
-    # Mixed down to mono, as the seed's loader (librosa) does.
+    # Mixed down to mono, as the loader of vLLM's example (librosa) does.
     waveform = frames[:, 0] if channels == 1 else frames.mean(axis=1, dtype=np.float32)
     if waveform.size == 0:
         raise MediaError(f"{label} holds no audio samples", hint="give a non-empty recording")

@@ -9,7 +9,7 @@ from mmrun.request import LoaderContext, Prompt
 @loader(
     "funaudiochat",
     "audio",
-    # Not on the Hugging Face Hub: the seed's placeholder name, replaced by --model.
+    # Not on the Hugging Face Hub: vLLM's example's placeholder name, replaced by --model.
     repo_id="funaudiochat",
     architecture="FunAudioChatForConditionalGeneration",
     engine_args={"max_model_len": 4096, "max_num_seqs": 2, "enforce_eager": True},

@@ -20,7 +20,7 @@ from mmrun.request import LoaderContext, Prompt
     methods=("generate",),
 )
 def gemma3n(ctx: LoaderContext) -> Prompt:
-    # Deliberate deviation from the seed: its prompt ends after the question, because
+    # Deliberate deviation from vLLM's example: its prompt ends after the question, because
     # "<end_of_turn>\n<start_of_turn>model\n" sits on its own line as a discarded string
     # statement, and it always holds exactly one <audio_soft_token> whatever the count.
     # mmrun puts one <audio_soft_token> per clip and closes the turn for the model's reply.

@@ -7,7 +7,7 @@ from pathlib import Path
 from typing import Any
 
 from mmrun.errors import MediaError, MmrunError
-from mmrun.hub import check_reachable
+from mmrun.hub_access import check_reachable
 from mmrun.registry import loader
 from mmrun.request import LoaderContext, Prompt
 
@@ -53,7 +53,7 @@ def _mistral_tokenizer(model: str) -> Any:
     note="tokenized by mistral_common: pip install 'mistral-common[audio]' (adds soxr)",
 )
 def voxtral(ctx: LoaderContext) -> Prompt:
-    # Deliberate deviation from the seed, which always tokenizes with the tokenizer of
+    # Deliberate deviation from vLLM's example, which always tokenizes with the tokenizer of
     # mistralai/Voxtral-Mini-3B-2507 from the Hub: mmrun loads the tokenizer of the model it
     # runs (a local folder or a Hub id) and encodes the prompt's own decoded clips.
     import numpy as np
@@ -76,7 +76,7 @@ def voxtral(ctx: LoaderContext) -> Prompt:
             samples = samples.mean(axis=1)
         # "wav" only names the container the chunk re-encodes the clip in for the tokenizer.
         audio = Audio(audio_array=samples, sampling_rate=int(sample_rate), format="wav")
-        # The seed's AudioChunk(input_audio=RawAudio.from_audio(audio)), without RawAudio,
+        # vLLM's example's AudioChunk(input_audio=RawAudio.from_audio(audio)), without RawAudio,
         # which mistral_common deprecates.
         chunks.append(AudioChunk.from_audio(audio))
     chunks.append(TextChunk(text=ctx.question))

@@ -8,12 +8,12 @@ from pathlib import Path
 from typing import Any
 
 from mmrun.modalities.image.decode import decode_image
+from mmrun.modalities.image.resize import ImageResize
 from mmrun.plugins import Register
 from mmrun.registry import Asset, LoaderSpec, Modality
-from mmrun.request import ImageResize
 
 # vLLM's public asset bucket, where vLLM's examples fetch the default photos since Wikimedia
-# rate-limited them; the Wikimedia originals (the seed's URLs) remain the fallback.
+# rate-limited them; the Wikimedia originals (the examples' earlier URLs) remain the fallback.
 VLLM_ASSETS = "https://vllm-public-assets.s3.us-west-2.amazonaws.com/multimodal_asset"
 _WIKI = "https://upload.wikimedia.org/wikipedia/commons"
 
@@ -120,7 +120,7 @@ IMAGE = Modality(
     min_count=1,
     temperature=0.0,
     max_tokens=256,
-    # vLLM's current example (the seed had None). vLLM 0.32's own default is 0 too, so runs do
+    # vLLM's current example (its first version had None). vLLM 0.32's own default is 0 too, so runs do
     # not change; an explicit 0 shows in dry runs and does not depend on vLLM's default.
     seed=0,
     default_model="phi3_v",
@@ -128,6 +128,9 @@ IMAGE = Modality(
     chat_part=_chat_part,
     short_option="-i",
     extensions=(".jpg", ".jpeg", ".png", ".webp", ".gif", ".bmp", ".tif", ".tiff"),
+    column_names=("image", "images", "img", "picture", "photo", "jpg", "jpeg", "png", "webp"),
+    feature_type="Image",
+    openai_parts=("image_url",),
     to_engine=_resized,
     describe=_describe,
     write_samples=_write_samples,
@@ -138,66 +141,6 @@ IMAGE = Modality(
         "mmrun image -m qwen2_5_vl -i 'photos/**/*.jpg' -o captions.jsonl",
     ),
 )
-
-# Where each row's request comes from, for docs/models.md's "source" column: the seed script
-# (SEED), unless vLLM's current multi-image example added the row (UPSTREAM) or changed it since
-# the seed (CHANGED), or only its single-image and video example has the key (SINGLE_IMAGE).
-# tools/upstream.py pins those examples' vLLM version; the parity test
-# (tests/golden/test_upstream_parity.py) checks this table against them.
-SEED, UPSTREAM, CHANGED = "seed", "upstream", "seed, changed upstream"
-SINGLE_IMAGE = "single-image and video example"
-SOURCES: Mapping[str, str] = {
-    **dict.fromkeys(
-        (
-            "bee",
-            "deepseek_ocr",
-            "exaone4_5",
-            "glm4_1v",
-            "granite4_vision",
-            "hunyuan_vl",
-            "molmo2",
-            "openpangu_vl",
-            "paddleocr_vl",
-            "phi4_siglip",
-            "stepvl",
-        ),
-        UPSTREAM,
-    ),
-    **dict.fromkeys(("interns1", "keye_vl1_5", "ovis2_5"), CHANGED),
-    **dict.fromkeys(
-        (
-            "bagel",
-            "blip-2",
-            "deepseek_ocr2",
-            "dots_ocr",
-            "eagle2_5",
-            "ernie45_vl",
-            "gemma3n",
-            "gemma4",
-            "glm4v",
-            "glm_ocr",
-            "interns1_pro",
-            "kanana_v",
-            "kimi_k25",
-            "lfm2_vl",
-            "lightonocr",
-            "minicpmo",
-            "minicpmv",
-            "molmo",
-            "nemotron_parse_35",
-            "nemotron_vl",
-            "paligemma",
-            "paligemma2",
-            "qwen2_5_omni",
-            "qwen3_5",
-            "qwen3_5_moe",
-            "qwen3_vl",
-            "qwen3_vl_moe",
-            "skywork_chat",
-        ),
-        SINGLE_IMAGE,
-    ),
-}
 
 FAMILIES = (
     "aria",
@@ -228,6 +171,7 @@ FAMILIES = (
     "mistral",
     "molmo",
     "nemotron",
+    "openvla",
     "ovis",
     "paddle",
     "pangu",
@@ -237,6 +181,7 @@ FAMILIES = (
     "skywork",
     "step",
     "tarsier",
+    "unlimited",
 )
 
 

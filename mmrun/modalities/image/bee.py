@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from mmrun.prompts import template_prompt
-from mmrun.registry import loader
+from mmrun.registry import UPSTREAM, loader
 from mmrun.request import LoaderContext, Prompt
 
 
@@ -14,6 +14,7 @@ from mmrun.request import LoaderContext, Prompt
     architecture="BeeForConditionalGeneration",
     engine_args={"max_model_len": 16384, "max_num_seqs": 16},
     trust_remote_code=True,
+    source=UPSTREAM,
 )
 def bee(ctx: LoaderContext) -> Prompt:
     return template_prompt(ctx, "image")

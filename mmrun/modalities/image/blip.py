@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from mmrun.registry import loader
+from mmrun.registry import SINGLE_IMAGE, loader
 from mmrun.request import LoaderContext, Prompt
 
 
@@ -14,6 +14,7 @@ from mmrun.request import LoaderContext, Prompt
     max_items=1,
     # OPT ships no chat template.
     methods=("generate",),
+    source=SINGLE_IMAGE,
 )
 def blip2(ctx: LoaderContext) -> Prompt:
     # vLLM's example notes that the model card's prompt format is inaccurate; this is its own.

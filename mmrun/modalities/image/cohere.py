@@ -2,14 +2,9 @@
 
 from __future__ import annotations
 
-from mmrun.prompts import media_first_messages
+from mmrun.prompts import template_prompt
 from mmrun.registry import loader
 from mmrun.request import LoaderContext, Prompt
-
-
-def _cohere_prompt(ctx: LoaderContext) -> Prompt:
-    messages = media_first_messages("image", ctx.num_items, ctx.question)
-    return Prompt(text=ctx.templates.render(messages, source="processor"))
 
 
 @loader(
@@ -21,7 +16,7 @@ def _cohere_prompt(ctx: LoaderContext) -> Prompt:
     note="supported in vLLM only until v0.24.0; needs an older vLLM",
 )
 def aya_vision(ctx: LoaderContext) -> Prompt:
-    return _cohere_prompt(ctx)
+    return template_prompt(ctx, "image")
 
 
 @loader(
@@ -30,7 +25,7 @@ def aya_vision(ctx: LoaderContext) -> Prompt:
     repo_id="CohereLabs/command-a-vision-07-2025",
     architecture="Cohere2VisionForConditionalGeneration",
     engine_args={"max_model_len": 32768, "tensor_parallel_size": 4},
-    note="122B parameters; the seed shards it over 4 GPUs",
+    note="122B parameters; vLLM's example shards it over 4 GPUs",
 )
 def command_a_vision(ctx: LoaderContext) -> Prompt:
-    return _cohere_prompt(ctx)
+    return template_prompt(ctx, "image")

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from mmrun.prompts import numbered
-from mmrun.registry import loader
+from mmrun.registry import SINGLE_IMAGE, UPSTREAM, Since, loader
 from mmrun.request import LoaderContext, Prompt
 
 
@@ -41,6 +41,15 @@ DEEPSEEK_OCR_SAMPLING = {
     "skip_special_tokens": False,
 }
 
+# vLLM 0.34 deleted the n-gram logits processor (and the adapter that ran it): naming it there
+# fails at engine start, and its arguments have nothing to read them.
+WITHOUT_NGRAM_GUARD = Since(
+    "0.34",
+    "vLLM 0.34 has no n-gram logits processor",
+    drop_engine_args=("logits_processors",),
+    drop_sampling=("extra_args",),
+)
+
 
 @loader(
     "deepseek_ocr",
@@ -48,9 +57,11 @@ DEEPSEEK_OCR_SAMPLING = {
     repo_id="deepseek-ai/DeepSeek-OCR",
     architecture="DeepseekOCRForCausalLM",
     engine_args={"max_num_seqs": 2, "logits_processors": [NGRAM_LOGITS_PROCESSOR]},
-    # vLLM's multi-image example applies them only in its chat path; mmrun applies them to
-    # both methods, as its single-image example does.
+    # vLLM 0.33's multi-image example applies them only in its chat path; mmrun applies them to
+    # both methods, as its single-image example (and 0.34's multi-image example) does.
     sampling=DEEPSEEK_OCR_SAMPLING,
+    changes=(WITHOUT_NGRAM_GUARD,),
+    source=UPSTREAM,
 )
 def deepseek_ocr(ctx: LoaderContext) -> Prompt:
     return Prompt(text="<image>\n" * ctx.num_items + ctx.question)
@@ -63,7 +74,9 @@ def deepseek_ocr(ctx: LoaderContext) -> Prompt:
     architecture="DeepseekOCR2ForCausalLM",
     engine_args={"logits_processors": [NGRAM_LOGITS_PROCESSOR]},
     sampling=DEEPSEEK_OCR_SAMPLING,
+    changes=(WITHOUT_NGRAM_GUARD,),
     max_items=1,
+    source=SINGLE_IMAGE,
 )
 def deepseek_ocr2(ctx: LoaderContext) -> Prompt:
     return Prompt(text=f"<image>\n{ctx.question}")

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from mmrun.registry import loader
+from mmrun.registry import SINGLE_IMAGE, loader
 from mmrun.request import LoaderContext, Prompt
 
 
@@ -13,6 +13,7 @@ from mmrun.request import LoaderContext, Prompt
     architecture="DotsOCRForCausalLM",
     trust_remote_code=True,
     max_items=1,
+    source=SINGLE_IMAGE,
 )
 def dots_ocr(ctx: LoaderContext) -> Prompt:
     return Prompt(text=f"<|img|><|imgpad|><|endofimg|>{ctx.question}")

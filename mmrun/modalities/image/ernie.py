@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from mmrun.prompts import numbered
-from mmrun.registry import loader
+from mmrun.registry import SINGLE_IMAGE, loader
 from mmrun.request import LoaderContext, Prompt
 
 ERNIE_ENGINE_ARGS = {"max_model_len": 4096, "max_num_seqs": 5}
@@ -27,6 +27,7 @@ def ernie_prompt(ctx: LoaderContext, placeholder: str) -> Prompt:
     architecture="Ernie4_5_VLMoeForConditionalGeneration",
     engine_args=ERNIE_ENGINE_ARGS,
     trust_remote_code=True,
+    source=SINGLE_IMAGE,
 )
 def ernie45_vl(ctx: LoaderContext) -> Prompt:
     return ernie_prompt(ctx, ERNIE_IMAGE)

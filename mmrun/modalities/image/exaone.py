@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from mmrun.prompts import template_prompt
-from mmrun.registry import loader
+from mmrun.registry import UPSTREAM, loader
 from mmrun.request import LoaderContext, Prompt
 
 
@@ -13,6 +13,7 @@ from mmrun.request import LoaderContext, Prompt
     repo_id="LGAI-EXAONE/EXAONE-4.5-33B",
     architecture="Exaone4_5_ForConditionalGeneration",
     engine_args={"max_model_len": 8192, "max_num_seqs": 2},
+    source=UPSTREAM,
 )
 def exaone4_5(ctx: LoaderContext) -> Prompt:
     return template_prompt(ctx, "image")

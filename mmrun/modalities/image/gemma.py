@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-from mmrun.prompts import media_first_messages
-from mmrun.registry import loader
+from mmrun.prompts import template_prompt
+from mmrun.registry import SINGLE_IMAGE, loader
 from mmrun.request import LoaderContext, Prompt
 
 
@@ -15,8 +15,7 @@ from mmrun.request import LoaderContext, Prompt
     engine_args={"max_model_len": 8192, "max_num_seqs": 2},
 )
 def gemma3(ctx: LoaderContext) -> Prompt:
-    messages = media_first_messages("image", ctx.num_items, ctx.question)
-    return Prompt(text=ctx.templates.render(messages, source="processor"))
+    return template_prompt(ctx, "image")
 
 
 def gemma_turn(user: str, bos: str = "<bos>") -> str:
@@ -31,6 +30,7 @@ def gemma_turn(user: str, bos: str = "<bos>") -> str:
     architecture="Gemma3nForConditionalGeneration",
     engine_args={"max_model_len": 2048, "max_num_seqs": 2, "enforce_eager": True},
     max_items=1,
+    source=SINGLE_IMAGE,
 )
 def gemma3n(ctx: LoaderContext) -> Prompt:
     return Prompt(text=gemma_turn(f"<image_soft_token>{ctx.question}", bos=""))
@@ -46,6 +46,7 @@ GEMMA4_ENGINE_ARGS = {"max_model_len": 4096, "max_num_seqs": 2}
     architecture="Gemma4ForConditionalGeneration",
     engine_args=GEMMA4_ENGINE_ARGS,
     max_items=1,
+    source=SINGLE_IMAGE,
 )
 def gemma4(ctx: LoaderContext) -> Prompt:
     return Prompt(text=gemma_turn(f"<|image|>\n{ctx.question}"))
@@ -59,6 +60,7 @@ def gemma4(ctx: LoaderContext) -> Prompt:
     max_items=1,
     methods=("generate",),
     note="takes task prefixes, not questions: the prompt is 'caption en'",
+    source=SINGLE_IMAGE,
 )
 def paligemma(ctx: LoaderContext) -> Prompt:
     # PaliGemma is prompted with a task prefix; vLLM's example captions in English.
@@ -73,6 +75,7 @@ def paligemma(ctx: LoaderContext) -> Prompt:
     max_items=1,
     methods=("generate",),
     note="takes task prefixes, not questions: the prompt is 'caption en'",
+    source=SINGLE_IMAGE,
 )
 def paligemma2(ctx: LoaderContext) -> Prompt:
     return Prompt(text="caption en")

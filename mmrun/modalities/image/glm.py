@@ -3,8 +3,8 @@ GLM-OCR."""
 
 from __future__ import annotations
 
-from mmrun.prompts import media_first_messages, template_prompt
-from mmrun.registry import loader
+from mmrun.prompts import template_prompt
+from mmrun.registry import SINGLE_IMAGE, UPSTREAM, loader
 from mmrun.request import LoaderContext, Prompt
 
 _ENGINE_ARGS = {
@@ -15,11 +15,6 @@ _ENGINE_ARGS = {
 }
 
 
-def _glm4_5v_prompt(ctx: LoaderContext) -> Prompt:
-    messages = media_first_messages("image", ctx.num_items, ctx.question)
-    return Prompt(text=ctx.templates.render(messages, source="processor"))
-
-
 @loader(
     "glm4_5v",
     "image",
@@ -28,7 +23,7 @@ def _glm4_5v_prompt(ctx: LoaderContext) -> Prompt:
     engine_args=_ENGINE_ARGS,
 )
 def glm4_5v(ctx: LoaderContext) -> Prompt:
-    return _glm4_5v_prompt(ctx)
+    return template_prompt(ctx, "image")
 
 
 @loader(
@@ -39,7 +34,7 @@ def glm4_5v(ctx: LoaderContext) -> Prompt:
     engine_args=_ENGINE_ARGS,
 )
 def glm4_5v_fp8(ctx: LoaderContext) -> Prompt:
-    return _glm4_5v_prompt(ctx)
+    return template_prompt(ctx, "image")
 
 
 @loader(
@@ -48,6 +43,7 @@ def glm4_5v_fp8(ctx: LoaderContext) -> Prompt:
     repo_id="zai-org/GLM-4.1V-9B-Thinking",
     architecture="Glm4vForConditionalGeneration",
     engine_args={"max_model_len": 45082, "max_num_seqs": 2, "enforce_eager": True},
+    source=UPSTREAM,
 )
 def glm4_1v(ctx: LoaderContext) -> Prompt:
     return template_prompt(ctx, "image")
@@ -66,6 +62,7 @@ def glm4_1v(ctx: LoaderContext) -> Prompt:
     },
     trust_remote_code=True,
     max_items=1,
+    source=SINGLE_IMAGE,
 )
 def glm4v(ctx: LoaderContext) -> Prompt:
     return Prompt(
@@ -107,6 +104,7 @@ def glm_prompt(ctx: LoaderContext, placeholder: str) -> Prompt:
     architecture="GlmOcrForConditionalGeneration",
     engine_args=GLM_OCR_ENGINE_ARGS,
     max_items=1,
+    source=SINGLE_IMAGE,
 )
 def glm_ocr(ctx: LoaderContext) -> Prompt:
     return glm_prompt(ctx, GLM_IMAGE)

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from mmrun.prompts import template_prompt
-from mmrun.registry import loader
+from mmrun.registry import UPSTREAM, loader
 from mmrun.request import LoaderContext, Prompt
 
 
@@ -15,6 +15,7 @@ from mmrun.request import LoaderContext, Prompt
     repo_id="ibm-granite/granite-vision-4.1-4b",
     architecture="Granite4VisionForConditionalGeneration",
     engine_args={"max_model_len": 4096, "max_num_seqs": 16},
+    source=UPSTREAM,
 )
 def granite4_vision(ctx: LoaderContext) -> Prompt:
     return template_prompt(ctx, "image")

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from mmrun.registry import loader
+from mmrun.registry import UPSTREAM, loader
 from mmrun.request import LoaderContext, Prompt
 
 # Hunyuan's special tokens, spelt with FULLWIDTH VERTICAL LINE and LOWER ONE EIGHTH BLOCK as in
@@ -19,6 +19,7 @@ _IMAGE = "".join(f"<\uff5chy_place\u2581holder\u2581no\u2581{n}\uff5c>" for n in
     repo_id="tencent/HunyuanOCR",
     architecture="HunYuanVLForConditionalGeneration",
     engine_args={"max_model_len": 8192},
+    source=UPSTREAM,
 )
 def hunyuan_vl(ctx: LoaderContext) -> Prompt:
     # As vLLM's example writes it: the user marker comes after the question.

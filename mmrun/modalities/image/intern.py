@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from mmrun.prompts import numbered, text_messages
-from mmrun.registry import loader
+from mmrun.registry import CHANGED_UPSTREAM, SINGLE_IMAGE, loader
 from mmrun.request import LoaderContext, Prompt
 
 # Fewer dynamic tiles per image keep several images within max_model_len.
@@ -44,6 +44,7 @@ def h2ovl_chat(ctx: LoaderContext) -> Prompt:
     architecture="InternS1ForConditionalGeneration",
     engine_args={"max_model_len": 4096},
     trust_remote_code=True,
+    source=CHANGED_UPSTREAM,
 )
 def interns1(ctx: LoaderContext) -> Prompt:
     return _intern_prompt(ctx, image_token="<IMG_CONTEXT>")
@@ -106,6 +107,7 @@ def placeholder_first_prompt(
     engine_args=INTERNS1_PRO_ENGINE_ARGS,
     trust_remote_code=True,
     max_items=1,
+    source=SINGLE_IMAGE,
 )
 def interns1_pro(ctx: LoaderContext) -> Prompt:
     return placeholder_first_prompt(ctx, "<|vision_start|><|image_pad|><|vision_end|>")

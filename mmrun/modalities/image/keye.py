@@ -2,16 +2,11 @@
 
 from __future__ import annotations
 
-from mmrun.prompts import media_first_messages
-from mmrun.registry import loader
+from mmrun.prompts import template_prompt
+from mmrun.registry import CHANGED_UPSTREAM, loader
 from mmrun.request import LoaderContext, Prompt
 
 _ENGINE_ARGS = {"max_model_len": 8192, "max_num_seqs": 5}
-
-
-def _keye_prompt(ctx: LoaderContext) -> Prompt:
-    messages = media_first_messages("image", ctx.num_items, ctx.question)
-    return Prompt(text=ctx.templates.render(messages, source="processor"))
 
 
 @loader(
@@ -19,11 +14,12 @@ def _keye_prompt(ctx: LoaderContext) -> Prompt:
     "image",
     repo_id="Kwai-Keye/Keye-VL-8B-Preview",
     architecture="KeyeForConditionalGeneration",
+    until="0.33",
     engine_args=_ENGINE_ARGS,
     trust_remote_code=True,
 )
 def keye_vl(ctx: LoaderContext) -> Prompt:
-    return _keye_prompt(ctx)
+    return template_prompt(ctx, "image")
 
 
 @loader(
@@ -31,11 +27,13 @@ def keye_vl(ctx: LoaderContext) -> Prompt:
     "image",
     repo_id="Kwai-Keye/Keye-VL-1_5-8B",
     architecture="KeyeVL1_5ForConditionalGeneration",
-    # vLLM's current example raised max_model_len from the seed's 8192 to 32768, followed as is.
+    until="0.33",
+    # vLLM's current example raised max_model_len from 8192 to 32768, followed as is.
     # It gives no reason; the likely one: a prompt must hold each image's token count, up to
     # the image processor's max_pixels, and several large images overflow 8192 tokens.
     engine_args={**_ENGINE_ARGS, "max_model_len": 32768},
     trust_remote_code=True,
+    source=CHANGED_UPSTREAM,
 )
 def keye_vl1_5(ctx: LoaderContext) -> Prompt:
-    return _keye_prompt(ctx)
+    return template_prompt(ctx, "image")

@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-from mmrun.prompts import media_first_messages
-from mmrun.registry import loader
+from mmrun.prompts import template_prompt
+from mmrun.registry import SINGLE_IMAGE, loader
 from mmrun.request import LoaderContext, Prompt
 
 
@@ -16,8 +16,7 @@ from mmrun.request import LoaderContext, Prompt
     trust_remote_code=True,
 )
 def kimi_vl(ctx: LoaderContext) -> Prompt:
-    messages = media_first_messages("image", ctx.num_items, ctx.question)
-    return Prompt(text=ctx.templates.render(messages, source="processor"))
+    return template_prompt(ctx, "image")
 
 
 @loader(
@@ -30,6 +29,7 @@ def kimi_vl(ctx: LoaderContext) -> Prompt:
     max_items=1,
     # vLLM runs Kimi K2.5 on vision chunks (an image, or a run of a video's frames).
     media_key="vision_chunk",
+    source=SINGLE_IMAGE,
 )
 def kimi_k25(ctx: LoaderContext) -> Prompt:
     return Prompt(

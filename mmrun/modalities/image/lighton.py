@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from mmrun.registry import loader
+from mmrun.registry import SINGLE_IMAGE, loader
 from mmrun.request import LoaderContext, Prompt
 
 
@@ -13,6 +13,7 @@ from mmrun.request import LoaderContext, Prompt
     architecture="LightOnOCRForConditionalGeneration",
     max_items=1,
     note="an OCR model: it transcribes the page and ignores the question",
+    source=SINGLE_IMAGE,
 )
 def lightonocr(ctx: LoaderContext) -> Prompt:
     # The image alone, after an empty system turn (closed on the same line), as vLLM writes it.

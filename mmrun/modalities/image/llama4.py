@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from mmrun.prompts import media_first_messages
+from mmrun.prompts import template_prompt
 from mmrun.registry import loader
 from mmrun.request import LoaderContext, Prompt
 
@@ -13,8 +13,7 @@ from mmrun.request import LoaderContext, Prompt
     repo_id="meta-llama/Llama-4-Scout-17B-16E-Instruct",
     architecture="Llama4ForConditionalGeneration",
     engine_args={"max_model_len": 131072, "tensor_parallel_size": 8},
-    note="gated repository; the seed shards it over 8 GPUs",
+    note="gated repository; vLLM's example shards it over 8 GPUs",
 )
 def llama4(ctx: LoaderContext) -> Prompt:
-    messages = media_first_messages("image", ctx.num_items, ctx.question)
-    return Prompt(text=ctx.templates.render(messages, source="processor"))
+    return template_prompt(ctx, "image")

@@ -2,14 +2,9 @@
 
 from __future__ import annotations
 
-from mmrun.prompts import media_first_messages
+from mmrun.prompts import template_prompt
 from mmrun.registry import loader
 from mmrun.request import LoaderContext, Prompt
-
-
-def _llava_prompt(ctx: LoaderContext) -> Prompt:
-    messages = media_first_messages("image", ctx.num_items, ctx.question)
-    return Prompt(text=ctx.templates.render(messages, source="processor"))
 
 
 @loader(
@@ -21,7 +16,7 @@ def _llava_prompt(ctx: LoaderContext) -> Prompt:
     note="not trained on several images; answers about more than one are poor",
 )
 def llava(ctx: LoaderContext) -> Prompt:
-    return _llava_prompt(ctx)
+    return template_prompt(ctx, "image")
 
 
 @loader(
@@ -32,7 +27,7 @@ def llava(ctx: LoaderContext) -> Prompt:
     engine_args={"max_model_len": 8192, "max_num_seqs": 16},
 )
 def llava_next(ctx: LoaderContext) -> Prompt:
-    return _llava_prompt(ctx)
+    return template_prompt(ctx, "image")
 
 
 @loader(
@@ -43,4 +38,4 @@ def llava_next(ctx: LoaderContext) -> Prompt:
     engine_args={"max_model_len": 16384, "max_num_seqs": 16},
 )
 def llava_onevision(ctx: LoaderContext) -> Prompt:
-    return _llava_prompt(ctx)
+    return template_prompt(ctx, "image")

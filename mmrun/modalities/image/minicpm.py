@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from mmrun.prompts import text_messages
-from mmrun.registry import loader
+from mmrun.registry import SINGLE_IMAGE, loader
 from mmrun.request import LoaderContext, Prompt
 
 MINICPM_ENGINE_ARGS = {"max_model_len": 4096, "max_num_seqs": 2}
@@ -30,6 +30,7 @@ def minicpm_prompt(ctx: LoaderContext, placeholder: str) -> Prompt:
     architecture="MiniCPMO",
     engine_args=MINICPM_ENGINE_ARGS,
     trust_remote_code=True,
+    source=SINGLE_IMAGE,
 )
 def minicpmo(ctx: LoaderContext) -> Prompt:
     return minicpm_prompt(ctx, MINICPM_IMAGE)
@@ -42,6 +43,7 @@ def minicpmo(ctx: LoaderContext) -> Prompt:
     architecture="MiniCPMV",
     engine_args=MINICPM_ENGINE_ARGS,
     trust_remote_code=True,
+    source=SINGLE_IMAGE,
 )
 def minicpmv(ctx: LoaderContext) -> Prompt:
     return minicpm_prompt(ctx, MINICPM_IMAGE)

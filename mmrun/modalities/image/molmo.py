@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from mmrun.prompts import template_prompt
-from mmrun.registry import loader
+from mmrun.registry import SINGLE_IMAGE, UPSTREAM, loader
 from mmrun.request import LoaderContext, Prompt
 
 
@@ -14,6 +14,7 @@ from mmrun.request import LoaderContext, Prompt
     architecture="Molmo2ForConditionalGeneration",
     engine_args={"dtype": "bfloat16", "max_num_batched_tokens": 36864},
     trust_remote_code=True,
+    source=UPSTREAM,
 )
 def molmo2(ctx: LoaderContext) -> Prompt:
     # vLLM's example loads the processor without trust_remote_code; Molmo2's processor is
@@ -29,6 +30,7 @@ def molmo2(ctx: LoaderContext) -> Prompt:
     engine_args={"dtype": "bfloat16"},
     trust_remote_code=True,
     max_items=1,
+    source=SINGLE_IMAGE,
 )
 def molmo(ctx: LoaderContext) -> Prompt:
     return Prompt(text=f"<|im_start|>user <image>\n{ctx.question}<|im_end|><|im_start|>assistant\n")

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from mmrun.modalities.image.intern import INTERNVL_STOP_TOKENS
 from mmrun.prompts import text_messages
-from mmrun.registry import loader
+from mmrun.registry import SINGLE_IMAGE, loader
 from mmrun.request import LoaderContext, Prompt
 
 
@@ -16,6 +16,7 @@ from mmrun.request import LoaderContext, Prompt
     engine_args={"max_model_len": 8192},
     trust_remote_code=True,
     max_items=1,
+    source=SINGLE_IMAGE,
 )
 def nemotron_vl(ctx: LoaderContext) -> Prompt:
     # An InternVL-style model: vLLM's example stops on InternVL's turn-ending tokens.
@@ -44,6 +45,7 @@ def nemotron_vl(ctx: LoaderContext) -> Prompt:
     trust_remote_code=True,
     max_items=1,
     note="a document parser: it returns the page's layout and text, whatever the question",
+    source=SINGLE_IMAGE,
 )
 def nemotron_parse_35(ctx: LoaderContext) -> Prompt:
     # One <pad> per image, which the Parse processor expands into the image's tokens, then the

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from mmrun.prompts import chatml, numbered, text_messages
-from mmrun.registry import loader
+from mmrun.registry import CHANGED_UPSTREAM, loader
 from mmrun.request import LoaderContext, Prompt
 
 _ENGINE_ARGS = {"max_model_len": 8192, "max_num_seqs": 2, "dtype": "half"}
@@ -34,6 +34,7 @@ def ovis(ctx: LoaderContext) -> Prompt:
     architecture="Ovis2_5",
     engine_args=_ENGINE_ARGS,
     trust_remote_code=True,
+    source=CHANGED_UPSTREAM,
 )
 def ovis2_5(ctx: LoaderContext) -> Prompt:
     # Written by hand, as vLLM's current example and its Ovis2.5 test do: Ovis2.5's chat

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from mmrun.registry import loader
+from mmrun.registry import UPSTREAM, loader
 from mmrun.request import LoaderContext, Prompt
 
 _IMAGE = "<|IMAGE_START|><|IMAGE_PLACEHOLDER|><|IMAGE_END|>"
@@ -15,6 +15,7 @@ _IMAGE = "<|IMAGE_START|><|IMAGE_PLACEHOLDER|><|IMAGE_END|>"
     architecture="PaddleOCRVLForConditionalGeneration",
     engine_args={"max_model_len": 8192, "max_num_seqs": 2},
     trust_remote_code=True,
+    source=UPSTREAM,
 )
 def paddleocr_vl(ctx: LoaderContext) -> Prompt:
     # The images come after the question; the assistant turn ends with a space.

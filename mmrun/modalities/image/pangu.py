@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from mmrun.registry import loader
+from mmrun.registry import UPSTREAM, loader
 from mmrun.request import LoaderContext, Prompt
 
 # openPangu's turn markers, as vLLM's example writes them: [unused9] opens a turn, [unused10]
@@ -20,6 +20,7 @@ _IMAGE = "[unused18][unused19][unused20]"  # each image: start, image, end
     architecture="OpenPanguVLForConditionalGeneration",
     engine_args={"max_model_len": 8192, "max_num_seqs": 2, "enforce_eager": True},
     trust_remote_code=True,
+    source=UPSTREAM,
 )
 def openpangu_vl(ctx: LoaderContext) -> Prompt:
     # The images come after the question.

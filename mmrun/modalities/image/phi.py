@@ -4,7 +4,7 @@ Phi-4-reasoning-vision (SigLIP-2 tower)."""
 from __future__ import annotations
 
 from mmrun.prompts import numbered
-from mmrun.registry import loader
+from mmrun.registry import UPSTREAM, loader
 from mmrun.request import LoaderContext, LoraAdapter, Prompt
 
 # Phi-4-multimodal keeps its vision and speech LoRAs inside the model repository; images
@@ -56,8 +56,8 @@ def phi4_mm(ctx: LoaderContext) -> Prompt:
     return _phi4_prompt(ctx, numbered("<|image_{i}|>", ctx.num_items))
 
 
-# The Hugging Face-format checkpoint lives at revision "refs/pr/70" of the repository. The
-# seed downloads that revision and hands vLLM the local snapshot; the engine arguments carry
+# The Hugging Face-format checkpoint lives at revision "refs/pr/70" of the repository. vLLM's
+# example downloads that revision and hands vLLM the local snapshot; the engine arguments carry
 # no revision, so run it with `--model` pointing at that snapshot.
 @loader(
     "phi4_multimodal",
@@ -79,6 +79,7 @@ def phi4_multimodal(ctx: LoaderContext) -> Prompt:
     architecture="Phi4ForCausalLMV",
     engine_args={"max_model_len": 8192, "max_num_seqs": 2},
     trust_remote_code=True,
+    source=UPSTREAM,
 )
 def phi4_siglip(ctx: LoaderContext) -> Prompt:
     placeholders = "\n".join(["<image>"] * ctx.num_items)

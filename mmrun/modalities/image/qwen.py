@@ -3,9 +3,10 @@
 from __future__ import annotations
 
 from mmrun.modalities.audio.qwen import OMNI_SYSTEM
+from mmrun.modalities.image.resize import ImageResize
 from mmrun.prompts import chatml, media_first_messages, numbered, text_messages
-from mmrun.registry import loader
-from mmrun.request import ImageResize, LoaderContext, Prompt
+from mmrun.registry import SINGLE_IMAGE, loader
+from mmrun.request import LoaderContext, Prompt
 
 # Qwen-VL-Chat's tokenizer has no chat template; its generation utils use ChatML.
 CHATML_TEMPLATE = (
@@ -18,7 +19,7 @@ QWEN_VL_STOP_TOKENS = ("<|endoftext|>", "<|im_start|>", "<|im_end|>")
 
 _QWEN2_VL_ENGINE_ARGS = {"max_model_len": 4096, "max_num_seqs": 5}
 
-# The seed resizes Qwen2(.5)-VL images only when the optional `qwen_vl_utils` package
+# vLLM's example resizes Qwen2(.5)-VL images only when the optional `qwen_vl_utils` package
 # happens to be importable (and then uses max_model_len 4096, else 32768). mmrun always
 # resizes, with the same rule and budget, so a run does not depend on what is installed.
 QWEN2_VL_RESIZE = ImageResize(max_pixels=1024 * 28 * 28)
@@ -109,6 +110,7 @@ def qwen_prompt(
     architecture="Qwen2_5OmniModel",
     engine_args=QWEN3_ENGINE_ARGS,
     methods=("generate",),
+    source=SINGLE_IMAGE,
 )
 def qwen2_5_omni(ctx: LoaderContext) -> Prompt:
     return qwen_prompt(ctx, OMNI_IMAGE, system=OMNI_SYSTEM)
@@ -120,6 +122,7 @@ def qwen2_5_omni(ctx: LoaderContext) -> Prompt:
     repo_id="Qwen/Qwen3-VL-4B-Instruct",
     architecture="Qwen3VLForConditionalGeneration",
     engine_args=QWEN3_ENGINE_ARGS,
+    source=SINGLE_IMAGE,
 )
 def qwen3_vl(ctx: LoaderContext) -> Prompt:
     return qwen_prompt(ctx, QWEN_IMAGE)
@@ -131,6 +134,7 @@ def qwen3_vl(ctx: LoaderContext) -> Prompt:
     repo_id="Qwen/Qwen3-VL-30B-A3B-Instruct",
     architecture="Qwen3VLMoeForConditionalGeneration",
     engine_args=QWEN3_ENGINE_ARGS,
+    source=SINGLE_IMAGE,
 )
 def qwen3_vl_moe(ctx: LoaderContext) -> Prompt:
     return qwen_prompt(ctx, QWEN_IMAGE)
@@ -142,6 +146,7 @@ def qwen3_vl_moe(ctx: LoaderContext) -> Prompt:
     repo_id="Qwen/Qwen3.5-4B",
     architecture="Qwen3_5ForConditionalGeneration",
     engine_args=QWEN3_ENGINE_ARGS,
+    source=SINGLE_IMAGE,
 )
 def qwen3_5(ctx: LoaderContext) -> Prompt:
     return qwen_prompt(ctx, QWEN_IMAGE)
@@ -153,6 +158,7 @@ def qwen3_5(ctx: LoaderContext) -> Prompt:
     repo_id="Qwen/Qwen3.5-35B-A3B",
     architecture="Qwen3_5MoeForConditionalGeneration",
     engine_args=QWEN3_ENGINE_ARGS,
+    source=SINGLE_IMAGE,
 )
 def qwen3_5_moe(ctx: LoaderContext) -> Prompt:
     return qwen_prompt(ctx, QWEN_IMAGE)

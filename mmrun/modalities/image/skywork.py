@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from mmrun.prompts import text_messages
-from mmrun.registry import loader
+from mmrun.registry import SINGLE_IMAGE, loader
 from mmrun.request import LoaderContext, Prompt
 
 # Skywork-R1V's conversation.py ends a turn with either.
@@ -18,6 +18,7 @@ SKYWORK_STOP_TOKENS = ("<｜end▁of▁sentence｜>", "<|endoftext|>")  # noqa: 
     engine_args={"max_model_len": 4096},
     trust_remote_code=True,
     max_items=1,
+    source=SINGLE_IMAGE,
 )
 def skywork_chat(ctx: LoaderContext) -> Prompt:
     messages = text_messages(f"<image>\n{ctx.question}")

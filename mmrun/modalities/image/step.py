@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from mmrun.registry import loader
+from mmrun.registry import UPSTREAM, Since, loader
 from mmrun.request import LoaderContext, Prompt
 
 # The prompt opens the reasoning block itself; the "step3" reasoning parser splits it off.
@@ -24,7 +24,14 @@ _STEP3_PROMPT = (
         "tensor_parallel_size": 8,
         "reasoning_parser": "step3",
     },
-    note="the seed shards it over 8 GPUs (verified on 8xH100)",
+    changes=(
+        Since(
+            "0.34",
+            "vLLM 0.34's example leaves the memory fraction to vLLM",
+            drop_engine_args=("gpu_memory_utilization",),
+        ),
+    ),
+    note="vLLM's example shards it over 8 GPUs (verified on 8xH100)",
 )
 def step3(ctx: LoaderContext) -> Prompt:
     images = "<im_patch>" * ctx.num_items
@@ -50,6 +57,7 @@ _STEPVL_PROMPT = (
         "reasoning_parser": "deepseek_r1",
     },
     trust_remote_code=True,
+    source=UPSTREAM,
 )
 def stepvl(ctx: LoaderContext) -> Prompt:
     images = "<im_patch>" * ctx.num_items

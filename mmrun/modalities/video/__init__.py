@@ -27,9 +27,6 @@ from mmrun.modalities.video.frames import (
 from mmrun.plugins import Register
 from mmrun.registry import Decoded, LoaderSpec, MediaOption, Modality
 
-# Where the rows' requests come from (docs/models.md's "source" column).
-DEFAULT_SOURCE = "single-image and video example"
-
 VIDEO_OPTIONS = (
     MediaOption(
         "num_frames",
@@ -105,6 +102,9 @@ VIDEO = Modality(
     chat_part=_chat_part,
     short_option="",
     extensions=(".mp4", ".avi", ".mov", ".mkv", ".webm"),
+    column_names=("video", "videos", "mp4", "webm"),
+    feature_type="Video",
+    openai_parts=("video_url",),
     describe=_describe,
     options=VIDEO_OPTIONS,
     configure=_configure,

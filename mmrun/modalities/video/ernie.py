@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from mmrun.modalities.image.ernie import ERNIE_ENGINE_ARGS, ERNIE_VIDEO, ernie_prompt
-from mmrun.registry import loader
+from mmrun.registry import SINGLE_IMAGE, loader
 from mmrun.request import LoaderContext, Prompt
 
 
@@ -17,6 +17,7 @@ from mmrun.request import LoaderContext, Prompt
     min_items=1,
     max_items=1,
     companions=("image",),
+    source=SINGLE_IMAGE,
 )
 def ernie45_vl(ctx: LoaderContext) -> Prompt:
     return ernie_prompt(ctx, ERNIE_VIDEO)

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from mmrun.modalities.image.qwen import QWEN3_ENGINE_ARGS
-from mmrun.registry import loader
+from mmrun.registry import SINGLE_IMAGE, loader
 from mmrun.request import LoaderContext, Prompt
 
 _IMAGE = "<vision><|image_pad|></vision>"
@@ -19,6 +19,7 @@ _IMAGE = "<vision><|image_pad|></vision>"
     min_items=1,
     max_items=1,
     companions=("image",),
+    source=SINGLE_IMAGE,
 )
 def exaone4_5(ctx: LoaderContext) -> Prompt:
     image = _IMAGE * ctx.companion("image")

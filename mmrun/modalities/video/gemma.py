@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from mmrun.modalities.image.gemma import GEMMA4_ENGINE_ARGS, gemma_turn
-from mmrun.registry import loader
+from mmrun.registry import SINGLE_IMAGE, loader
 from mmrun.request import LoaderContext, Prompt
 
 
@@ -15,6 +15,7 @@ from mmrun.request import LoaderContext, Prompt
     engine_args=GEMMA4_ENGINE_ARGS,
     min_items=1,
     max_items=1,
+    source=SINGLE_IMAGE,
 )
 def gemma4(ctx: LoaderContext) -> Prompt:
     return Prompt(text=gemma_turn(f"<|video|>\n{ctx.question}"))

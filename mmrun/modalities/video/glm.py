@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from mmrun.modalities.image.glm import GLM_IMAGE, GLM_OCR_ENGINE_ARGS, GLM_VIDEO, glm_prompt
-from mmrun.registry import loader
+from mmrun.registry import SINGLE_IMAGE, loader
 from mmrun.request import LoaderContext, Prompt
 
 # GLM-4.5V needs four GPUs, in vLLM's example as in mmrun's image row.
@@ -19,6 +19,7 @@ _GLM4_5V_ENGINE_ARGS = {**GLM_OCR_ENGINE_ARGS, "tensor_parallel_size": 4}
     min_items=1,
     max_items=1,
     companions=("image",),
+    source=SINGLE_IMAGE,
 )
 def glm4_1v(ctx: LoaderContext) -> Prompt:
     return glm_prompt(ctx, GLM_IMAGE * ctx.companion("image") + GLM_VIDEO)
@@ -33,6 +34,7 @@ def glm4_1v(ctx: LoaderContext) -> Prompt:
     min_items=1,
     max_items=1,
     companions=("image",),
+    source=SINGLE_IMAGE,
 )
 def glm4_5v(ctx: LoaderContext) -> Prompt:
     return glm_prompt(ctx, GLM_IMAGE * ctx.companion("image") + GLM_VIDEO)
@@ -47,6 +49,7 @@ def glm4_5v(ctx: LoaderContext) -> Prompt:
     min_items=1,
     max_items=1,
     companions=("image",),
+    source=SINGLE_IMAGE,
 )
 def glm4_5v_fp8(ctx: LoaderContext) -> Prompt:
     return glm_prompt(ctx, GLM_IMAGE * ctx.companion("image") + GLM_VIDEO)
@@ -61,6 +64,7 @@ def glm4_5v_fp8(ctx: LoaderContext) -> Prompt:
     min_items=1,
     max_items=1,
     companions=("image",),
+    source=SINGLE_IMAGE,
 )
 def glm_ocr(ctx: LoaderContext) -> Prompt:
     return glm_prompt(ctx, GLM_IMAGE * ctx.companion("image") + GLM_VIDEO)

@@ -7,7 +7,7 @@ from mmrun.modalities.image.intern import (
     INTERNVL_STOP_TOKENS,
     placeholder_first_prompt,
 )
-from mmrun.registry import loader
+from mmrun.registry import SINGLE_IMAGE, loader
 from mmrun.request import LoaderContext, Prompt
 
 
@@ -21,6 +21,7 @@ from mmrun.request import LoaderContext, Prompt
     min_items=1,
     max_items=1,
     companions=("image",),
+    source=SINGLE_IMAGE,
 )
 def interns1(ctx: LoaderContext) -> Prompt:
     return placeholder_first_prompt(ctx, "<IMG_CONTEXT>\n" * ctx.companion("image") + "<video>")
@@ -36,6 +37,7 @@ def interns1(ctx: LoaderContext) -> Prompt:
     min_items=1,
     max_items=1,
     companions=("image",),
+    source=SINGLE_IMAGE,
 )
 def interns1_pro(ctx: LoaderContext) -> Prompt:
     image = "<|vision_start|><|image_pad|><|vision_end|>" * ctx.companion("image")
@@ -53,6 +55,7 @@ def interns1_pro(ctx: LoaderContext) -> Prompt:
     min_items=1,
     max_items=1,
     companions=("image",),
+    source=SINGLE_IMAGE,
 )
 def internvl_chat(ctx: LoaderContext) -> Prompt:
     image = "<image>\n" * ctx.companion("image")

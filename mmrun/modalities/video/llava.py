@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from mmrun.registry import loader
+from mmrun.registry import SINGLE_IMAGE, loader
 from mmrun.request import LoaderContext, Prompt
 
 
@@ -14,6 +14,7 @@ from mmrun.request import LoaderContext, Prompt
     engine_args={"max_model_len": 8192, "max_num_seqs": 2},
     min_items=1,
     max_items=1,
+    source=SINGLE_IMAGE,
 )
 def llava_next_video(ctx: LoaderContext) -> Prompt:
     return Prompt(text=f"USER: <video>\n{ctx.question} ASSISTANT:")
@@ -28,6 +29,7 @@ def llava_next_video(ctx: LoaderContext) -> Prompt:
     min_items=1,
     max_items=1,
     companions=("image",),
+    source=SINGLE_IMAGE,
 )
 def llava_onevision(ctx: LoaderContext) -> Prompt:
     image = "<image>\n" * ctx.companion("image")

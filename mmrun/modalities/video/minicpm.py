@@ -8,7 +8,7 @@ from mmrun.modalities.image.minicpm import (
     MINICPM_VIDEO,
     minicpm_prompt,
 )
-from mmrun.registry import loader
+from mmrun.registry import SINGLE_IMAGE, loader
 from mmrun.request import LoaderContext, Prompt
 
 
@@ -22,6 +22,7 @@ from mmrun.request import LoaderContext, Prompt
     min_items=1,
     max_items=1,
     companions=("image",),
+    source=SINGLE_IMAGE,
 )
 def minicpmo(ctx: LoaderContext) -> Prompt:
     return minicpm_prompt(ctx, f"{MINICPM_IMAGE}\n" * ctx.companion("image") + MINICPM_VIDEO)
@@ -37,6 +38,7 @@ def minicpmo(ctx: LoaderContext) -> Prompt:
     min_items=1,
     max_items=1,
     companions=("image",),
+    source=SINGLE_IMAGE,
 )
 def minicpmv(ctx: LoaderContext) -> Prompt:
     return minicpm_prompt(ctx, f"{MINICPM_IMAGE}\n" * ctx.companion("image") + MINICPM_VIDEO)

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from mmrun.registry import loader
+from mmrun.registry import SINGLE_IMAGE, loader
 from mmrun.request import LoaderContext, Prompt
 
 
@@ -16,6 +16,7 @@ from mmrun.request import LoaderContext, Prompt
     min_items=1,
     max_items=1,
     companions=("image",),
+    source=SINGLE_IMAGE,
 )
 def molmo2(ctx: LoaderContext) -> Prompt:
     # The media come before the turn, as in vLLM's single-image and video example.

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from mmrun.prompts import chatml
-from mmrun.registry import loader
+from mmrun.registry import SINGLE_IMAGE, loader
 from mmrun.request import LoaderContext, Prompt
 
 
@@ -17,6 +17,7 @@ from mmrun.request import LoaderContext, Prompt
     min_items=1,
     max_items=1,
     companions=("image",),
+    source=SINGLE_IMAGE,
 )
 def ovis2_5(ctx: LoaderContext) -> Prompt:
     # Written by hand, as for images: Ovis2.5's chat template drops placeholders from text.

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from mmrun.registry import loader
+from mmrun.registry import SINGLE_IMAGE, loader
 from mmrun.request import LoaderContext, Prompt
 
 
@@ -16,6 +16,7 @@ from mmrun.request import LoaderContext, Prompt
     min_items=1,
     max_items=1,
     companions=("image",),
+    source=SINGLE_IMAGE,
 )
 def openpangu_vl(ctx: LoaderContext) -> Prompt:
     # [unused9]/[unused10] open and close a turn, [unused18]/[unused20] the media, [unused32]

@@ -11,7 +11,7 @@ from mmrun.modalities.image.qwen import (
     QWEN_VIDEO,
     qwen_prompt,
 )
-from mmrun.registry import loader
+from mmrun.registry import SINGLE_IMAGE, loader
 from mmrun.request import LoaderContext, Prompt
 
 # vLLM's single-image and video example for Qwen2-VL: the pixel bounds of each frame; the
@@ -32,6 +32,7 @@ _QWEN2_VL_ENGINE_ARGS = {
     min_items=1,
     max_items=1,
     companions=("image",),
+    source=SINGLE_IMAGE,
 )
 def qwen2_vl(ctx: LoaderContext) -> Prompt:
     return qwen_prompt(ctx, QWEN_IMAGE * ctx.companion("image") + QWEN_VIDEO)
@@ -46,6 +47,7 @@ def qwen2_vl(ctx: LoaderContext) -> Prompt:
     min_items=1,
     max_items=1,
     companions=("image",),
+    source=SINGLE_IMAGE,
 )
 def qwen2_5_vl(ctx: LoaderContext) -> Prompt:
     return qwen_prompt(ctx, QWEN_IMAGE * ctx.companion("image") + QWEN_VIDEO)
@@ -61,6 +63,7 @@ def qwen2_5_vl(ctx: LoaderContext) -> Prompt:
     max_items=1,
     companions=("image",),
     methods=("generate",),
+    source=SINGLE_IMAGE,
 )
 def qwen2_5_omni(ctx: LoaderContext) -> Prompt:
     return qwen_prompt(ctx, OMNI_IMAGE * ctx.companion("image") + OMNI_VIDEO, system=OMNI_SYSTEM)
@@ -75,6 +78,7 @@ def qwen2_5_omni(ctx: LoaderContext) -> Prompt:
     min_items=1,
     max_items=1,
     companions=("image",),
+    source=SINGLE_IMAGE,
 )
 def qwen3_vl(ctx: LoaderContext) -> Prompt:
     return qwen_prompt(ctx, QWEN_IMAGE * ctx.companion("image") + QWEN_VIDEO)
@@ -89,6 +93,7 @@ def qwen3_vl(ctx: LoaderContext) -> Prompt:
     min_items=1,
     max_items=1,
     companions=("image",),
+    source=SINGLE_IMAGE,
 )
 def qwen3_vl_moe(ctx: LoaderContext) -> Prompt:
     return qwen_prompt(ctx, QWEN_IMAGE * ctx.companion("image") + QWEN_VIDEO)
@@ -103,6 +108,7 @@ def qwen3_vl_moe(ctx: LoaderContext) -> Prompt:
     min_items=1,
     max_items=1,
     companions=("image",),
+    source=SINGLE_IMAGE,
 )
 def qwen3_5(ctx: LoaderContext) -> Prompt:
     return qwen_prompt(ctx, QWEN_IMAGE * ctx.companion("image") + QWEN_VIDEO)
@@ -117,6 +123,7 @@ def qwen3_5(ctx: LoaderContext) -> Prompt:
     min_items=1,
     max_items=1,
     companions=("image",),
+    source=SINGLE_IMAGE,
 )
 def qwen3_5_moe(ctx: LoaderContext) -> Prompt:
     return qwen_prompt(ctx, QWEN_IMAGE * ctx.companion("image") + QWEN_VIDEO)
