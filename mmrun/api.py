@@ -1,0 +1,596 @@
+"""mmrun as a library (docs/python.md): the request mmrun would send (``request_for``), and a
+model whose engine starts once and answers any number of calls (``Model``).
+
+Both go through the same planning, request builder and engine loop as the command line; a
+``Model``'s results are the command line's ``mmrun.batch/2`` lines as typed objects. Nothing
+here imports vLLM, torch or transformers until an engine starts.
+"""
+
+from __future__ import annotations
+
+import base64
+import copy
+import dataclasses
+import io
+import time
+from collections.abc import Generator, Iterable, Iterator, Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from types import TracebackType
+from typing import TYPE_CHECKING, Any, Protocol
+
+from mmrun.errors import UsageError
+from mmrun.item import Item
+
+if TYPE_CHECKING:
+    from mmrun.outcome import Hooks, Outcome, Sink, Stats
+    from mmrun.plan import Plan
+    from mmrun.planning import RunOptions
+    from mmrun.registry import Modality, Registry
+    from mmrun.runner import Runner
+
+
+class SavesImage(Protocol):
+    """A PIL image (anything with PIL's ``save(fp, format=...)``)."""
+
+    def save(self, fp: Any, format: str | None = None, **params: Any) -> None: ...
+
+
+Source = str | Path
+# A media item: a path, URL or data: URI, or the media themselves (an encoded file's bytes,
+# a PIL image).
+MediaItem = Source | bytes | SavesImage
+Media = MediaItem | Sequence[MediaItem]
+ItemLike = Item | Source | Mapping[str, Any]
+
+# What a call may set of RunOptions: the model, the engine, the sampling and the constraint
+# (inputs, outputs and engines elsewhere are the command line's).
+OPTIONS = frozenset(
+    {
+        "count",
+        "method",
+        "seed",
+        "max_tokens",
+        "temperature",
+        "model",
+        "tensor_parallel_size",
+        "engine_args",
+        "sampling_args",
+        "trust_remote_code",
+        "json_schema",
+        "choice",
+        "regex",
+        "grammar",
+        "json_object",
+        "modality_options",
+        "companions",
+    }
+)
+CONSTRAINTS = ("json_schema", "choice", "regex", "grammar", "json_object")
+
+
+@dataclass(frozen=True)
+class Request:
+    """The request mmrun would send for one prompt (what ``--dry-run --json`` shows);
+    ``to_dict()`` is that ``mmrun.result/1`` document."""
+
+    key: str
+    modality: str
+    model: str
+    method: str
+    question: str
+    prompt: str | None
+    prompt_token_ids: tuple[int, ...] | None
+    stop_token_ids: tuple[int, ...]
+    engine_args: Mapping[str, Any]
+    sampling: Mapping[str, Any]
+    media: tuple[Mapping[str, Any], ...]
+    document: Mapping[str, Any] = field(repr=False, compare=False)
+
+    def to_dict(self) -> dict[str, Any]:
+        return copy.deepcopy(dict(self.document))
+
+
+@dataclass(frozen=True)
+class ResultError:
+    """Why a prompt failed: ``stage`` media, request, engine or output (docs/usage.md)."""
+
+    stage: str
+    message: str
+
+
+@dataclass(frozen=True)
+class Result:
+    """One prompt's result; ``to_dict()`` is the command line's ``mmrun.batch/2`` line."""
+
+    id: str
+    index: int
+    media: tuple[str, ...]
+    question: str
+    text: str | None
+    prompt_tokens: int | None
+    completion_tokens: int | None
+    finish_reason: str | None
+    parsed: Any
+    meta: Mapping[str, Any] | None
+    error: ResultError | None
+    line: Mapping[str, Any] = field(repr=False, compare=False)
+
+    @property
+    def ok(self) -> bool:
+        return self.error is None
+
+    def to_dict(self) -> dict[str, Any]:
+        return copy.deepcopy(dict(self.line))
+
+    @classmethod
+    def of(cls, outcome: Outcome) -> Result:
+        from mmrun.records import line
+
+        return cls.from_line(line(outcome, finished_at=time.time()))
+
+    @classmethod
+    def from_line(cls, row: Mapping[str, Any]) -> Result:
+        """The result of an ``mmrun.batch/2`` line."""
+        error = row["error"]
+        return cls(
+            id=row["id"],
+            index=row["index"],
+            media=tuple(row["media"]),
+            question=row["question"],
+            text=row["text"],
+            prompt_tokens=row["prompt_tokens"],
+            completion_tokens=row["completion_tokens"],
+            finish_reason=row["finish_reason"],
+            parsed=row["parsed"],
+            meta=row["meta"],
+            error=None if error is None else ResultError(error["stage"], error["message"]),
+            line=dict(row),
+        )
+
+
+def request_for(
+    key: str,
+    question: str | None = None,
+    media: Media = (),
+    *,
+    modality: str | None = None,
+    **options: Any,
+) -> Request:
+    """The request mmrun would send to vLLM for ``key`` (a key of ``mmrun models``; of its
+    first modality unless ``modality`` names one), a question and media (paths, URLs or data:
+    URIs; none: vLLM's example's); no engine starts.
+    ``options``: RunOptions' model, engine, sampling and constraint fields (``max_tokens``,
+    ``json_schema``, ``engine_args``, ...)."""
+    from mmrun.planning import plan
+    from mmrun.plugins import get_registry
+    from mmrun.runner import run_named
+    from mmrun.support import vllm_info
+    from mmrun.templates import HFTemplateRenderer
+
+    registry = get_registry()
+    name = _modality_of(registry, key, modality)
+    sources = tuple(source for source, _ in _media(media, "media"))
+    opts = _options(name, key, sources, question, options, dry_run=True)
+    the_plan = plan(opts, registry, vllm_info())
+    if the_plan.batch:
+        raise UsageError(
+            "request_for() describes one prompt, not a folder or pattern of media",
+            hint="name the media of one prompt",
+        )
+    result, _ = run_named(the_plan, HFTemplateRenderer)
+    from mmrun.records import document
+
+    doc = document(result)
+    prompt = result.prompt
+    return Request(
+        key=the_plan.spec.key,
+        modality=name,
+        model=the_plan.model,
+        method=the_plan.method,
+        question=result.question,
+        prompt=prompt.text if prompt is not None else None,
+        prompt_token_ids=(
+            tuple(prompt.token_ids) if prompt is not None and prompt.token_ids else None
+        ),
+        stop_token_ids=tuple(doc["request"]["stop_token_ids"]),
+        engine_args=doc["request"]["engine_args"],
+        sampling=doc["request"]["sampling"],
+        media=tuple(doc["media"]),
+        document=doc,
+    )
+
+
+class Model:
+    """A model whose vLLM engine starts once (on ``open()`` or ``with``) and answers any
+    number of ``ask`` and ``run`` calls; ``close()`` stops the engine and its processes.
+
+    ``options``: RunOptions' model and engine fields (``model`` a checkpoint,
+    ``engine_args``, ``tensor_parallel_size``, ``method``, ``trust_remote_code``, ``count``
+    the most media items one prompt carries) and the default sampling of every call.
+    """
+
+    def __init__(
+        self,
+        key: str,
+        *,
+        modality: str | None = None,
+        hooks: Hooks | None = None,
+        **options: Any,
+    ) -> None:
+        from mmrun import structured
+        from mmrun.plan import Items
+        from mmrun.planning import plan
+        from mmrun.plugins import get_registry
+        from mmrun.support import vllm_info
+
+        registry = get_registry()
+        name = _modality_of(registry, key, modality)
+        opts = _options(name, key, (), None, options, dry_run=False)
+        base = plan(opts, registry, vllm_info())
+        # A call may ask for JSON: the engine leaves no free whitespace, as for such a run.
+        structured.compact_json(base.engine_args, opts.engine_args)
+        self.plan: Plan = dataclasses.replace(
+            base, items=Items([], 0, base.items.max_count), batch=True
+        )
+        self.modality: Modality = self.plan.modality
+        self._hooks = hooks
+        self._runner: Runner | None = None
+        self._engine: Any = None
+        self._lora: Any = None
+        self._resolver: Any = None
+        self._busy = False
+
+    def open(self) -> Model:
+        """Start the engine (once); the model itself."""
+        if self._engine is not None:
+            return self
+        from mmrun.engine import configure_environment
+        from mmrun.engine.output import engine_output
+        from mmrun.runner import Runner, lora_for
+        from mmrun.templates import HFTemplateRenderer
+
+        configure_environment(False)
+        runner = Runner(self.plan, HFTemplateRenderer, self._hooks)
+        runner.builder.resolve_companions(runner.hooks)
+        with engine_output(quiet=True):
+            self._engine = runner.start(None, abort_on_media=False)
+        self._runner = runner
+        self._resolver = runner.resolver()
+        self._lora = lora_for(self.plan)
+        return self
+
+    def close(self) -> None:
+        """Stop the engine; its processes end and its memory is returned."""
+        engine, self._engine = self._engine, None
+        resolver, self._resolver = self._resolver, None
+        if resolver is not None:
+            resolver.close()
+        if engine is not None:
+            from mmrun.engine.output import engine_output
+
+            with engine_output(quiet=True):
+                engine.close()
+
+    def __enter__(self) -> Model:
+        return self.open()
+
+    def __exit__(
+        self,
+        kind: type[BaseException] | None,
+        value: BaseException | None,
+        traceback: TracebackType | None,
+    ) -> None:
+        self.close()
+
+    @property
+    def timings(self) -> dict[str, float]:
+        """The engine start's timings (seconds), once open."""
+        return dict(self._runner.timings) if self._runner is not None else {}
+
+    def ask(self, question: str | None = None, media: Media = (), **sampling: Any) -> Result:
+        """One prompt: ``question`` (None: the modality's default) about ``media``."""
+        item = {self.modality.field_name: media, "question": question}
+        (result,) = self.run([item], **sampling)
+        return result
+
+    def run(self, items: Iterable[ItemLike], **sampling: Any) -> Iterator[Result]:
+        """Each item's result, in the order they finish. An item: a media source, an
+        ``Item``, or a manifest line as a dict (``id``, the media field, ``question``,
+        ``meta``, ``sampling``, ``json_schema``, ``choice``, ``regex``). ``sampling``: vLLM's
+        sampling settings for this call, and at most one constraint (``json_schema``,
+        ``choice``, ``regex``, ``grammar``, ``json_object``). An item that cannot run is a
+        result with an error; the others are answered."""
+        runner = self._ready()
+        own = _call_sampling(sampling)
+        stream = (_item(x, i, self.modality) for i, x in enumerate(items))
+        return _results(self._outcomes(runner, stream, {**self.plan.sampling, **(own or {})}))
+
+    def write(
+        self,
+        items: Iterable[ItemLike],
+        path: str | Path,
+        *,
+        overwrite: bool = False,
+        retry_errors: bool = False,
+        **sampling: Any,
+    ) -> list[Result]:
+        """``run`` into a results file, as ``-o`` does: each line written as it finishes, a
+        file that holds results already resumed (its prompts skipped; ``retry_errors`` runs
+        its failed ones again; ``overwrite`` starts anew), a .parquet or .csv table written
+        at the end. The results of the prompts this call ran, their lines as written."""
+        from mmrun.batch import Batch
+        from mmrun.outcome import Hooks
+        from mmrun.plan import Items, Output
+
+        runner = self._ready()
+        own = _call_sampling(sampling)
+        listed = [_item(x, i, self.modality) for i, x in enumerate(items)]
+        seen: set[str] = set()
+        for item in listed:
+            if item.id in seen:
+                raise UsageError(f"id {item.id!r} is used twice", hint="give each item its own id")
+            seen.add(item.id)
+        call = {**self.plan.sampling, **(own or {})}
+        plan = dataclasses.replace(
+            self.plan,
+            items=Items(listed, len(listed), self.plan.items.max_count),
+            sampling=call,
+            output=Output(str(path), None, overwrite, retry_errors),
+        )
+        batch = Batch(plan)
+        results: list[Result] = []
+        try:
+            batch.run(
+                lambda _outcome, _row, written: results.append(Result.from_line(written)),
+                Hooks(),
+                backend=_Loaded(self, runner, call),
+            )
+        finally:
+            batch.close()
+        batch.export()
+        return results
+
+    def _ready(self) -> Runner:
+        if self._engine is None or self._runner is None:
+            raise UsageError("the model is not open", hint="use `with Model(...) as model:`")
+        if self._busy:
+            raise UsageError(
+                "a run() of this model is still being read",
+                hint="read it to the end (or close it) before the next call",
+            )
+        return self._runner
+
+    def _outcomes(
+        self, runner: Runner, stream: Iterator[Item], sampling: dict[str, Any]
+    ) -> Generator[Outcome, None, None]:
+        from mmrun.media import prefetch_budget
+        from mmrun.prefetch import MediaPipeline
+
+        self._ready()
+        self._busy = True
+        # The call's sampling is the run's, as flags on the command line would make it.
+        runner.builder.use_sampling(sampling)
+        window = runner.window()
+        pipeline = MediaPipeline(
+            iter(stream),
+            self._resolver,
+            ahead=2 * window,
+            budget=prefetch_budget(),
+            checks=runner.builder.checks(),
+        )
+        pipeline.keep_futures = False
+        outcomes = runner.outcomes(self._engine, pipeline, lora=self._lora, window=window)
+        try:
+            yield from outcomes
+        finally:
+            outcomes.close()
+            # Prompts a caller stopped reading for are still in the engine: their results
+            # must not reach the next call.
+            while self._engine is not None and self._engine.in_flight > 0:
+                self._engine.poll()
+            runner.builder.use_sampling(self.plan.sampling)
+            self._busy = False
+
+
+def _results(outcomes: Generator[Outcome, None, None]) -> Iterator[Result]:
+    try:
+        for outcome in outcomes:
+            yield Result.of(outcome)
+    finally:
+        outcomes.close()  # a caller who stops reading ends the call's prompts now
+
+
+class _Loaded:
+    """A model's engine as the backend of a batch (``Model.write``): it stays up after."""
+
+    name = "local"
+
+    def __init__(self, model: Model, runner: Runner, sampling: dict[str, Any]) -> None:
+        self._model = model
+        self._runner = runner
+        self._sampling = sampling
+
+    def run(self, items: Iterator[Item], emit: Sink, hooks: Hooks) -> Stats:
+        from mmrun.outcome import Stats
+
+        stats = Stats()
+        for outcome in self._model._outcomes(self._runner, items, self._sampling):
+            stats.record(outcome)
+            emit(outcome)
+        return stats
+
+    def close(self) -> None:
+        """The engine is the model's: it stops when the model closes."""
+
+
+def _modality_of(registry: Registry, key: str, modality: str | None) -> str:
+    if modality is not None:
+        registry.get(modality, key)  # an unknown key: its one-line error
+        return modality
+    # A key of several modalities (qwen2_5_vl: image and video) is the first's, as the
+    # registry lists them; ``modality=`` names another.
+    found = [name for name, specs in registry.loaders.items() if key in specs]
+    if found:
+        return found[0]
+    for name in registry.modalities:
+        registry.get(name, key)  # the first modality's error names the closest keys
+    raise UsageError(f"unknown model {key!r}", hint="run `mmrun models` to list them")
+
+
+def _options(
+    modality: str,
+    key: str,
+    sources: tuple[str, ...],
+    question: str | None,
+    options: Mapping[str, Any],
+    *,
+    dry_run: bool,
+) -> RunOptions:
+    from mmrun.planning import RunOptions
+
+    unknown = sorted(set(options) - OPTIONS)
+    if unknown:
+        raise UsageError(
+            f"unknown option {unknown[0]!r}", hint=f"use one of: {', '.join(sorted(OPTIONS))}"
+        )
+    given = dict(options)
+    if "choice" in given:
+        given["choice"] = tuple(given["choice"])
+    if "companions" in given:
+        given["companions"] = {k: tuple(v) for k, v in given["companions"].items()}
+    return RunOptions(
+        modality=modality,
+        key=key,
+        sources=sources,
+        question=question,
+        dry_run=dry_run,
+        **given,
+    )
+
+
+def _media(media: Any, where: str) -> list[tuple[str, str]]:
+    """Each media item's source and the name its result lists: a path or URL is both; media
+    given as bytes or a PIL image become a data: URI, named by their place (``where``)."""
+    from mmrun.media.inline import sniff
+
+    if isinstance(media, str | Path | bytes | bytearray) or hasattr(media, "save"):
+        media = [media]
+    if not isinstance(media, Sequence):
+        raise UsageError(f"{where}: media must be a source, bytes, a PIL image or a list of them")
+    named = []
+    for i, value in enumerate(media):
+        name = f"{where}[{i}]" if len(media) > 1 else where
+        if isinstance(value, str | Path):
+            named.append((str(value), str(value)))
+            continue
+        if isinstance(value, bytes | bytearray):
+            data = bytes(value)
+        elif hasattr(value, "save"):
+            buffer = io.BytesIO()
+            value.save(buffer, format="PNG")
+            data = buffer.getvalue()
+        else:
+            raise UsageError(
+                f"{name} is a {type(value).__name__}",
+                hint="give a path, URL, data: URI, the file's bytes or a PIL image",
+            )
+        kind = sniff(data)
+        if kind is None:
+            raise UsageError(
+                f"{name}: {len(data):,} bytes of no image, audio or video format mmrun knows"
+            )
+        named.append((f"data:{kind};base64,{base64.b64encode(data).decode()}", name))
+    return named
+
+
+def _call_sampling(sampling: Mapping[str, Any]) -> dict[str, Any] | None:
+    """A call's own sampling settings and constraint, checked as a manifest line's are."""
+    from mmrun import structured
+    from mmrun.sampling import check_sampling
+
+    settings = {k: v for k, v in sampling.items() if k not in CONSTRAINTS}
+    check_sampling(settings, "sampling")
+    if "structured_outputs" in settings:
+        settings["structured_outputs"] = structured.from_sampling_arg(
+            settings["structured_outputs"], "sampling structured_outputs"
+        )
+    flags = {k: sampling[k] for k in CONSTRAINTS if k in sampling}
+    if "json_schema" in flags and not isinstance(flags["json_schema"], str):
+        if len(flags) > 1:
+            raise UsageError(
+                f"{' and '.join(flags)} both constrain the answer", hint="give one of them"
+            )
+        constraint: dict[str, Any] | None = {
+            "json": structured.check_schema(flags["json_schema"], "json_schema")
+        }
+    else:
+        constraint = structured.from_options(**flags)
+    if constraint is not None:
+        if "structured_outputs" in settings:
+            raise UsageError(
+                "structured_outputs and a constraint both constrain the answer",
+                hint="give one of them",
+            )
+        settings["structured_outputs"] = constraint
+    return settings or None
+
+
+def _item(value: ItemLike, index: int, modality: Modality) -> Item:
+    """An item of a call; one that cannot be read is an item with its problem (its result
+    is an error)."""
+    if isinstance(value, Item):
+        return value
+    if isinstance(value, str | Path):
+        return Item(str(value), index, (str(value),))
+    if not isinstance(value, Mapping):
+        return Item(
+            str(index),
+            index,
+            (),
+            problem=f"an item is a media source, an Item or a dict, not {type(value).__name__}",
+        )
+    try:
+        return _row_item(value, index, modality)
+    except UsageError as exc:
+        ident = value.get("id", index)
+        return Item(str(ident), index, (), problem=str(exc))
+
+
+def _row_item(row: Mapping[str, Any], index: int, modality: Modality) -> Item:
+    from mmrun import structured
+    from mmrun.sampling import check_sampling
+
+    where = f"item {index}"
+    name = modality.field_name
+    allowed = {"id", name, "question", "meta", "sampling", *structured.LINE_FIELDS}
+    unknown = sorted(set(row) - allowed)
+    if unknown:
+        raise UsageError(f"{where} has unknown field {unknown[0]!r}")
+    media = _media(row.get(name, []), f"{where} {name}")
+    ident = row.get("id", index)
+    question = row.get("question")
+    if question is not None and not isinstance(question, str):
+        raise UsageError(f"{where}: 'question' must be a string")
+    meta = row.get("meta")
+    if meta is not None and not isinstance(meta, Mapping):
+        raise UsageError(f"{where}: 'meta' must be a dict")
+    settings = dict(row.get("sampling") or {})
+    check_sampling(settings, f"{where}: sampling")
+    if "structured_outputs" in settings:
+        settings["structured_outputs"] = structured.from_sampling_arg(
+            settings["structured_outputs"], f"{where}: sampling structured_outputs"
+        )
+    constraint = structured.from_line(row, where, Path.cwd())
+    if constraint is not None:
+        settings["structured_outputs"] = constraint
+    sampling = settings or None
+    return Item(
+        str(ident),
+        index,
+        tuple(source for source, _ in media),
+        question,
+        dict(meta) if meta is not None else None,
+        names=tuple(n for _, n in media) if any(s != n for s, n in media) else None,
+        sampling=sampling,
+    )
