@@ -4,6 +4,9 @@
 #                                    installs into $SCRATCH/site (kept while the machine is warm)
 #   bash .gpu/s/device.sh bench ...  carry .gpu/s (and .gpu/r for run-batch, once): writes the media (SIZES, default 512),
 #                                    runs throughput.py with the arguments given
+#   bash .gpu/s/device.sh startup    carry .gpu/s: start-up timelines, the raw script's and mmrun's side by side
+#                                    (STAGES, WARM below), within BUDGET_S seconds (default 540); ENGINE_ARGS=JSON:
+#                                    engine arguments for every run (a CPU smoke run's)
 #   TASK=whisper: the Whisper-shaped model and one clip per prompt (default: qwen2_5_vl, the
 #   3B-shaped Qwen2.5-VL and 4 images per prompt). MODEL_CONFIG=JSON: values merged into the
 #   model's config.json (smaller layers for a smoke run on a CPU build of vLLM, whose own
@@ -16,6 +19,34 @@ T=${SCRATCH:-/tmp}; TASK=${TASK:-qwen2_5_vl}
 S=$T/site; OUT=${OUT:-$T/out}; RES=$T/res/${NAME:-run}; mkdir -p "$OUT" $T/apart $T/rbsite
 export VLLM_USE_FLASHINFER_SAMPLER=0 PYTHONUNBUFFERED=1 HF_HUB_OFFLINE=1 TRANSFORMERS_OFFLINE=1 \
   VLLM_NO_USAGE_STATS=1 DO_NOT_TRACK=1 NCCL_NVLS_ENABLE=0 TORCH_SYMM_MEM_DISABLE_MULTICAST=1 NVSHMEM_DISABLE_NVLS=1
+# startup: the compile caches of every configuration filled at once (WARM, VARIANT:N), then
+# STAGES in order, each "N:VARIANT,VARIANT,..." one throughput.py call with --probe, as long as
+# the budget lets a run end in time (throughput.py skips the rest); then startup.py's tables.
+# The default order (README.md, "Start-up timelines"): 512 x 4 mmrun and the tuned script,
+# 1 prompt the other way round, mmrun's switches one at a time at 512 x 4, a second round.
+WARM_DEFAULT='raw:1,mmrun:1,mmrun+max_num_seqs=256:1,mmrun+max_num_seqs=256+ir_op_priority={}:1'
+STAGES_DEFAULT='512:mmrun,tuned 1:tuned,mmrun 512:mmrun+env.MMRUN_PREFETCH_MB=1,mmrun+ir_op_priority={} 512:tuned,mmrun'
+startup() {
+  local sizes stage n res done_res=() end=$(( ${BUDGET_S:-540} - 20 )) warm=${WARM-$WARM_DEFAULT}
+  sizes=$(for stage in ${STAGES:-$STAGES_DEFAULT}; do echo "${stage%%:*}"; done | sort -un | tr '\n' ' ')
+  python3 .gpu/s/media.py $T/bench $sizes --task $TASK
+  local i=0
+  for stage in ${STAGES:-$STAGES_DEFAULT}; do
+    i=$((i + 1)); n=${stage%%:*}; res=$T/res/startup-$i-$n; rm -rf "$res"
+    echo "== stage $i: $n prompts: ${stage#*:} ($((end - SECONDS))s left)"
+    python3 .gpu/s/throughput.py --bench $T/bench --model $M --res "$res" --task $TASK --probe \
+      --prompts "$n" --variants "${stage#*:}" ${warm:+--warm "$warm"} --budget $((end - SECONDS)) \
+      ${ENGINE_ARGS:+--engine-args "$ENGINE_ARGS"} \
+      | grep -v '^|'
+    warm=''; [ -f "$res/summary.json" ] && done_res+=("$res") && cp "$res/summary.json" "$OUT/summary-$i-$n.json"
+  done
+  [ ${#done_res[@]} -gt 0 ] || { echo "startup: no run ended"; return 1; }
+  echo "== stages done after ${SECONDS}s"
+  python3 .gpu/s/startup.py "${done_res[@]}" --json "$OUT/timeline.json" --md "$OUT/timeline.md"
+  tar czf "$OUT/logs.tgz" -C $T/res --exclude='*.jsonl' --exclude='texts.json' \
+    $(for r in "${done_res[@]}"; do basename "$r"; done)
+}
+
 case "${1:-}" in
 install)
   for part in a1 a2; do [ -d .gpu/$part ] && cp .gpu/$part/* $T/apart/; done
@@ -30,8 +61,8 @@ install)
   [ "$(sha256sum $S/vllm/_C_stable_libtorch.abi3.so | cut -d' ' -f1)" = "$(cat $T/apart/C_stable.sha256)" ] \
     || { echo "install: sha256 MISMATCH"; exit 1; }
   python3 -m compileall -q -j 0 $S > /dev/null 2>&1; touch $S/.done; echo "install: ok" ;;
-bench)
-  shift
+bench|startup)
+  cmd=$1; shift
   [ -f $S/.done ] || { echo "COLD: run install first (twice)"; exit 3; }
   if [ -f .gpu/r/rb.tar.xz ] && [ ! -f $T/rbsite/.done ]; then
     xz -dc .gpu/r/rb.tar.xz | tar xf - -C $T/rbsite && touch $T/rbsite/.done
@@ -44,6 +75,7 @@ bench)
   # PYTHONSAFEPATH: `python3 -m mmrun` imports the mmrun of .gpu/s/py, not the checkout's
   export PYTHONPATH=$PWD/.gpu/s/py:$S RUNBATCH_SITE=$T/rbsite PYTHONSAFEPATH=1 BENCH_MODEL=$M
   [ -d .gpu/s/py-base ] && export MMRUN_BASE_PATH=$PWD/.gpu/s/py-base
+  if [ $cmd = startup ]; then startup; exit $?; fi
   python3 .gpu/s/media.py $T/bench ${SIZES:-512} --task $TASK
   # the whole command ends within BUDGET_S seconds (default 570)
   python3 .gpu/s/throughput.py --bench $T/bench --model $M --res $RES --task $TASK \
@@ -51,5 +83,5 @@ bench)
   cp $RES/summary.json $RES/summary.md "$OUT/" 2>/dev/null
   cat $RES/summary.md 2>/dev/null
   tar czf "$OUT/logs.tgz" -C $RES --exclude='*.jsonl' --exclude='texts.json' . ;;
-*) echo "usage: device.sh install | bench THROUGHPUT_ARGS"; exit 2 ;;
+*) echo "usage: device.sh install | bench THROUGHPUT_ARGS | startup"; exit 2 ;;
 esac

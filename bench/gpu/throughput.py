@@ -13,7 +13,7 @@ start-up figures.
 usage: throughput.py --bench ROOT --model DIR --prompts N
                      --variants mmrun,tuned,runbatch,raw[,tuned-spawn,mmrun-base,VARIANT+KEY=JSON]
                      --res DIR [--task qwen2_5_vl|whisper] [--max-tokens T] [--engine-args JSON]
-                     [--rounds R] [--budget S] [--warm VARIANT:N,...] [--dry]
+                     [--rounds R] [--budget S] [--warm VARIANT:N,...] [--probe] [--dry]
   ROOT: media.py's folder (mN.jsonl, bN.jsonl; wN.jsonl for whisper). --max-tokens: each
   prompt's output tokens (default 64, with ignore_eos). --engine-args: engine arguments given
   to every variant alike, none by default (what vLLM's CPU build needs for a smoke run, e.g.).
@@ -27,7 +27,9 @@ usage: throughput.py --bench ROOT --model DIR --prompts N
   Rounds alternate the order. --warm: first run these variants at once, on N prompts each with a small share of the GPU, so that each configuration's compile cache is
   filled before anything is timed (an mmrun warm-up on the full manifest, for the same
   engine arguments, is stopped at its first result). --budget: skip what would not end in
-  time. --dry: print the commands only.
+  time. --probe: run each timed process through start_probe.py, whose marks (imports, plugins,
+  LLM(...), mmrun's planning, the first request) startup.py reads beside vLLM's log lines into
+  a start-up timeline. --dry: print the commands only.
 Writes RES/<variant>-<N>[-<round>]/ (log.txt, texts) and RES/summary.json (with a digest of
 each run's texts, to compare runs of separate calls), RES/summary.md. Without nvidia-smi (a
 CPU machine) the GPU's busy share is left out.
@@ -54,14 +56,19 @@ from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
 READY = re.compile(r"init engine \(profile, create kv cache, warmup model\) took|RAW_READY")
-# Expected prompts/s (from earlier runs; Whisper's a guess), only to skip what would not fit
-# the budget.
+# Expected prompts/s from engine ready to the last result (bench/gpu/results, 2026-12-02:
+# the raw script's includes loading its images; Whisper's from its own runs), and seconds from
+# spawn to engine ready with warm compile caches (the slowest seen, mmrun's with the V1
+# runner), only to skip what would not fit the budget. END_S: a process's end, the GPU's
+# memory given back.
 RATE = {
-    "qwen2_5_vl": {"raw": 18, "tuned": 28, "runbatch": 14, "mmrun": 30, "mmrun-eagerenc": 28,
-                   "mmrun-base": 30, "mmrun-stacks": 30},
+    "qwen2_5_vl": {"raw": 14, "tuned": 18, "runbatch": 11, "mmrun": 28, "mmrun-eagerenc": 28,
+                   "mmrun-base": 28, "mmrun-stacks": 28},
     "whisper": {"raw": 60, "tuned": 80, "tuned-spawn": 80, "mmrun": 110, "mmrun-base": 110},
 }  # fmt: skip
-START_S = 40
+START_S = {"raw": 48, "tuned": 47, "tuned-spawn": 63, "runbatch": 52}
+START_S_MMRUN = 58
+END_S = 4
 # The variants that run the raw script (RAW_SCRIPT): vLLM's defaults, and tuned two ways.
 SCRIPT_VARIANTS = ("raw", "tuned", "tuned-spawn")
 WARM_MEMORY = {"gpu_memory_utilization": 0.2, "kv_cache_memory_bytes": 6_000_000_000}
@@ -271,6 +278,18 @@ def gpu_free(limit: float = 60) -> None:
         time.sleep(0.5)
 
 
+def expected_s(variant: str, n: int, task: str) -> float:
+    """About how long a run of ``n`` prompts takes from spawn to its end (RATE, START_S)."""
+    base = variant.split("+")[0]
+    start = START_S.get(base, START_S_MMRUN)
+    return start + n / RATE[task].get(base, 15) + END_S
+
+
+def probed(argv: list[str]) -> list[str]:
+    """The same command run through start_probe.py (its marks of each step of the start)."""
+    return [argv[0], str(HERE / "start_probe.py"), *argv[1:]]
+
+
 def lines_in(path: Path | None) -> int:
     try:
         with open(path, "rb") as f:  # type: ignore[arg-type]
@@ -370,6 +389,8 @@ def texts_of(variant: str, run: Path) -> dict[str, str]:
 def summarise(variant: str, n: int, rec: dict, gpu: GpuBusy) -> dict:
     spawn, ready, last = rec["spawn"], rec.get("ready"), rec.get("last")
     out = {"variant": variant, "prompts": n, "rc": rec["rc"]}
+    if rec.get("first") is not None:
+        out["spawn_to_first_s"] = round(rec["first"] - spawn, 1)
     if ready is not None:
         out["spawn_to_ready_s"] = round(ready - spawn, 1)
     if last is not None:
@@ -424,6 +445,7 @@ def main() -> int:
     ap.add_argument("--budget", type=float, default=3600)
     ap.add_argument("--warm", default="")
     ap.add_argument("--dry", action="store_true")
+    ap.add_argument("--probe", action="store_true", help="marks of each step of the start")
     ap.add_argument("--task", choices=sorted(MANIFEST), default="qwen2_5_vl")
     ap.add_argument("--max-tokens", type=int, default=64)
     ap.add_argument("--engine-args", type=json.loads, default={}, help="JSON, for every variant")
@@ -462,16 +484,18 @@ def main() -> int:
             name = f"{v}-{n}" + (f"-{r + 1}" if args.rounds > 1 else "")
             run = args.res / name
             argv, env, result = command(v, n, args.bench, args.model, run, args.engine_args, **task)
+            if args.probe:
+                argv, env = probed(argv), {"PYTHONUNBUFFERED": "1", **env}
             if args.dry:
                 print("RUN", json.dumps({k: x for k, x in env.items() if x}), shlex.join(argv))
                 continue
             left = args.budget - (time.time() - t0)
-            if left < START_S + n / RATE[args.task].get(v.split("+")[0], 15):
+            if left < expected_s(v, n, args.task):
                 print(f"{name}: skipped ({left:.0f}s of the budget left)", flush=True)
                 continue
             gpu_free()
             rec = run_one(argv, env, result, n, run, left - 5)
-            row = {"task": args.task, **summarise(v, n, rec, gpu)}
+            row = {"task": args.task, "run": name, **summarise(v, n, rec, gpu)}
             texts = texts_of(v.split("+")[0], run)
             row["texts"] = len(texts)
             # compares runs of separate calls too (the texts themselves stay on the machine)
