@@ -47,6 +47,7 @@ STEPS: list[tuple[str, str, str | re.Pattern[str]]] = [
     ("vllm_package_done", "import vllm done", "import vllm done"),
     ("vllm_import", "import vllm (LLM) begins", "import vllm.entrypoints.llm begins"),
     ("torch_imported", "import torch done", "import torch done"),
+    ("transformers_imported", "import transformers done", "import transformers done"),
     ("vllm_imported", "import vllm (LLM) done", "import vllm.entrypoints.llm done"),
     ("vllm_plugins", "vLLM plugins loaded", "vLLM plugins done"),
     ("llm_called", "LLM(...) called", "LLM() begins"),
@@ -86,8 +87,8 @@ STEPS: list[tuple[str, str, str | re.Pattern[str]]] = [
 ]  # fmt: skip
 # Steps that run beside the main line (in another thread, or inside another step): shown at
 # their time, not counted as a step of the main line.
-BESIDE = {"mmrun_choices", "torch_imported", "vllm_plugins", "warm_begins", "warm_done",
-          "architecture", "cache_dir", "encoder_profile"}  # fmt: skip
+BESIDE = {"mmrun_choices", "torch_imported", "transformers_imported", "vllm_plugins",
+          "warm_begins", "warm_done", "architecture", "cache_dir", "encoder_profile"}  # fmt: skip
 # The figures vLLM reports on some lines: (step, group) -> figure.
 FIGURES = {
     ("engine_core", 1): "vllm_version",
