@@ -21,6 +21,7 @@ from typing import TYPE_CHECKING, Any, Protocol
 
 from mmrun.errors import UsageError
 from mmrun.item import Item
+from mmrun.restarts import EngineLost
 
 if TYPE_CHECKING:
     from mmrun.outcome import Hooks, Outcome, Sink, Stats
@@ -240,6 +241,7 @@ class Model:
         self._lora: Any = None
         self._resolver: Any = None
         self._busy = False
+        self._died = False
 
     def open(self) -> Model:
         """Start the engine (once); the model itself."""
@@ -352,6 +354,12 @@ class Model:
         return results
 
     def _ready(self) -> Runner:
+        if self._died and self._runner is not None:  # the engine died during an earlier call
+            from mmrun.engine.output import engine_output
+
+            with engine_output(quiet=True):
+                self._engine = self._runner.start(None, abort_on_media=False, again=True)
+            self._died = False
         if self._engine is None or self._runner is None:
             raise UsageError("the model is not open", hint="use `with Model(...) as model:`")
         if self._busy:
@@ -383,6 +391,12 @@ class Model:
         outcomes = runner.outcomes(self._engine, pipeline, lora=self._lora, window=window)
         try:
             yield from outcomes
+        except EngineLost as lost:  # this call fails; the next one starts a new engine
+            engine, self._engine = self._engine, None
+            self._died = True
+            if engine is not None:
+                engine.close()
+            raise lost.error from None
         finally:
             outcomes.close()
             # Prompts a caller stopped reading for are still in the engine: their results

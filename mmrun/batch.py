@@ -13,7 +13,7 @@ from mmrun.backends import Backend, backend_for
 from mmrun.item import Item
 from mmrun.outcome import Hooks, Outcome, Stats
 from mmrun.plan import Plan
-from mmrun.records import line
+from mmrun.records import line, timestamp
 from mmrun.results import Existing, OutputFile
 
 # Each finished prompt: its outcome, its mmrun.batch/2 line, and the line as written (an
@@ -90,6 +90,16 @@ class Batch:
             stats = self.backend.run(itertools.chain([first], todo), self._emit(on_result), hooks)
         stats.skipped = self.skipped_done + self.skipped_failed
         stats.failed_before = self.skipped_failed
+        if self.file is not None:
+            self.file.record_run(
+                {
+                    "done": stats.done,
+                    "failed": stats.failed,
+                    "skipped": stats.skipped,
+                    "restarts": stats.restarts,
+                    "finished": timestamp(time.time()),
+                }
+            )
         return stats
 
     def _emit(self, on_result: ResultFn) -> Callable[[Outcome], None]:

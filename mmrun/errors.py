@@ -80,6 +80,19 @@ class EngineError(MmrunError):
     """vLLM failed while starting or generating."""
 
 
+class EngineDied(EngineError):
+    """The engine as a whole stopped while generating (its process died): the prompts in it
+    can run again on a new engine. ``log``: the engine's log, kept."""
+
+    def __init__(self, message: str, hint: str | None = None, log: str | None = None) -> None:
+        super().__init__(message, hint)
+        self.log = log
+
+
+class OutputError(MmrunError):
+    """Results could not be written (a full disk, a write error); those before are kept."""
+
+
 class PluginError(MmrunError):
     """A plugin could not be loaded or registered something invalid."""
 

@@ -66,6 +66,7 @@ class Stats:
     failed: int = 0
     skipped: int = 0
     failed_before: int = 0
+    restarts: int = 0  # engines started again after they died (mmrun.restarts)
     prompt_tokens: int = 0
     completion_tokens: int = 0
     timings: dict[str, float] = field(default_factory=dict)

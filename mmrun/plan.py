@@ -68,6 +68,8 @@ class Engines:
     layout: tuple[Replica, ...] = ()
     ray_replicas: int | None = None
     on_host: int = 1
+    # Restarts of an engine that died, in a row without a result in between (mmrun.restarts).
+    max_restarts: int = 3
 
     @property
     def parallel(self) -> bool:
@@ -143,6 +145,7 @@ class Plan:
             engine_env=self.engine_env,
             companions={c.modality.name: c.sources for c in self.companions},
             on_host=self.engines.on_host,
+            max_restarts=self.engines.max_restarts,
         )
 
 
@@ -164,6 +167,7 @@ class Recipe:
     engine_env: tuple[tuple[str, str], ...]
     companions: dict[str, tuple[str, ...]]
     on_host: int
+    max_restarts: int = 3
 
     def plan(self, registry: Registry, vllm: VllmInfo) -> Plan:
         """The plan of one replica: the coordinator's, with no prompts of its own (they come
@@ -181,7 +185,7 @@ class Recipe:
             question=self.question,
             count=self.count,
             batch=True,
-            engines=Engines(on_host=self.on_host),
+            engines=Engines(on_host=self.on_host, max_restarts=self.max_restarts),
             companions=tuple(
                 Companion(registry.modality(name), sources)
                 for name, sources in self.companions.items()

@@ -80,6 +80,8 @@ class MediaPipeline:
         self._seen_bytes = 0
         self._seen_items = 0
         self._exhausted = False
+        # Items handed out and given back (their engine died): handed out again first.
+        self._back: collections.deque[Ready] = collections.deque()
         # Every resolution started, while ``keep_futures`` (a batch stops keeping them once
         # the engine has started: they hold decoded media).
         self.futures: list[Future[MediaItem]] = []
@@ -158,12 +160,19 @@ class MediaPipeline:
 
     def done(self) -> bool:
         self.fill()
-        return self._exhausted and not self._queue
+        return self._exhausted and not self._queue and not self._back
+
+    def put_back(self, ready: list[Ready]) -> None:
+        """Items handed out that must run again (their engine died), in this order, ahead of
+        every other item."""
+        self._back.extendleft(reversed(ready))
 
     def next(self, block: bool) -> Ready | None:
         """The first item (in input order) whose media are all resolved or failed; None if
         none is, unless ``block``, or if none is left. An item waiting on a slow download
         does not hold up the ready ones behind it."""
+        if self._back:
+            return self._back.popleft()
         while True:
             self.fill()
             if not self._queue:

@@ -22,7 +22,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from mmrun.errors import UsageError
+from mmrun.errors import OutputError, UsageError
 from mmrun.item import Item
 from mmrun.records import BATCH_SCHEMA, settings_digest
 from mmrun.version import __version__
@@ -105,6 +105,7 @@ class OutputFile:
                 f"cannot write {path}: {exc.strerror or exc}", hint="choose a writable -o path"
             ) from exc
         self.existing = Existing()
+        self._record: dict[str, Any] | None = None
         if not stat.S_ISREG(os.fstat(self._fd).st_mode):
             # A device or a pipe (`-o /dev/null`, `-o /dev/stdout`): lines stream through it,
             # with nothing to resume, so no lock and no record beside it.
@@ -155,15 +156,35 @@ class OutputFile:
             )
 
     def _write_sidecar(self, wanted: Mapping[str, Any]) -> None:
-        record = {
+        self._record = {
             "schema": BATCH_SCHEMA,
             "run": dict(wanted),
             "mmrun": __version__,
             "updated": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
         }
+        self._replace_sidecar(self._record)
+
+    def record_run(self, facts: Mapping[str, Any]) -> None:
+        """Add what this run did (``last_run``: its counts, engine restarts) to the record
+        beside the file; a record that cannot be written stays as it was."""
+        if self._record is None:
+            return
+        with contextlib.suppress(OutputError):
+            self._replace_sidecar({**self._record, "last_run": dict(facts)})
+
+    def _replace_sidecar(self, record: Mapping[str, Any]) -> None:
+        """Write the record whole or not at all (a full disk leaves the old one)."""
         partial = self.sidecar.with_name(f".{self.sidecar.name}.{os.getpid()}.part")
-        partial.write_text(json.dumps(record, indent=2, default=str) + "\n")
-        os.replace(partial, self.sidecar)
+        try:
+            partial.write_text(json.dumps(record, indent=2, default=str) + "\n")
+            os.replace(partial, self.sidecar)
+        except OSError as exc:
+            with contextlib.suppress(OSError):
+                partial.unlink(missing_ok=True)
+            raise OutputError(
+                f"cannot write {self.sidecar}: {exc.strerror or exc}",
+                hint="free space or choose another -o",
+            ) from exc
 
     def _lines(self) -> Iterator[tuple[int, bytes]]:
         """(offset, line) for each complete line."""
@@ -230,10 +251,26 @@ class OutputFile:
         self._lock()
 
     def write(self, row: Mapping[str, Any]) -> None:
+        """Append one line whole: a write that fails (a full disk, a file size limit) leaves
+        the file as it was before the line and ends the run."""
         data = encode(row)
-        written = os.write(self._fd, data)
-        while written < len(data):  # a regular file takes it whole; this is for safety
-            written += os.write(self._fd, data[written:])
+        try:
+            end = os.lseek(self._fd, 0, os.SEEK_END)
+        except OSError:  # a pipe or a device: nothing to take back
+            end = None
+        try:
+            written = os.write(self._fd, data)
+            while written < len(data):  # a regular file takes it whole; this is for safety
+                written += os.write(self._fd, data[written:])
+        except OSError as exc:
+            if end is not None:
+                with contextlib.suppress(OSError):
+                    os.ftruncate(self._fd, end)
+            raise OutputError(
+                f"cannot write to {self.path}: {exc.strerror or exc}; the results written "
+                "before are kept",
+                hint="free space or choose another -o, then run the same command to resume",
+            ) from exc
 
     def close(self) -> None:
         with contextlib.suppress(OSError):

@@ -19,14 +19,15 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from mmrun.builder import RendererFactory, RequestBuilder
-from mmrun.errors import EngineError, MediaError
+from mmrun.errors import EngineDied, EngineError, MediaError
 from mmrun.hub_access import check_reachable, lora_path
 from mmrun.item import Item
 from mmrun.media import MediaItem, MediaResolver, prefetch_budget
 from mmrun.outcome import Completion, Hooks, ItemError, Outcome, Sink, Stats
 from mmrun.plan import Plan
-from mmrun.prefetch import MediaPipeline
+from mmrun.prefetch import MediaPipeline, Ready
 from mmrun.request import Prompt
+from mmrun.restarts import EngineLost, Restarts
 from mmrun.structured import checked
 
 
@@ -67,16 +68,19 @@ class Runner:
     def resolver(self) -> MediaResolver:
         return MediaResolver(self.plan.modality, self.hooks.on_request, self.hooks.on_progress)
 
-    def start(self, pipeline: MediaPipeline | None, abort_on_media: bool) -> Any:
+    def start(
+        self, pipeline: MediaPipeline | None, abort_on_media: bool, *, again: bool = False
+    ) -> Any:
         """Start the engine while the first media resolve (those of ``pipeline``); its handle,
         or None for a dry run. ``abort_on_media``: a media failure stops the start (a named
-        run needs every item); else the pipeline keeps resolving ahead while it starts."""
+        run needs every item); else the pipeline keeps resolving ahead while it starts.
+        ``again``: a restart after the engine died (the caller has said so already)."""
         if self.plan.dry_run:
             return None
         from mmrun import engine
 
         check_reachable(self.plan.model, "the model")  # vLLM's start asks the Hub next
-        if self.hooks.on_engine_start is not None:
+        if self.hooks.on_engine_start is not None and not again:
             self.hooks.on_engine_start()
         if pipeline is not None:
             pipeline.fill()
@@ -122,7 +126,11 @@ class Runner:
             started.set()
             if filler is not None:
                 filler.join()
-        self.timings["engine_start_s"] = time.perf_counter() - t_start
+        took = time.perf_counter() - t_start
+        if again:
+            self.timings["restarts_s"] = self.timings.get("restarts_s", 0.0) + took
+        else:
+            self.timings["engine_start_s"] = took
         return engine.Engine(llm)
 
     def drive(
@@ -134,13 +142,16 @@ class Runner:
         lora: Any,
         stop: Callable[[], bool] = lambda: False,
         window: int | None = None,
+        alone: Callable[[str], bool] = lambda _: False,
     ) -> None:
         """Submit every item, keep the engine full, give each outcome to ``sink``.
 
         Without an engine (dry run) each item is only prepared. ``stop()`` ends the loop early
         (--fail-fast); the prompts still in the engine are then abandoned.
         """
-        for outcome in self.outcomes(llm, pipeline, lora=lora, stop=stop, window=window):
+        for outcome in self.outcomes(
+            llm, pipeline, lora=lora, stop=stop, window=window, alone=alone
+        ):
             sink(outcome)
 
     def outcomes(
@@ -151,18 +162,27 @@ class Runner:
         lora: Any,
         stop: Callable[[], bool] = lambda: False,
         window: int | None = None,
+        alone: Callable[[str], bool] = lambda _: False,
     ) -> Generator[Outcome, None, None]:
         """What ``drive`` gives its sink, as an iterator in completion order: the engine
-        answers a new stream of items without starting again (mmrun.api's Model)."""
+        answers a new stream of items without starting again (mmrun.api's Model).
+
+        ``alone(id)``: the item must be the only one in the engine (mmrun.restarts). An
+        engine that dies raises EngineLost with the items that were in it."""
         from mmrun import engine
 
-        in_flight: dict[str, Outcome] = {}
+        in_flight: dict[str, tuple[Outcome, Ready]] = {}
         window = window or self.window()
         chat, template = self.plan.method == "chat", self.plan.spec.chat_template
         while not stop():
             while len(in_flight) < window and not stop():
+                if any(alone(o.item.id) for o, _ in in_flight.values()):
+                    break
                 ready = pipeline.next(block=not in_flight)
                 if ready is None:
+                    break
+                if in_flight and alone(ready.item.id):
+                    pipeline.put_back([ready])  # once the engine is empty
                     break
                 outcome, request = self.builder.prepare(ready, engine=llm is not None)
                 if request is None:
@@ -176,7 +196,9 @@ class Runner:
                     outcome.error = ItemError("request", str(exc))
                     yield outcome
                     continue
-                in_flight[request_id] = outcome
+                except EngineDied as exc:
+                    raise EngineLost(exc, [r for _, r in in_flight.values()] + [ready]) from exc
+                in_flight[request_id] = (outcome, ready)
                 # Results are waiting: write them before preparing more requests (a window
                 # of 2 x max_num_seqs, 512 by default on a GPU, would otherwise hold the first
                 # line back until the whole window is submitted). The engine core keeps working
@@ -188,8 +210,12 @@ class Runner:
                     return
                 pipeline.idle()
                 continue
-            for request_id, result in llm.poll():
-                outcome = in_flight.pop(request_id)
+            try:
+                finished = llm.poll()
+            except EngineDied as exc:
+                raise EngineLost(exc, [r for _, r in in_flight.values()]) from exc
+            for request_id, result in finished:
+                outcome, _ = in_flight.pop(request_id)
                 if isinstance(result, Completion):
                     outcome.completion, outcome.error = checked(
                         result, self.builder.constraint_for(outcome.item)
@@ -299,7 +325,10 @@ def _generate_all(
             runner.drive(handle, warm, lambda _: None, lora=lora)
             runner.timings["warmup_s"] = time.perf_counter() - start
         start = time.perf_counter()
-        runner.drive(handle, pipeline, keep, lora=lora)
+        try:
+            runner.drive(handle, pipeline, keep, lora=lora)
+        except EngineLost as lost:  # a named run needs every prompt: it ends here
+            raise lost.error from None
         runner.timings["generate_s"] = time.perf_counter() - start
     return [outcomes[i] for i in range(len(items))], errors
 
@@ -358,10 +387,35 @@ def run_engine_batch(
         def stop() -> bool:
             return plan.fail_fast and stats.failed > 0
 
+        restarts = Restarts(plan.engines.max_restarts)
+
+        def counted(outcome: Outcome) -> None:
+            if outcome.completion is not None:
+                restarts.progressed()
+            sink(outcome)
+
         start = time.perf_counter()
-        context = engine.interruptible() if handle is not None else contextlib.nullcontext()
-        with context:
-            runner.drive(handle, pipeline, sink, lora=lora[1], stop=stop, window=window)
+        while True:
+            context = engine.interruptible() if handle is not None else contextlib.nullcontext()
+            try:
+                with context:
+                    runner.drive(
+                        handle,
+                        pipeline,
+                        counted,
+                        lora=lora[1],
+                        stop=stop,
+                        window=window,
+                        alone=restarts.alone,
+                    )
+                break
+            except EngineLost as lost:
+                handle.close()
+                handle = None
+                handle = _restart(runner, pipeline, restarts, lost, sink)
+                stats.restarts = restarts.total
+                if handle is None:
+                    break
         end = time.perf_counter()
         runner.timings["generate_s"] = end - start
         runner.timings["first_result_s"] = (t_first[0] if t_first else end) - runner.t0
@@ -373,6 +427,40 @@ def run_engine_batch(
         if handle is not None:
             handle.close()
         resolver.close()
+
+
+def _restart(
+    runner: Runner, pipeline: MediaPipeline, restarts: Restarts, lost: EngineLost, sink: Sink
+) -> Any:
+    """After the engine died: its prompts back in the queue (the cause, once known, an error
+    line instead), a new engine started after the back-off; None when nothing is left to do.
+    Raises the engine's error past the restart limit."""
+    verdict = restarts.died(lost)
+    for ready in verdict.convicted:
+        outcome = runner.builder.prepare(ready, engine=False)[0]
+        outcome.error = ItemError(
+            "engine",
+            f"the engine died each time this prompt ran alone ({lost.error.message})",
+        )
+        sink(outcome)
+    pipeline.put_back(verdict.requeue)
+    if pipeline.done():
+        return None
+    count = (
+        f"restart {verdict.restart} of at most {restarts.limit} in a row"
+        if verdict.restart
+        else "restart not counted: its cause is out of the batch"
+    )
+    log = getattr(lost.error, "log", None)
+    runner.hooks.notice(
+        f"mmrun: the engine died ({lost.error.message}); {len(verdict.requeue)} prompt(s) back "
+        f"in the queue{', the one that killed it given up' if verdict.convicted else ''}; "
+        f"starting it again in {verdict.backoff_s:.0f}s ({count})"
+        + (f"; its log: {log}" if log else ""),
+        warning=True,
+    )
+    time.sleep(verdict.backoff_s)
+    return runner.start(None, abort_on_media=False, again=True)
 
 
 def _raise_first_problem(builder: RequestBuilder, futures: Sequence[Future[MediaItem]]) -> None:

@@ -187,6 +187,8 @@ def fake_vllm(monkeypatch: pytest.MonkeyPatch, engine_env: None) -> Iterator[Any
     monkeypatch.setattr(llm, "fail_start", None)
     monkeypatch.setattr(llm, "fail_step", None)
     monkeypatch.setattr(llm, "shutdowns", 0)
+    monkeypatch.setattr(llm, "steps", 0)
+    monkeypatch.setattr(llm, "die_at", set())
     monkeypatch.setattr(llm, "submitted", [])
     monkeypatch.setattr(llm, "sampled", [])
     vllm_info.cache_clear()  # mmrun.support reads the registry of the vLLM importable now

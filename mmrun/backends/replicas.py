@@ -8,8 +8,10 @@ coordinator (this process) owns the prompts, the output file, the progress and t
 
 Prompts are handed out on demand: a replica asks for more once its engine is up and whenever
 it has room, so a slow replica takes fewer and never holds the others up. A replica that dies
-(its engine runs out of memory, its process is killed) is reported; the prompts it had not
-finished go back to the queue for the others. The run fails only if every replica dies.
+(its engine runs out of memory, its process is killed) is reported and started again (at
+most --max-restarts times); the prompts it had not finished go back to the queue, to whichever
+replica asks first. An engine that dies inside a replica is started again there
+(mmrun.restarts). The run fails only if every replica is gone.
 """
 
 from __future__ import annotations
@@ -97,13 +99,16 @@ def replica_main(
     try:
         with engine_output(quiet, verbose=verbose):
             the_plan = recipe.plan(get_registry(), vllm_info())
-            hooks = Hooks(on_started=lambda total: conn.send(("ready", None)))
-            _, engine = run_engine_batch(
+            hooks = Hooks(
+                on_started=lambda total: conn.send(("ready", None)),
+                on_notice=lambda text, warning: conn.send(("notice", (text, warning))),
+            )
+            stats, engine = run_engine_batch(
                 the_plan, HFTemplateRenderer, emit, _Inbox(conn), hooks=hooks, prefetch=False
             )
             if engine is not None:
                 engine.close()
-        conn.send(("done", None))
+        conn.send(("done", stats.restarts))
     except KeyboardInterrupt:
         pass
     except BaseException as exc:  # report, then end: the coordinator re-queues our prompts
@@ -146,6 +151,7 @@ class _Running:
     assigned: dict[str, Item]
     ready: bool = False
     finished: bool = False
+    restarts: int = 0  # of its process (a lost replica is started again)
 
 
 class _FailFast(Exception):
@@ -168,6 +174,7 @@ class Replicas:
         self._items: Iterator[Item] = iter(())
         self._source_done = False
         self._lost: list[str] = []
+        self._restarts = 0  # engines and replica processes started again
 
     def run(self, items: Iterator[Item], emit: Sink, hooks: Hooks) -> Stats:
         stats = Stats()
@@ -195,8 +202,14 @@ class Replicas:
                         emit(outcome)
                         if self.plan.fail_fast and stats.failed:
                             raise _FailFast
-                    elif kind == "lost":
-                        self._lose(run, str(payload), hooks)
+                    elif kind == "notice":  # its engine died and was started again
+                        text, warning = payload
+                        hooks.notice(
+                            text.replace("mmrun: ", f"mmrun: replica {run.replica.index}: ", 1),
+                            warning=warning,
+                        )
+                    elif kind in ("lost", "gave_up"):
+                        self._lose(run, str(payload), hooks, again=kind == "lost")
             if self._requeued or (not self._source_done and next(items, None) is not None):
                 raise EngineError(
                     f"every replica stopped before the batch was done ({'; '.join(self._lost)})",
@@ -208,6 +221,7 @@ class Replicas:
         finally:
             self.close()
         stats.timings = {"total_s": time.perf_counter() - t0}
+        stats.restarts = self._restarts
         return stats
 
     def close(self) -> None:
@@ -219,17 +233,21 @@ class Replicas:
     def _start(self, recipe: Recipe) -> None:
         """One process per replica. They rebuild the plan from its recipe (names, not
         objects), without the prompts, which come from here."""
-        context = multiprocessing.get_context("spawn")
         for replica in self.plan.engines.layout:
-            parent, child = context.Pipe()
-            process = context.Process(
-                target=replica_main,
-                args=(child, recipe, replica, self.quiet, self.verbose),
-                name=f"mmrun-replica-{replica.index}",
-            )
-            process.start()
-            child.close()
-            self._running.append(_Running(replica, process, parent, {}))
+            process, conn = self._spawn(recipe, replica)
+            self._running.append(_Running(replica, process, conn, {}))
+
+    def _spawn(self, recipe: Recipe, replica: Replica) -> tuple[Any, Connection]:
+        context = multiprocessing.get_context("spawn")
+        parent, child = context.Pipe()
+        process = context.Process(
+            target=replica_main,
+            args=(child, recipe, replica, self.quiet, self.verbose),
+            name=f"mmrun-replica-{replica.index}",
+        )
+        process.start()
+        child.close()
+        return process, parent
 
     def _messages(self) -> Iterator[tuple[_Running, str, Any]]:
         """The replicas' messages of the next second; a request for prompts is answered
@@ -237,8 +255,8 @@ class Replicas:
         alive = [r for r in self._running if not r.finished]
         waitables: list[Any] = [r.conn for r in alive] + [r.process.sentinel for r in alive]
         for ready in wait(waitables, timeout=1.0):
-            run = next(r for r in alive if ready in (r.conn, r.process.sentinel))
-            if run.finished:
+            run = next((r for r in alive if ready in (r.conn, r.process.sentinel)), None)
+            if run is None or run.finished:  # None: a replica's old process, started again
                 continue
             ended = f"its process ended (exit code {run.process.exitcode})"
             if ready is run.process.sentinel and not run.conn.poll():
@@ -257,9 +275,10 @@ class Replicas:
                     yield run, "lost", f"its process ended (exit code {run.process.exitcode})"
             elif kind == "done":
                 run.finished = True
+                self._restarts += int(payload or 0)
                 run.process.join(timeout=30)
-            elif kind == "failed":
-                yield run, "lost", payload
+            elif kind == "failed":  # its engine failed past --max-restarts: not started again
+                yield run, "gave_up", payload
             else:
                 yield run, kind, payload
 
@@ -286,19 +305,36 @@ class Replicas:
         else:
             run.conn.send(("items", []))  # nothing now: ask again
 
-    def _lose(self, run: _Running, reason: str, hooks: Hooks) -> None:
-        run.finished = True
+    def _lose(self, run: _Running, reason: str, hooks: Hooks, *, again: bool) -> None:
+        """A replica that stopped: its unfinished prompts go back to the queue (whichever
+        replica asks first takes them). One whose process died (``again``) is started again,
+        up to --max-restarts times; one whose engine kept dying (it restarts its engine
+        itself, mmrun.restarts) is not."""
         back = list(run.assigned.values())
         self._requeued.extend(back)
         run.assigned.clear()
-        self._lost.append(f"replica {run.replica.index}: {reason}")
-        hooks.notice(
-            f"mmrun: replica {run.replica.index} ({run.replica.describe()}) stopped: {reason}; "
-            f"its {len(back)} unfinished prompt(s) go to the others",
-            warning=True,
-        )
         with contextlib.suppress(Exception):
             _kill_tree(run.process.pid)
+        run.process.join(timeout=10)
+        again = again and run.restarts < self.plan.engines.max_restarts
+        hooks.notice(
+            f"mmrun: replica {run.replica.index} ({run.replica.describe()}) stopped: {reason}; "
+            f"its {len(back)} unfinished prompt(s) go back to the queue"
+            + (
+                f"; starting it again (restart {run.restarts + 1} of {self.plan.engines.max_restarts})"
+                if again
+                else ""
+            ),
+            warning=True,
+        )
+        if not again:
+            run.finished = True
+            self._lost.append(f"replica {run.replica.index}: {reason}")
+            return
+        run.restarts += 1
+        self._restarts += 1
+        run.process, run.conn = self._spawn(self.plan.recipe(), run.replica)
+        run.ready = False
 
 
 def _outcome(item: Item, payload: Mapping[str, Any], run: _Running) -> Outcome:

@@ -141,6 +141,14 @@ FailFastOpt = Annotated[
     bool,
     typer.Option("--fail-fast", help="Batch: stop at the first prompt that fails.", metavar=""),
 ]
+MaxRestartsOpt = Annotated[
+    int,
+    typer.Option(
+        "--max-restarts",
+        help="Batch: restarts of an engine that died, in a row without a result (0: stop).",
+        metavar="N",
+    ),
+]
 RetryErrorsOpt = Annotated[
     bool,
     typer.Option(

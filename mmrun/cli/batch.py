@@ -104,6 +104,8 @@ def summary(stats: Stats, seconds: float, output: str | None, tokens: str = "") 
         text += f"; errors in {output}"
     if stats.failed_before:
         text += f"; {stats.failed_before} failed in an earlier run (--retry-errors runs them again)"
+    if stats.restarts:
+        text += f"; the engine was started again {stats.restarts} time(s) after it died"
     return text
 
 

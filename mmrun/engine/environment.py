@@ -30,6 +30,12 @@ def remember_temporary(path: str) -> None:
     _temporary.append(path)
 
 
+def keep_temporary(path: str) -> None:
+    """Keep ``path`` after this process ends (an engine log that tells why an engine died)."""
+    with contextlib.suppress(ValueError):
+        _temporary.remove(path)
+
+
 def is_temporary(path: str) -> bool:
     """Whether this process made ``path`` and removes it when it ends."""
     return path in _temporary

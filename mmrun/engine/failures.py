@@ -5,11 +5,13 @@ from __future__ import annotations
 
 import multiprocessing
 import re
+import signal
 import time
 
 from mmrun.engine import log_stream
+from mmrun.engine.environment import keep_temporary
 from mmrun.engine.output import engine_log_part
-from mmrun.errors import EngineError
+from mmrun.errors import EngineDied, EngineError
 from mmrun.hub_access import offline, offline_hint
 
 # vLLM's and torch's own wording for "the model, its KV cache or a batch does not fit"
@@ -111,3 +113,37 @@ def one_line(exc: BaseException) -> str:
     text = str(exc).strip() or type(exc).__name__
     first = next((line.strip() for line in text.splitlines() if line.strip()), text)
     return first[:500]
+
+
+def engine_died(exc: BaseException, exits: list[int | None]) -> EngineDied:
+    """mmrun's error for an engine that stopped while generating: how its process ended
+    (killed by a signal, an exit code), what it logged as the reason, and where its log is
+    (kept after this process ends)."""
+    ended = next((describe_exit(code) for code in exits if code), None)
+    failure = engine_failure(exc)
+    cause = failure.message.removeprefix("vLLM failed: ")
+    if "EngineCore encountered an issue" in cause:  # vLLM's "see stack trace (above)"
+        cause = "" if ended else "the engine core stopped without logging a reason"
+    message = "; ".join(part for part in (ended, cause) if part)
+    part = engine_log_part()
+    log = None
+    if part is not None:
+        keep_temporary(part[0])
+        log = part[0]
+    hints = [failure.hint] if failure.hint and not ended else []
+    hints += [f"its log: {log}"] if log else []
+    return EngineDied(message, hint="; ".join(hints) or None, log=log)
+
+
+def describe_exit(code: int) -> str:
+    """How a process ended, from its exit code (negative: the signal that killed it)."""
+    if code >= 0:
+        return f"the engine core process exited with code {code}"
+    try:
+        name = signal.Signals(-code).name
+    except ValueError:
+        name = f"signal {-code}"
+    text = f"the engine core process was killed by {name} (signal {-code})"
+    if -code == signal.SIGKILL:
+        text += ": the kernel's out-of-memory killer sends it too (see `dmesg`)"
+    return text

@@ -19,6 +19,7 @@ from mmrun.engine.environment import (
 )
 from mmrun.engine.failures import (
     OOM_PATTERNS,
+    engine_died,
     engine_failure,
     engine_is_dead,
     one_line,
@@ -251,8 +252,9 @@ class Engine:
         self._ids = 0
         self.in_flight = 0
         self._closed = threading.Event()
+        self._exits: list[int | None] = []  # the engine core processes', once they ended
         if self._streaming:
-            watch_engine_core(llm, self._closed)
+            watch_engine_core(llm, self._closed, self._exits)
 
     def submit(
         self, request: Any, params: Any, lora: Any | None, *, chat: bool, template: str | None
@@ -273,7 +275,7 @@ class Engine:
                 ids = self.llm.enqueue([request], params, lora_request=lora, use_tqdm=False)
         except Exception as exc:
             if engine_is_dead(exc):
-                raise engine_failure(exc) from exc
+                raise engine_died(exc, self._exits) from exc
             raise RequestRejected(one_line(exc)) from exc
         self.in_flight += 1
         return output_request_id(str(ids[0]))
@@ -296,8 +298,8 @@ class Engine:
             return self._run_pending()
         try:
             outputs = self.llm.llm_engine.step()
-        except Exception as exc:
-            raise engine_failure(exc) from exc
+        except Exception as exc:  # the engine as a whole failed: its core died
+            raise engine_died(exc, self._exits) from exc
         finished: list[Finished] = []
         for output in outputs:
             if not getattr(output, "finished", False):
@@ -335,7 +337,7 @@ class Engine:
                 )
         except Exception as exc:
             if engine_is_dead(exc):
-                raise engine_failure(exc) from exc
+                raise engine_died(exc, self._exits) from exc
             if len(batch) == 1:
                 return [(batch[0][0], one_line(exc))]
             half = len(batch) // 2

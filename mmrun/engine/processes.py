@@ -178,7 +178,9 @@ def has_children() -> bool:
         return False
 
 
-def watch_engine_core(llm: Any, closed: threading.Event) -> None:
+def watch_engine_core(
+    llm: Any, closed: threading.Event, exits: list[int | None] | None = None
+) -> None:
     """Wake ``poll`` when the engine core process dies.
 
     ``llm_engine.step()`` waits on the queue that vLLM's output thread fills. When the engine
@@ -186,7 +188,8 @@ def watch_engine_core(llm: Any, closed: threading.Event) -> None:
     stops that thread without putting anything in the queue, so the wait never ends (seen:
     a ``-dp 2`` replica whose engine core was killed hung for good, holding its prompts). This
     thread waits on the engine core processes and then puts vLLM's own EngineDeadError in the
-    queue, which ``step()`` raises. An engine run in this process has nothing to watch."""
+    queue, which ``step()`` raises. The processes' exit codes go to ``exits`` (a negative one:
+    killed by that signal). An engine run in this process has nothing to watch."""
     core = engine_core(llm)
     processes = engine_core_processes(core)
     queue = output_queue(core)
@@ -200,6 +203,11 @@ def watch_engine_core(llm: Any, closed: threading.Event) -> None:
         wait(sentinels)
         if closed.is_set():
             return
+        if exits is not None:
+            for process in processes:
+                with contextlib.suppress(Exception):
+                    process.join(1.0)
+                exits.append(getattr(process, "exitcode", None))
         with contextlib.suppress(Exception):  # any exception in the queue ends the wait
             queue.put_nowait(engine_dead_error())
 

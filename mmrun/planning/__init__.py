@@ -81,6 +81,7 @@ def plan(opts: RunOptions, registry: Registry, vllm: VllmInfo, gpus: Sequence[st
         layout=replicas,
         ray_replicas=opts.replicas,
         on_host=opts.data_parallel_size,
+        max_restarts=opts.max_restarts,
     )
     return Plan(
         modality=modality,

@@ -106,6 +106,11 @@ def check_numbers(opts: RunOptions, modality: Modality) -> None:
         )
     if opts.per_prompt is not None and not opts.sources:
         raise UsageError("--per-prompt needs named media", hint=f"add {modality.option} files")
+    if opts.max_restarts < 0:
+        raise UsageError(
+            f"--max-restarts must be 0 or more, got {opts.max_restarts}",
+            hint="0 stops the batch when its engine dies",
+        )
     if opts.data_parallel_size < 1:
         raise UsageError(f"-dp must be at least 1, got {opts.data_parallel_size}")
     if opts.backend not in ("local", "ray"):

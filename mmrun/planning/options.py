@@ -37,6 +37,7 @@ class RunOptions:
     input: str | None = None
     output: str | None = None
     fail_fast: bool = False
+    max_restarts: int = 3
     retry_errors: bool = False
     overwrite: bool = False
     data_parallel_size: int = 1

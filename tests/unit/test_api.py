@@ -228,3 +228,17 @@ def test_the_library_signatures_change_only_on_purpose() -> None:
         for name in SIGNATURES
     }
     assert found == SIGNATURES
+
+
+def test_a_call_whose_engine_dies_raises_and_the_next_call_starts_a_new_engine(
+    fake_vllm: Any, photos: list[str]
+) -> None:
+    with mmrun.Model(KEY) as model:
+        fake_vllm.die_at = {fake_vllm.steps + 1}
+        with pytest.raises(MmrunError) as raised:
+            list(model.run(photos))
+        assert str(raised.value).startswith("the engine core stopped without logging a reason")
+        shutdowns = fake_vllm.shutdowns
+        results = list(model.run(photos))
+        assert sorted(r.id for r in results) == photos and all(r.ok for r in results)
+        assert fake_vllm.shutdowns == shutdowns  # the new engine is still up

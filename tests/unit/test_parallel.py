@@ -85,9 +85,12 @@ def test_two_replicas_share_one_queue_and_one_writer(
 
 
 @pytest.mark.skipif(len(os.sched_getaffinity(0)) < 2, reason="needs two cores to pin two replicas")
-def test_a_replica_that_dies_hands_its_prompts_to_the_other(
-    photos: Path, tmp_path: Path, fake_vllm_env: dict[str, str]
+@pytest.mark.parametrize("restarts", ["3", "0"])
+def test_a_replica_whose_engine_dies_restarts_it_or_hands_its_prompts_to_the_other(
+    restarts: str, photos: Path, tmp_path: Path, fake_vllm_env: dict[str, str]
 ) -> None:
+    """Replica 0's engines die at their third step. By default the replica starts its engine
+    again and goes on; with --max-restarts 0 it stops and the other takes its prompts."""
     out = tmp_path / "out.jsonl"
     (tmp_path / "gate").mkdir()
     env = {
@@ -96,16 +99,25 @@ def test_a_replica_that_dies_hands_its_prompts_to_the_other(
         "FAKE_VLLM_DIE_ON_CPU": "0",
         "FAKE_VLLM_START_GATE": f"{tmp_path / 'gate'}:2",
     }
-    proc = mmrun(["-i", str(photos), "-o", str(out), "-dp", "2"], env)
+    proc = mmrun(["-i", str(photos), "-o", str(out), "-dp", "2", "--max-restarts", restarts], env)
     assert proc.returncode == 0, proc.stderr
     rows = lines(out)
     assert sorted(r["id"] for r in rows) == sorted(str(p) for p in photos.iterdir())
     assert len(rows) == 24 and all(r["error"] is None for r in rows)
     assert {r["replica"] for r in rows} == {0, 1}  # replica 0 answered some before it died
-    assert (
-        "mmrun: replica 0 (CPU 0) stopped: vLLM failed: EngineDeadError: EngineCore" in proc.stderr
-    )
-    assert "unfinished prompt(s) go to the others" in proc.stderr
+    if restarts == "0":
+        assert (
+            "mmrun: replica 0 (CPU 0) stopped: the engine core stopped without logging a reason"
+            in proc.stderr
+        )
+        assert "unfinished prompt(s) go back to the queue\n" in proc.stderr
+    else:
+        assert (
+            "mmrun: replica 0: the engine died (the engine core stopped without logging a "
+            "reason); " in proc.stderr
+        )
+        assert "mmrun: replica 0 (CPU 0) stopped" not in proc.stderr
+        assert "the engine was started again" in proc.stderr.strip().splitlines()[-1]
 
 
 def test_when_every_replica_dies_the_run_fails_and_can_resume(
@@ -113,7 +125,7 @@ def test_when_every_replica_dies_the_run_fails_and_can_resume(
 ) -> None:
     out = tmp_path / "out.jsonl"
     env = {**fake_vllm_env, "FAKE_VLLM_FAIL_STEP": "EngineDeadError: the engine died"}
-    proc = mmrun(["-i", str(photos), "-o", str(out), "-dp", "2"], env)
+    proc = mmrun(["-i", str(photos), "-o", str(out), "-dp", "2", "--max-restarts", "1"], env)
     assert proc.returncode == 1
     last = proc.stderr.strip().splitlines()[-1]
     assert last.startswith("mmrun: error: every replica stopped before the batch was done"), last

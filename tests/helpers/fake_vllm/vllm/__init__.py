@@ -18,6 +18,10 @@ Behaviour is set with class attributes in-process, or these variables in a subpr
   engine whose core process was killed) at its third step: a replica of a parallel run.
 - A prompt (or chat question) containing REJECT is refused when submitted, as vLLM refuses
   a prompt longer than the model takes.
+- A prompt containing POISON kills its engine (EngineDeadError) at every step it is taken
+  into, as a request that crashes the engine core process would.
+- ``LLM.die_at``: the steps (counted over every engine of the process, from 1) at which the
+  engine dies once, as one whose core process was killed from outside.
 """
 
 from __future__ import annotations
@@ -52,6 +56,7 @@ class _Output:
         self.prompt_token_ids = list(range(prompt_tokens))
         self.outputs = [_Completion(text, [1, 2])]
         self.finished = True
+        self.poison = False
 
 
 def _describe(request: Any) -> tuple[str, int]:
@@ -104,14 +109,22 @@ class _Engine:
                 "EngineCore encountered an issue. See stack trace for the root cause."
             )
         time.sleep(float(os.environ.get("FAKE_VLLM_STEP_S", "0")))
-        done, self._llm.queue = self._llm.queue[:2], self._llm.queue[2:]  # two at a time
-        return done
+        LLM.steps += 1
+        taken = self._llm.queue[:2]  # two at a time
+        if LLM.steps in LLM.die_at or any(out.poison for out in taken):
+            raise EngineDeadError(
+                "EngineCore encountered an issue. See stack trace for the root cause."
+            )
+        self._llm.queue = self._llm.queue[2:]
+        return taken
 
 
 class LLM:
     fail_start: BaseException | None = None
     fail_step: BaseException | None = None
     shutdowns = 0
+    steps = 0
+    die_at: ClassVar[set[int]] = set()
     submitted: ClassVar[list[Any]] = []
     # The sampling parameters of each submitted request, in the same order.
     sampled: ClassVar[list[Any]] = []
@@ -149,7 +162,9 @@ class LLM:
         LLM.sampled.append(params)
         request_id = str(self._ids)
         answer = _constrained(params) or f"  answer to {text[-24:]!r}\n"
-        self.queue.append(_Output(request_id, 10 + count, answer))
+        output = _Output(request_id, 10 + count, answer)
+        output.poison = "POISON" in text
+        self.queue.append(output)
         # As vLLM 0.32: enqueue answers with the internal id, the outputs carry the counter's.
         return f"{request_id}-1f3a9c0e"
 
