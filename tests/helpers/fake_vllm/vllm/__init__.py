@@ -52,6 +52,7 @@ class _Output:
         self.prompt_token_ids = list(range(prompt_tokens))
         self.outputs = [_Completion(text, [1, 2])]
         self.finished = True
+        self.num_cached_tokens = 0  # as vLLM 0.32: the prompt tokens its prefix cache held
 
 
 def _describe(request: Any) -> tuple[str, int]:
