@@ -194,16 +194,19 @@ def batch(tmp_path: Path) -> Path:
     """Chat lines with their own settings (a ``file://`` image and a relative one), a
     completion, and lines mmrun cannot honor."""
     (tmp_path / "rgb.jpg").write_bytes(RGB.read_bytes())
+    image = (tmp_path / "rgb.jpg").as_uri()
+    lines = [
+        line("a", image_chat("Describe it.", image, max_completion_tokens=20, temperature=0)),
+        line(
+            "b", image_chat("Which colour?", "rgb.jpg", max_tokens=5, response_format=JSON_SCHEMA)
+        ),
+        line("c", {"model": "m", "prompt": "Once upon a time", "max_tokens": 7}, COMPLETIONS_URL),
+        line("d", image_chat("Describe it.", "rgb.jpg", n=3)),
+        line("e", {"model": "m", "input": "x"}, "/v1/embeddings"),
+        line("f", {"model": "m", "prompt": [1, 2, 3]}, COMPLETIONS_URL),
+    ]
     path = tmp_path / "batch.jsonl"
-    path.write_text(
-        line("a", image_chat("Describe it.", (tmp_path / "rgb.jpg").as_uri(), **{
-            "max_completion_tokens": 20, "temperature": 0})) +
-        line("b", image_chat("Which colour?", "rgb.jpg", max_tokens=5, response_format=JSON_SCHEMA)) +
-        line("c", {"model": "m", "prompt": "Once upon a time", "max_tokens": 7}, COMPLETIONS_URL) +
-        line("d", image_chat("Describe it.", "rgb.jpg", n=3)) +
-        line("e", {"model": "m", "input": "x"}, "/v1/embeddings") +
-        line("f", {"model": "m", "prompt": [1, 2, 3]}, COMPLETIONS_URL)
-    )  # fmt: skip
+    path.write_text("".join(lines))
     return path
 
 
