@@ -111,7 +111,13 @@ class Batch:
             if self.openai:
                 from mmrun.inputs.openai_batch import output_line
 
-                written = output_line(row, model)
+                completion = outcome.completion
+                written = output_line(
+                    row,
+                    model,
+                    text_completion=outcome.item.raw_prompt is not None,
+                    cached_tokens=None if completion is None else completion.cached_tokens,
+                )
             if self.file is not None:
                 self.file.write(written)
             on_result(outcome, row, written)

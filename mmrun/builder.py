@@ -11,7 +11,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from mmrun.errors import MediaError, TemplateUnavailableError
+from mmrun.errors import MediaError, TemplateUnavailableError, UsageError
 from mmrun.inputs.openai_batch import fill_media
 from mmrun.item import Item
 from mmrun.media import MediaItem, MediaResolver
@@ -26,10 +26,12 @@ RendererFactory = Callable[[str, bool], TemplateRenderer]
 @dataclass(frozen=True)
 class EngineRequest:
     """What goes to the engine for one prompt: the generate prompt or chat conversation, and
-    vLLM's sampling parameters."""
+    vLLM's sampling parameters; ``chat``: whether it goes to ``LLM.chat`` (None: as the
+    plan's method says)."""
 
     input: Any
     params: Any
+    chat: bool | None = None
 
 
 def pending_prompt_note(exc: TemplateUnavailableError) -> str:
@@ -110,7 +112,10 @@ class RequestBuilder(PromptSettings):
         return ItemChecks(self.count_problem, self.media_problem, self.plan.items.max_count)
 
     def count_problem(self, item: Item) -> str | None:
-        """What is wrong with the number of media items a prompt carries, or None."""
+        """What is wrong with the number of media items a prompt carries, or None. A prompt
+        sent as it is (an OpenAI completion) carries none, and needs none."""
+        if item.raw_prompt is not None:
+            return None
         spec, count = self.plan.spec, len(item.sources)
         low = max(spec.min_items, self.plan.modality.min_count)
         noun = self.plan.modality.name
@@ -213,21 +218,41 @@ class RequestBuilder(PromptSettings):
         if ready.error is not None:
             outcome.error = ready.error
             return outcome, None
+        item = ready.item
         try:
-            outcome.prompt, outcome.prompt_note = self.prompt_or_note(question, outcome.media)
+            outcome.prompt, outcome.prompt_note = self._prompt(item, question, outcome.media)
         except MediaError as exc:
             outcome.error = ItemError("request", str(exc), exc)
             return outcome, None
         if not engine or outcome.prompt is None:
             return outcome, None
-        request = EngineRequest(
-            self.engine_input(question, outcome.prompt, outcome.media, ready.item.messages),
-            self._sampling_params(ready.item, outcome.prompt.stop_token_ids),
-        )
+        try:
+            request = self._request(item, question, outcome.prompt, outcome.media)
+        except UsageError as exc:  # vLLM refused the line's own settings
+            if not item.sampling:
+                raise
+            outcome.error = ItemError("request", str(exc), exc)
+            return outcome, None
         # The result line needs the sources, not the pixels: the engine has its own copy now,
         # so the decoded data is not held while the prompt runs.
         outcome.media = [dataclasses.replace(m, data=None) for m in outcome.media]
         return outcome, request
+
+    def _prompt(
+        self, item: Item, question: str, media: Sequence[MediaItem]
+    ) -> tuple[Prompt | None, str | None]:
+        """The prompt (or a dry run's note); an OpenAI completion's text as it is."""
+        if item.raw_prompt is not None:
+            return Prompt(text=item.raw_prompt), None
+        return self.prompt_or_note(question, media)
+
+    def _request(
+        self, item: Item, question: str, prompt: Prompt, media: Sequence[MediaItem]
+    ) -> EngineRequest:
+        params = self._sampling_params(item, prompt.stop_token_ids)
+        if item.raw_prompt is not None:  # no loader, no chat template: LLM.generate
+            return EngineRequest({"prompt": item.raw_prompt}, params, chat=False)
+        return EngineRequest(self.engine_input(question, prompt, media, item.messages), params)
 
     def engine_input(
         self,

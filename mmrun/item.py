@@ -18,8 +18,11 @@ class Item:
         decoded media replace in order; None: mmrun's one user turn.
     problem: why this prompt cannot run (a cell that holds no media source, a tar sample
         without its media); it becomes the prompt's error line instead of a request.
-    sampling: a manifest line's own sampling settings, checked, and its constraint under
+    sampling: an input line's own sampling settings (a manifest line's ``sampling``, an
+        OpenAI batch line's body fields), checked, and its constraint under
         ``structured_outputs`` (mmrun.structured); they replace the run's. None: the run's.
+    raw_prompt: the prompt text of an OpenAI ``/v1/completions`` line, sent to the engine as
+        it is (no chat template, no model loader); None: the loader's prompt or the messages.
     """
 
     id: str
@@ -31,6 +34,7 @@ class Item:
     messages: Sequence[Mapping[str, Any]] | None = None
     problem: str | None = None
     sampling: Mapping[str, Any] | None = None
+    raw_prompt: str | None = None
 
     @property
     def media_names(self) -> tuple[str, ...]:

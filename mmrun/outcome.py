@@ -19,13 +19,15 @@ Stage = Literal["media", "request", "engine", "output"]
 @dataclass(frozen=True)
 class Completion:
     """One prompt's result, from vLLM's own counts; ``parsed``: the decoded answer of a prompt
-    constrained to JSON (mmrun.structured), None otherwise."""
+    constrained to JSON (mmrun.structured), None otherwise; ``cached_tokens``: the prompt's
+    tokens found in the engine's prefix cache, where vLLM tells."""
 
     text: str
     prompt_tokens: int
     completion_tokens: int
     finish_reason: str | None
     parsed: Any = None
+    cached_tokens: int | None = None
 
 
 @dataclass(frozen=True)

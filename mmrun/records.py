@@ -148,6 +148,10 @@ def line(
     }
     if finished_at is not None:
         row["finished_at"] = timestamp(finished_at)
+    if dry_run and outcome.item.sampling:
+        # The line's own settings (a manifest line's sampling, an OpenAI batch line's body),
+        # which replace the run's for this prompt.
+        row["sampling"] = dict(outcome.item.sampling)
     if dry_run and outcome.prompt_note:
         row["prompt"] = None
         row["prompt_note"] = outcome.prompt_note

@@ -63,6 +63,11 @@ def identity(plan: Plan) -> dict[str, Any]:
     }
 
 
+# The settings of an OpenAI batch output line (--output-format openai): vLLM's shape has no
+# place for them; the line holds its prompt whatever its settings.
+UNRECORDED = "-"
+
+
 @dataclass
 class Existing:
     """What an output file already holds: the ids done, and the ids that failed, each with
@@ -72,10 +77,11 @@ class Existing:
     failed: dict[str, str | None] = field(default_factory=dict)
 
     def holds(self, item: Item) -> bool:
-        """Whether the file holds a line of this prompt, run with its present settings."""
+        """Whether the file holds a line of this prompt, run with its present settings (or
+        a line in vLLM's shape, which records none)."""
         for ids in (self.done, self.failed):
             if item.id in ids:
-                return ids[item.id] == settings_digest(item)
+                return ids[item.id] in (settings_digest(item), UNRECORDED)
         return False
 
     def changed(self, item: Item) -> bool:
@@ -213,7 +219,7 @@ class OutputFile:
         for _, raw in self._lines():
             row = json.loads(raw)
             ident = _line_id(row)
-            settings = row.get("settings")
+            settings = UNRECORDED if "custom_id" in row else row.get("settings")
             if row.get("error") is None:
                 existing.done[ident] = settings
                 existing.failed.pop(ident, None)

@@ -189,8 +189,9 @@ class Runner:
                     yield outcome
                     continue
                 try:
+                    chat_request = chat if request.chat is None else request.chat
                     request_id = llm.submit(
-                        request.input, request.params, lora, chat=chat, template=template
+                        request.input, request.params, lora, chat=chat_request, template=template
                     )
                 except engine.RequestRejected as exc:
                     outcome.error = ItemError("request", str(exc))

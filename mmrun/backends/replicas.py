@@ -134,6 +134,7 @@ def _outcome_message(outcome: Outcome) -> dict[str, Any]:
             done.completion_tokens,
             done.finish_reason,
             done.parsed,
+            done.cached_tokens,
         ],
         "error": None if outcome.error is None else [outcome.error.stage, outcome.error.message],
         "question": outcome.question,

@@ -359,6 +359,7 @@ def _finished(output: Any) -> Completion | str:
         prompt_tokens=len(output.prompt_token_ids or []),
         completion_tokens=len(best.token_ids),
         finish_reason=best.finish_reason,
+        cached_tokens=getattr(output, "num_cached_tokens", None),
     )
 
 

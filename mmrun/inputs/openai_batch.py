@@ -2,12 +2,16 @@
 writes.
 
 A line is ``{"custom_id": ..., "method": "POST", "url": "/v1/chat/completions", "body":
-{"model": ..., "messages": [...]}}``. The messages run as they are, through ``LLM.chat``; their
-media parts of the run's modality (the part types it declares, ``Modality.openai_parts``:
-``image_url``, ``input_audio``, ...) are fetched and decoded by mmrun like any source, then put
-back in their place.
+{"model": ..., "messages": [...], "max_completion_tokens": ..., ...}}``. The messages run as
+they are, through ``LLM.chat``; their media parts of the run's modality (the part types it
+declares, ``Modality.openai_parts``: ``image_url``, ``input_audio``, ...) are fetched and
+decoded by mmrun like any source, then put back in their place. A ``/v1/completions`` line's
+``prompt`` text goes to ``LLM.generate`` as it is (vLLM's completions format carries no media).
+The body's other fields are that prompt's own settings (mmrun.inputs.openai_body); one that
+mmrun cannot honor is that line's error.
 With ``--output-format openai`` each answer is a ``BatchRequestOutput`` line as vLLM's
-run-batch writes it (vllm/entrypoints/openai/run_batch.py), keyed by ``custom_id``.
+run-batch writes it (vllm/entrypoints/launchers/run_batch.py), keyed by ``custom_id``: a chat
+completion, or a text completion for a ``/v1/completions`` line.
 """
 
 from __future__ import annotations
@@ -21,12 +25,12 @@ from typing import Any
 
 from mmrun.errors import UsageError
 from mmrun.inputs.columns import resolve_path
+from mmrun.inputs.openai_body import CHAT_URL, COMPLETIONS_URL, body_settings
 from mmrun.inputs.selection import Selection
 from mmrun.item import Item
 from mmrun.plugins import get_registry
 from mmrun.registry import Modality
-
-CHAT_URL = "/v1/chat/completions"
+from mmrun.structured import asks_for_json
 
 
 def looks_like_batch(path: Path) -> bool:
@@ -88,6 +92,7 @@ class OpenAIBatch:
         self.selection = selection or Selection()
         self.total = 0
         self.max_count = 0
+        self.asks_for_json = False  # a line's own constraint is JSON
         # The run's own modality's part types win over another's that declares them too.
         self.owners = media_parts() | dict.fromkeys(modality.openai_parts, modality.name)
 
@@ -140,14 +145,50 @@ class OpenAIBatch:
                 f"{where} has no custom_id", hint="each request needs a string custom_id"
             )
         body = row.get("body")
-        messages = body.get("messages") if isinstance(body, dict) else None
-        if row.get("url", CHAT_URL) != CHAT_URL or not isinstance(messages, list) or not messages:
+        url = row.get("url", CHAT_URL)
+        if url not in (CHAT_URL, COMPLETIONS_URL) or not isinstance(body, dict):
             return Item(
                 ident,
                 index,
                 (),
-                problem=f"request {ident} is not a chat completion with messages "
-                f"(mmrun runs {CHAT_URL})",
+                problem=f"request {ident} is not a chat completion or a completion with a body "
+                f"(mmrun runs {CHAT_URL} and {COMPLETIONS_URL})",
+            )
+        try:
+            sampling = body_settings(body, url)
+        except UsageError as exc:
+            return Item(ident, index, (), problem=f"request {ident}: {exc}")
+        if sampling and asks_for_json(sampling.get("structured_outputs")):
+            self.asks_for_json = True
+        if url == COMPLETIONS_URL:
+            return self._completion(ident, index, body, sampling)
+        return self._chat(ident, index, body, sampling)
+
+    def _completion(
+        self, ident: str, index: int, body: Mapping[str, Any], sampling: dict[str, Any] | None
+    ) -> Item:
+        """A ``/v1/completions`` line: its prompt text, sent as it is. vLLM's completions
+        format carries no media (those go in a chat completion's parts)."""
+        prompt = body.get("prompt")
+        if isinstance(prompt, list) and len(prompt) == 1 and isinstance(prompt[0], str):
+            prompt = prompt[0]
+        if not isinstance(prompt, str) or not prompt:
+            return Item(
+                ident,
+                index,
+                (),
+                problem=f"request {ident}: a completion's prompt must be one non-empty string "
+                "(mmrun writes one answer per request; token ids are not read)",
+            )
+        return Item(ident, index, (), prompt, sampling=sampling, raw_prompt=prompt)
+
+    def _chat(
+        self, ident: str, index: int, body: Mapping[str, Any], sampling: dict[str, Any] | None
+    ) -> Item:
+        messages = body.get("messages")
+        if not isinstance(messages, list) or not messages:
+            return Item(
+                ident, index, (), problem=f"request {ident}: a chat completion has no messages"
             )
         sources: list[str] = []
         other: set[str] = set()
@@ -196,11 +237,20 @@ class OpenAIBatch:
             question,
             names=names if names != tuple(sources) else None,
             messages=tuple(messages),
+            sampling=sampling,
         )
 
 
-def output_line(row: Mapping[str, Any], model: str) -> dict[str, Any]:
-    """A result line (``mmrun.batch/1``) as vLLM run-batch's ``BatchRequestOutput``."""
+def output_line(
+    row: Mapping[str, Any],
+    model: str,
+    *,
+    text_completion: bool = False,
+    cached_tokens: int | None = None,
+) -> dict[str, Any]:
+    """A result line (``mmrun.batch/2``) as vLLM run-batch's ``BatchRequestOutput``: a chat
+    completion, or a text completion (``text_completion``: a ``/v1/completions`` line).
+    ``cached_tokens``: the prompt's tokens the engine's prefix cache held, where it tells."""
     error = row.get("error")
     request_id = f"vllm-batch-{uuid.uuid4().hex}"
     if error is not None:
@@ -215,24 +265,25 @@ def output_line(row: Mapping[str, Any], model: str) -> dict[str, Any]:
         }
     prompt_tokens = row.get("prompt_tokens") or 0
     completion_tokens = row.get("completion_tokens") or 0
+    choice: dict[str, Any] = {"index": 0}
+    if text_completion:
+        choice["text"] = row.get("text")
+    else:
+        choice["message"] = {"role": "assistant", "content": row.get("text")}
+    choice |= {"logprobs": None, "finish_reason": row.get("finish_reason"), "stop_reason": None}
     body = {
-        "id": f"chatcmpl-{uuid.uuid4().hex}",
-        "object": "chat.completion",
+        "id": f"{'cmpl' if text_completion else 'chatcmpl'}-{uuid.uuid4().hex}",
+        "object": "text_completion" if text_completion else "chat.completion",
         "created": int(time.time()),
         "model": model,
-        "choices": [
-            {
-                "index": 0,
-                "message": {"role": "assistant", "content": row.get("text")},
-                "logprobs": None,
-                "finish_reason": row.get("finish_reason"),
-                "stop_reason": None,
-            }
-        ],
+        "choices": [choice],
         "usage": {
             "prompt_tokens": prompt_tokens,
             "total_tokens": prompt_tokens + completion_tokens,
             "completion_tokens": completion_tokens,
+            "prompt_tokens_details": None
+            if cached_tokens is None
+            else {"cached_tokens": cached_tokens},
         },
     }
     return {

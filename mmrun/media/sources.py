@@ -1,5 +1,5 @@
-"""Media sources: what the user typed (a default asset name, a path, an http(s) URL, a data
-URI) classified, and the bytes of local files and data URIs read, with a size cap."""
+"""Media sources: what the user typed (a default asset name, a path, a ``file://`` URL, an
+http(s) URL, a data URI) classified, and the bytes of local files and data URIs read, with a size cap."""
 
 from __future__ import annotations
 
@@ -37,7 +37,8 @@ class Source:
 
 
 def parse_source(text: str, modality: Modality) -> Source:
-    """Classify a source: a default asset name, an http(s) URL, a data URI, or a local path."""
+    """Classify a source: a default asset name, an http(s) URL, a data URI, or a local path
+    (a ``file://`` URL is one)."""
     assets = {asset.name: asset for asset in modality.assets}
     if text in assets:
         asset = assets[text]
@@ -58,12 +59,31 @@ def parse_source(text: str, modality: Modality) -> Source:
         return Source(text, "url", text)
     if scheme == "data":
         return Source(text, "data", text)
+    if scheme == "file":
+        return Source(text, "path", file_url_path(text))
     if len(scheme) > 1 and "://" in text:
         raise MediaError(
             f"unsupported URL scheme {scheme!r} in {shown(text)!r}",
-            hint="use a local path, an http(s) URL or a data: URI",
+            hint="use a local path (or file:// URL), an http(s) URL or a data: URI",
         )
     return Source(text, "path", text)
+
+
+def file_url_path(text: str) -> str:
+    """A ``file://`` URL's local path (what vLLM's run-batch takes for local media):
+    ``file:///data/a.jpg`` -> ``/data/a.jpg``, percent-escapes decoded."""
+    parts = urllib.parse.urlsplit(text)
+    if parts.netloc not in ("", "localhost"):
+        raise MediaError(
+            f"file URL {shown(text)!r} names host {parts.netloc!r}: only local files are read",
+            hint="write file:///absolute/path",
+        )
+    path = urllib.parse.unquote(parts.path)
+    if not path:
+        raise MediaError(
+            f"file URL {shown(text)!r} names no path", hint="write file:///absolute/path"
+        )
+    return path
 
 
 def check_url(text: str) -> None:

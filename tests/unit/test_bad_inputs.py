@@ -409,7 +409,9 @@ def test_malformed_data_uri(uri: str, fragments: list[str], isolated_cache: Path
     ("url", "fragments"),
     [
         ("ftp://example.com/a.png", ["unsupported URL scheme 'ftp'"]),
-        ("file:///etc/hostname", ["unsupported URL scheme 'file'"]),
+        ("gopher://example.com/a.png", ["unsupported URL scheme 'gopher'"]),
+        ("file://example.com/a.png", ["names host 'example.com': only local files are read"]),
+        ("file:///nonexistent/a.png", ["no such file: file:///nonexistent/a.png"]),
         ("http://[::1/a.png", ["malformed URL", "check the URL"]),
         ("http://", ["malformed URL", "names no host"]),
         ("http://a:port/a.png", ["malformed URL"]),

@@ -57,6 +57,7 @@ class _Output:
         self.outputs = [_Completion(text, [1, 2])]
         self.finished = True
         self.poison = False
+        self.num_cached_tokens = 0  # as vLLM 0.32: the prompt tokens its prefix cache held
 
 
 def _describe(request: Any) -> tuple[str, int]:

@@ -1,0 +1,317 @@
+"""OpenAI batch lines as vLLM's run-batch reads them: each line's body fields as that
+prompt's own settings (max_completion_tokens, temperature, response_format, ...), a field
+mmrun cannot honor as that line's error, `/v1/completions` lines, `file://` media and the
+answers in run-batch's shapes. The engine is the stand-in vLLM (tests/e2e/test_openai_batch_e2e.py
+runs the same file through the real `vllm run-batch` and through mmrun)."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from mmrun.errors import EXIT_PARTIAL, UsageError
+from mmrun.inputs import InputOptions, open_input
+from mmrun.inputs.openai_body import CHAT_URL, COMPLETIONS_URL, body_settings
+from mmrun.modalities.image import IMAGE
+from tests.helpers.cli import in_process
+
+FIXTURES = Path(__file__).parent.parent / "fixtures" / "data"
+RGB = FIXTURES / "test_image_rgb.jpg"
+SCHEMA = {"type": "object", "properties": {"colour": {"type": "string"}}, "required": ["colour"]}
+JSON_SCHEMA = {"type": "json_schema", "json_schema": {"name": "answer", "schema": SCHEMA}}
+
+
+def chat(**fields: Any) -> dict[str, Any]:
+    return {"model": "m", "messages": [{"role": "user", "content": "Hi"}], **fields}
+
+
+@pytest.mark.parametrize(
+    ("body", "url", "expected"),
+    [
+        (chat(), CHAT_URL, None),
+        (
+            chat(max_completion_tokens=20, max_tokens=5, temperature=0),
+            CHAT_URL,
+            {"max_tokens": 20, "temperature": 0},
+        ),
+        (
+            chat(max_tokens=5, response_format=JSON_SCHEMA),
+            CHAT_URL,
+            {"max_tokens": 5, "structured_outputs": {"json": SCHEMA}},
+        ),
+        (
+            chat(response_format={"type": "json_object"}),
+            CHAT_URL,
+            {"structured_outputs": {"json_object": True}},
+        ),
+        (chat(response_format={"type": "text"}), CHAT_URL, None),
+        (
+            chat(structured_outputs={"choice": ["yes", "no"]}),
+            CHAT_URL,
+            {"structured_outputs": {"choice": ["yes", "no"]}},
+        ),
+        (
+            chat(
+                response_format=JSON_SCHEMA,
+                structured_outputs={"disable_additional_properties": True},
+            ),
+            CHAT_URL,
+            {"structured_outputs": {"json": SCHEMA, "disable_additional_properties": True}},
+        ),
+        (
+            chat(top_p=0.9, top_k=20, seed=3, stop=["\n"], min_tokens=2, repetition_penalty=1.1),
+            CHAT_URL,
+            {
+                "top_p": 0.9,
+                "top_k": 20,
+                "seed": 3,
+                "stop": ["\n"],
+                "min_tokens": 2,
+                "repetition_penalty": 1.1,
+            },
+        ),
+        # Fields that change nothing at these values, and nulls (the run's value stays).
+        (
+            chat(n=1, logprobs=False, top_logprobs=0, stream=False, user="u", temperature=None),
+            CHAT_URL,
+            None,
+        ),
+        (chat(tools=[], tool_choice="none", add_special_tokens=False), CHAT_URL, None),
+        (chat(logit_bias={"50256": -100}), CHAT_URL, {"logit_bias": {50256: -100.0}}),
+        (
+            {"model": "m", "prompt": "Once", "max_tokens": 7, "add_special_tokens": True},
+            COMPLETIONS_URL,
+            {"max_tokens": 7},
+        ),
+    ],
+)
+def test_a_lines_body_fields_are_its_settings_as_run_batch_applies_them(
+    body: dict[str, Any], url: str, expected: dict[str, Any] | None
+) -> None:
+    assert body_settings(body, url) == expected
+
+
+@pytest.mark.parametrize(
+    ("body", "url", "message"),
+    [
+        (
+            chat(n=2),
+            CHAT_URL,
+            "body n=2: mmrun writes one answer per request: give n 1, or one line per answer",
+        ),
+        (
+            chat(logprobs=True),
+            CHAT_URL,
+            "body logprobs=true: mmrun writes no log probabilities: drop logprobs",
+        ),
+        (
+            {"prompt": "x", "logprobs": 0},
+            COMPLETIONS_URL,
+            "body logprobs=0: mmrun writes no log probabilities: drop logprobs",
+        ),
+        (chat(stream=True), CHAT_URL, "body stream=true: a batch is not streamed: drop stream"),
+        (
+            chat(tools=[{"type": "function"}]),
+            CHAT_URL,
+            'body tools=[{"type": "function"}]: mmrun runs no tool calls: drop tools',
+        ),
+        (
+            chat(use_beam_search=True),
+            CHAT_URL,
+            "body use_beam_search=true: mmrun does not run beam search: drop use_beam_search",
+        ),
+        (
+            chat(chat_template_kwargs={"enable_thinking": False}),
+            CHAT_URL,
+            'body chat_template_kwargs={"enable_thinking": false}: mmrun honors '
+            "chat_template_kwargs only at vLLM's default: drop it",
+        ),
+        (
+            chat(chat_template="{{ x }}"),
+            CHAT_URL,
+            'body chat_template="{{ x }}": mmrun cannot honor it: drop it '
+            "(see docs/usage.md, OpenAI batch files)",
+        ),
+        (
+            chat(add_special_tokens=True),
+            CHAT_URL,
+            "body add_special_tokens=true: mmrun cannot honor it: drop it "
+            "(see docs/usage.md, OpenAI batch files)",
+        ),
+        (
+            chat(temperature="hot"),
+            CHAT_URL,
+            "body temperature must be a number of at least 0, got 'hot' (e.g. temperature=0.7)",
+        ),
+        (
+            chat(max_tokens=0),
+            CHAT_URL,
+            "body max_tokens must be an integer of at least 1, got 0 (e.g. max_tokens=64)",
+        ),
+        (
+            chat(response_format={"type": "json_schema", "json_schema": {"name": "x"}}),
+            CHAT_URL,
+            "body response_format json_schema has no schema (give "
+            '{"type": "json_schema", "json_schema": {"name": ..., "schema": {...}}})',
+        ),
+        (
+            chat(response_format={"type": "structural_tag"}),
+            CHAT_URL,
+            "body response_format type 'structural_tag': mmrun takes text, json_object or "
+            "json_schema",
+        ),
+        (
+            chat(response_format=JSON_SCHEMA, structured_outputs={"regex": "[a-z]+"}),
+            CHAT_URL,
+            "body structured_outputs must name one constraint (json, choice, regex, grammar, "
+            "json_object), got json, regex (use --json-schema, --choice, --regex, --grammar "
+            "or --json-object)",
+        ),
+    ],
+)
+def test_a_field_mmrun_cannot_honor_is_named_with_what_to_do(
+    body: dict[str, Any], url: str, message: str
+) -> None:
+    with pytest.raises(UsageError) as caught:
+        body_settings(body, url)
+    assert str(caught.value) == message
+
+
+def line(custom_id: str, body: dict[str, Any], url: str = CHAT_URL) -> str:
+    return json.dumps({"custom_id": custom_id, "method": "POST", "url": url, "body": body}) + "\n"
+
+
+def image_chat(question: str, url: str, **fields: Any) -> dict[str, Any]:
+    content = [{"type": "text", "text": question}, {"type": "image_url", "image_url": {"url": url}}]
+    return {"model": "m", "messages": [{"role": "user", "content": content}], **fields}
+
+
+@pytest.fixture
+def batch(tmp_path: Path) -> Path:
+    """Chat lines with their own settings (a ``file://`` image and a relative one), a
+    completion, and lines mmrun cannot honor."""
+    (tmp_path / "rgb.jpg").write_bytes(RGB.read_bytes())
+    image = (tmp_path / "rgb.jpg").as_uri()
+    lines = [
+        line("a", image_chat("Describe it.", image, max_completion_tokens=20, temperature=0)),
+        line(
+            "b", image_chat("Which colour?", "rgb.jpg", max_tokens=5, response_format=JSON_SCHEMA)
+        ),
+        line("c", {"model": "m", "prompt": "Once upon a time", "max_tokens": 7}, COMPLETIONS_URL),
+        line("d", image_chat("Describe it.", "rgb.jpg", n=3)),
+        line("e", {"model": "m", "input": "x"}, "/v1/embeddings"),
+        line("f", {"model": "m", "prompt": [1, 2, 3]}, COMPLETIONS_URL),
+    ]
+    path = tmp_path / "batch.jsonl"
+    path.write_text("".join(lines))
+    return path
+
+
+def test_the_reader_gives_each_line_its_settings_or_its_problem(batch: Path) -> None:
+    reader = open_input(str(batch), IMAGE, InputOptions())
+    reader.check()
+    items = {item.id: item for item in reader}
+    assert items["a"].sources == ((batch.parent / "rgb.jpg").as_uri(),)
+    assert items["a"].sampling == {"max_tokens": 20, "temperature": 0}
+    assert items["b"].sampling == {"max_tokens": 5, "structured_outputs": {"json": SCHEMA}}
+    assert items["c"].raw_prompt == "Once upon a time" and items["c"].sources == ()
+    assert items["c"].sampling == {"max_tokens": 7} and items["c"].messages is None
+    assert items["d"].problem == (
+        "request d: body n=3: mmrun writes one answer per request: give n 1, or one line per answer"
+    )
+    assert items["e"].problem == (
+        "request e is not a chat completion or a completion with a body (mmrun runs "
+        "/v1/chat/completions and /v1/completions)"
+    )
+    assert items["f"].problem == (
+        "request f: a completion's prompt must be one non-empty string (mmrun writes one "
+        "answer per request; token ids are not read)"
+    )
+    assert getattr(reader, "asks_for_json", False) is True
+
+
+def run(*args: str) -> Any:
+    return in_process(["image", "-m", "mistral3", *args])
+
+
+def test_each_line_runs_with_its_own_settings_and_answers_in_run_batchs_shapes(
+    batch: Path, tmp_path: Path, fake_vllm: Any
+) -> None:
+    out = tmp_path / "out.jsonl"
+    result = run("--input", str(batch), "-o", str(out), "--output-format", "openai")
+    assert result.exit_code == EXIT_PARTIAL, result.stderr
+    assert "3 done, 3 failed, 0 skipped" in result.stderr
+    # What went to the engine, by the request's text: the chat's question, the completion.
+    by_question = {
+        (r["prompt"] if isinstance(r, dict) else r[0]["content"][0]["text"]): p.kwargs
+        for r, p in zip(fake_vllm.submitted, fake_vllm.sampled, strict=True)
+    }
+    assert len(by_question) == 3
+    assert by_question["Describe it."]["max_tokens"] == 20
+    assert by_question["Describe it."]["temperature"] == 0
+    assert by_question["Which colour?"]["max_tokens"] == 5
+    assert by_question["Which colour?"]["structured_outputs"].json == SCHEMA
+    # The completion's text goes to LLM.generate as it is: no chat template, no image.
+    assert {"prompt": "Once upon a time"} in fake_vllm.submitted
+    assert by_question["Once upon a time"]["max_tokens"] == 7
+    assert "stop_token_ids" not in by_question["Once upon a time"]
+
+    rows = {r["custom_id"]: r for r in map(json.loads, out.read_text().splitlines())}
+    completion = rows["c"]["response"]["body"]
+    assert completion["object"] == "text_completion" and completion["id"].startswith("cmpl-")
+    assert completion["choices"] == [
+        {
+            "index": 0,
+            "text": "  answer to 'Once upon a time'\n",
+            "logprobs": None,
+            "finish_reason": "length",
+            "stop_reason": None,
+        }
+    ]
+    assert completion["usage"] == {
+        "prompt_tokens": 10,
+        "total_tokens": 12,
+        "completion_tokens": 2,
+        "prompt_tokens_details": {"cached_tokens": 0},
+    }
+    answer = rows["b"]["response"]["body"]
+    assert answer["object"] == "chat.completion"
+    assert answer["choices"][0]["message"] == {"role": "assistant", "content": '{"colour": "x"}'}
+    assert rows["d"]["response"] == {
+        "status_code": 400,
+        "request_id": rows["d"]["response"]["request_id"],
+        "body": None,
+    }
+    assert rows["d"]["error"]["error"]["message"] == (
+        "request: request d: body n=3: mmrun writes one answer per request: give n 1, or one "
+        "line per answer"
+    )
+    again = run("--input", str(batch), "-o", str(out), "--output-format", "openai")
+    assert again.exit_code == EXIT_PARTIAL and "0 done, 0 failed, 6 skipped" in again.stderr
+
+
+def test_the_dry_run_shows_each_lines_settings(batch: Path) -> None:
+    result = run("--input", str(batch), "--dry-run", "--json")
+    assert result.exit_code == EXIT_PARTIAL, result.stderr
+    rows = {r["id"]: r for r in map(json.loads, result.stdout.splitlines())}
+    assert rows["a"]["sampling"] == {"max_tokens": 20, "temperature": 0}
+    assert rows["b"]["sampling"] == {"max_tokens": 5, "structured_outputs": {"json": SCHEMA}}
+    assert rows["c"]["sampling"] == {"max_tokens": 7}
+    assert rows["c"]["prompt"] == "Once upon a time"
+    assert rows["a"]["error"] is None and rows["a"]["media"] == [
+        (batch.parent / "rgb.jpg").as_uri()
+    ]
+    assert "sampling" not in rows["d"]
+
+
+def test_a_file_url_is_a_local_path_wherever_media_are_named(tmp_path: Path) -> None:
+    image = tmp_path / "a b.jpg"
+    image.write_bytes(RGB.read_bytes())
+    result = run("-i", image.as_uri(), "--dry-run", "--json")
+    assert result.exit_code == 0, result.stderr
+    document = json.loads(result.stdout)
+    assert document["media"][0]["source"] == image.as_uri()
+    assert document["media"][0]["path"] == str(image)
