@@ -381,14 +381,25 @@ def make_command(modality: Modality, companions: Sequence[Modality] = ()) -> Cal
         quiet: o.QuietOpt = False,
         **modality_options: Any,
     ) -> None:
-        given = {k: v for k, v in locals().items() if k != "companion_names"}
+        given = {
+            k: v
+            for k, v in locals().items()
+            if k not in ("companion_names", "modality", "misplaced")
+        }
+        _refuse_misplaced(modality, misplaced, given)
         _execute(noun, companions=companion_names, **given)
 
     command.__doc__ = modality.summary or f"Run a model on {noun} inputs through vLLM."
     command.__name__ = noun
     taken = {*_SHARED_SHORT, modality.short_option}
+    misplaced = [c for c in companions if c.short_option not in taken]
     _add_modality_options(
-        command, modality.options, [_companion_option(modality, c, taken) for c in companions]
+        command,
+        modality.options,
+        [
+            *(_companion_option(modality, c) for c in companions),
+            *(_misplaced_option(c) for c in misplaced),
+        ],
     )
     return command
 
@@ -397,11 +408,9 @@ def _companion_param(name: str) -> str:
     return f"companion_{name}"
 
 
-def _companion_option(
-    modality: Modality, companion: Modality, taken: set[str]
-) -> inspect.Parameter:
-    """The option that names a companion's item (``mmrun video --image photo.jpg``)."""
-    short = [companion.short_option] if companion.short_option not in taken else []
+def _companion_option(modality: Modality, companion: Modality) -> inspect.Parameter:
+    """The option that names a companion's item (``mmrun video --image photo.jpg``). It has no
+    one-letter form: in a command, a one-letter media option names the command's own media."""
     noun = companion.name
     return inspect.Parameter(
         _companion_param(noun),
@@ -411,7 +420,6 @@ def _companion_option(
             list[str] | None,
             typer.Option(
                 companion.option,
-                *short,
                 help=o.literal(
                     f"{_article(noun).capitalize()} {noun} that every prompt carries ahead of "
                     f"its {modality.name}, for the models that take both (`mmrun models "
@@ -422,6 +430,35 @@ def _companion_option(
             ),
         ],
     )
+
+
+def _misplaced_param(short: str) -> str:
+    return f"misplaced_{short.lstrip('-')}"
+
+
+def _misplaced_option(companion: Modality) -> inspect.Parameter:
+    """A companion's one-letter option (``-i`` in ``mmrun video``), hidden: it is refused in
+    one line, for it would otherwise read as the command's own media (mmrun.cli.run._refuse)."""
+    return inspect.Parameter(
+        _misplaced_param(companion.short_option),
+        inspect.Parameter.KEYWORD_ONLY,
+        default=None,
+        annotation=Annotated[
+            list[str] | None, typer.Option(companion.short_option, hidden=True, metavar="SRC")
+        ],
+    )
+
+
+def _refuse_misplaced(modality: Modality, companions: Sequence[Modality], kw: dict[str, Any]) -> None:
+    for companion in companions:
+        param = _misplaced_param(companion.short_option)
+        if kw.get("modality_options", {}).pop(param, None):
+            raise UsageError(
+                f"{companion.short_option} is not an option of `mmrun {modality.name}`: name "
+                f"the {modality.name} with {modality.option} ({companion.option} adds "
+                f"{_article(companion.name)} {companion.name} to every prompt)",
+                hint=f"see `mmrun {modality.name} --help`",
+            )
 
 
 def _add_modality_options(
