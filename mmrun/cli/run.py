@@ -449,7 +449,9 @@ def _misplaced_option(companion: Modality) -> inspect.Parameter:
     )
 
 
-def _refuse_misplaced(modality: Modality, companions: Sequence[Modality], kw: dict[str, Any]) -> None:
+def _refuse_misplaced(
+    modality: Modality, companions: Sequence[Modality], kw: dict[str, Any]
+) -> None:
     for companion in companions:
         param = _misplaced_param(companion.short_option)
         if kw.get("modality_options", {}).pop(param, None):
@@ -492,7 +494,68 @@ def _add_modality_options(
     command.__signature__ = signature.replace(parameters=[*fixed, *extra, *more])  # type: ignore[attr-defined]
 
 
-def epilog(modality: Modality) -> str | None:
+# `mmrun <modality> --help` shows the options of a first run; `--help-all` every option (and
+# docs/cli.md lists them all): a help that fits a terminal and a half at 80 columns.
+HELP_ALL = "--help-all"
+FOLDED = frozenset(
+    {
+        "input_format",
+        "columns",
+        "keep_columns",
+        "split",
+        "dataset_config",
+        "revision",
+        "limit",
+        "shard",
+        "question_template",
+        "media_root",
+        "output_format",
+        "replicas",
+        "sampling_arg",
+        "json_schema",
+        "choice",
+        "regex",
+        "grammar",
+        "json_object",
+        "warmup",
+        "retry_errors",
+        "backend",
+        "seed",
+        "per_prompt",
+    }
+)
+
+
+def _no_type(ctx: Any) -> None:
+    return None
+
+
+def plain_help(root: Any, show_all: bool) -> None:
+    """The help of ``root`` (the click command Typer built) and its commands: a flag shows no
+    type (Typer would write ``<bool>``), nor does an argument, and a modality command folds the options of
+    ``FOLDED`` unless ``show_all``."""
+    from mmrun.plugins import get_registry
+
+    modalities = get_registry().modalities
+    for name, command in {"": root, **getattr(root, "commands", {})}.items():
+        help_option = command.get_help_option(
+            command.context_class(
+                command, info_name=name or "mmrun", help_option_names=["-h", "--help"]
+            )
+        )
+        for param in [*command.params, *([help_option] if help_option is not None else [])]:
+            if param.metavar is None and getattr(param, "is_flag", False):
+                param.metavar = ""
+            if getattr(param, "param_type_name", "") == "argument":
+                # An argument's name says what it takes (RESULTS); no `<path>` beside it.
+                param.display_type_rich = _no_type
+            if name in modalities and param.name in FOLDED:
+                param.hidden = not show_all
+
+
+def epilog(modality: Modality) -> str:
+    more = f"More options: mmrun {modality.name} {HELP_ALL} (data sets, structured answers, Ray)"
     if not modality.examples:
-        return None
-    return "Examples:\n\n" + "\n\n".join(f"  {line}" for line in modality.examples)
+        return more
+    examples = "\n\n".join(f"  {line}" for line in modality.examples)
+    return f"Examples:\n\n{examples}\n\n{more}"

@@ -30,7 +30,9 @@ def selftest(
     verbose: o.VerboseOpt = False,
     keep: Annotated[
         Path | None,
-        typer.Option("--keep", help="Build into this folder and keep it.", show_default=False),
+        typer.Option(
+            "--keep", help="Build into this folder and keep it.", show_default=False, metavar="DIR"
+        ),
     ] = None,
 ) -> None:
     """Check the installed vLLM offline: tiny random-weight models, end to end."""
