@@ -250,7 +250,7 @@ def test_help_and_models_read_no_vllm_argument_lists(tmp_path: Path) -> None:
 
 
 def test_help_shows_bracketed_text_literally() -> None:
-    proc = mmrun("image", "--help", terminal=True)
+    proc = mmrun("image", "--help-all", terminal=True)
     assert proc.returncode == 0
     plain = re.sub(r"\x1b\[[0-9;]*m", "", proc.stdout)
     assert "pip install 'mmrun[ray]'" in unboxed(plain)
