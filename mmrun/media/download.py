@@ -143,7 +143,9 @@ class Downloader:
             target.parent.mkdir(parents=True, exist_ok=True)
             with FileLock(str(target.parent / ".lock")):
                 if not target.is_file():
-                    partial = target.with_name(f".{os.getpid()}.{threading.get_ident()}.{target.name}")
+                    partial = target.with_name(
+                        f".{os.getpid()}.{threading.get_ident()}.{target.name}"
+                    )
                     try:
                         make(partial)
                         os.replace(partial, target)

@@ -187,7 +187,9 @@ def test_unknown_command_through_the_real_entry_point(isolated_cache: Path) -> N
     [
         (
             [*IMAGE, "-n", "13"],
-            ["mmrun: error: -n 13: `mmrun image` has 12 default images (name 13 files with --image)"],
+            [
+                "mmrun: error: -n 13: `mmrun image` has 12 default images (name 13 files with --image)"
+            ],
         ),
         ([*IMAGE, "-n", "0"], ["-n 0 is out of range"]),
         ([*IMAGE, "-n", "-3"], ["-n -3 is out of range"]),

@@ -30,9 +30,7 @@ def dry_run_commands(markdown: Path) -> list[list[str]]:
 
 
 @pytest.fixture
-def offline_here(
-    isolated_cache: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
-) -> Path:
+def offline_here(isolated_cache: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     """A folder with the a.png and b.png the README names, the network cut."""
     from PIL import Image
 
@@ -85,7 +83,9 @@ def test_media_paths_of_a_manifest_are_shown_normalized(offline_here: Path) -> N
     (offline_here / "lists").mkdir()
     manifest = offline_here / "lists" / "in.jsonl"
     manifest.write_text('{"id": "p", "image": "../a.png"}\n')
-    result = in_process(["image", "-m", "mistral3", "--input", str(manifest), "--dry-run", "--json"])
+    result = in_process(
+        ["image", "-m", "mistral3", "--input", str(manifest), "--dry-run", "--json"]
+    )
     assert result.exit_code == 0, result.stderr
     (row,) = [json.loads(line) for line in result.stdout.splitlines()]
     assert row["media"] == [str(offline_here / "a.png")]
