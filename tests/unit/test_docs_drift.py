@@ -47,7 +47,10 @@ def offline_here(isolated_cache: Path, tmp_path: Path, monkeypatch: pytest.Monke
 
 
 QUICK_START = {
-    "README.md": [["image", "-m", "idefics3", "-i", "a.png", "-i", "b.png", "--dry-run"]],
+    "README.md": [
+        ["image", "-m", "idefics3", "-i", "a.png", "-i", "b.png", "--dry-run"],
+        ["video", "-m", "qwen2_5_vl", "--dry-run"],
+    ],
     "docs/index.md": [["image", "-m", "idefics3", "-i", "a.png", "-i", "b.png", "--dry-run"]],
 }
 
@@ -60,12 +63,23 @@ def test_the_quick_start_dry_runs_run_offline_as_shown(doc: str, offline_here: P
         result = in_process(args)
         assert result.exit_code == 0, result.stderr
         assert result.stderr == ""
-        assert result.stdout.splitlines()[:4] == [
-            "idefics3 (HuggingFaceM4/Idefics3-8B-Llama3) · image · generate",
-            "question: What is the content of each image?",
-            "media: a.png 64x48",
-            "media: b.png 64x48",
-        ]
+        shown = SHOWN[args[0]]
+        assert result.stdout.splitlines()[: len(shown)] == shown
+
+
+SHOWN = {
+    "image": [
+        "idefics3 (HuggingFaceM4/Idefics3-8B-Llama3) · image · generate",
+        "question: What is the content of each image?",
+        "media: a.png 64x48",
+        "media: b.png 64x48",
+    ],
+    "video": [
+        "qwen2_5_vl (Qwen/Qwen2.5-VL-3B-Instruct) · video · generate",
+        "question: Why is this video funny?",
+        "media: bouncing_ball 32 frames, 4.0s; 16 sampled at 160x120",
+    ],
+}
 
 
 def test_the_summary_gives_rates_however_short_the_run() -> None:
