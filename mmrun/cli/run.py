@@ -438,7 +438,7 @@ def _misplaced_param(short: str) -> str:
 
 def _misplaced_option(companion: Modality) -> inspect.Parameter:
     """A companion's one-letter option (``-i`` in ``mmrun video``), hidden: it is refused in
-    one line, for it would otherwise read as the command's own media (mmrun.cli.run._refuse)."""
+    one line, for it would otherwise read as the command's own media (_refuse_misplaced)."""
     return inspect.Parameter(
         _misplaced_param(companion.short_option),
         inspect.Parameter.KEYWORD_ONLY,
