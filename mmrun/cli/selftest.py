@@ -1,4 +1,4 @@
-"""`mmrun selftest`: prove the installed vLLM runs mmrun's loaders, offline, in a minute or two.
+"""`mmrun selftest`: prove the installed vLLM runs mmrun's loaders, offline, without a GPU.
 
 It builds the tiny random-weight checkpoints of mmrun.tiny in a temporary folder (no
 download), has each one's modality write small media files, and runs each through the same
