@@ -135,6 +135,8 @@ class RequestBuilder(PromptSettings):
         if check is None:
             return None
         for item in media:
+            if item.not_fetched is not None:  # a dry run's placeholder: nothing to check
+                continue
             problem = check(item.source, item.info)
             if problem is not None:
                 return problem
@@ -162,6 +164,12 @@ class RequestBuilder(PromptSettings):
         """The prompt; for a dry run whose model's processor cannot be loaded now (no network,
         not in the Hugging Face cache), no prompt and a note saying so: a dry run shows
         everything else and needs no network."""
+        spec = self.plan.spec
+        if spec.reads_media and any(getattr(m, "not_fetched", None) for m in media):
+            return None, (
+                f"not rendered: {spec.key}'s prompt is built from the media themselves, "
+                "and the default media could not be fetched"
+            )
         try:
             return self.prompt(question, media), None
         except TemplateUnavailableError as exc:

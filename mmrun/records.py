@@ -33,6 +33,7 @@ def media_json(item: MediaItem) -> dict[str, Any]:
         "sha256": item.sha256,
         "size_bytes": item.size_bytes,
         **item.info,
+        **({"not_fetched": item.not_fetched} if item.not_fetched is not None else {}),
     }
 
 

@@ -49,12 +49,16 @@ class Asset:
     mirror_name: its file name on a mirror (``MMRUN_ASSETS_BASE_URL``); the download cache
         keys it by this name, so a change of source never fetches the same file again.
     fallbacks: URLs tried in order when ``url`` fails.
+    make: writes the item into the path it is given, for an item mmrun makes itself rather
+        than downloads (``url`` empty): made once, at first use, and cached under
+        ``mirror_name`` like a download, so that it needs no network.
     """
 
     name: str
     url: str
     mirror_name: str
     fallbacks: tuple[str, ...] = ()
+    make: Callable[[Path], None] | None = None
 
 
 def _as_is(item: Any, spec: LoaderSpec) -> Any:

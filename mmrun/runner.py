@@ -66,7 +66,13 @@ class Runner:
         return 2 * seqs if replica else max(16, 2 * seqs)
 
     def resolver(self) -> MediaResolver:
-        return MediaResolver(self.plan.modality, self.hooks.on_request, self.hooks.on_progress)
+        # A dry run needs no network: a default item it cannot fetch is shown as a placeholder.
+        return MediaResolver(
+            self.plan.modality,
+            self.hooks.on_request,
+            self.hooks.on_progress,
+            placeholders=self.plan.dry_run,
+        )
 
     def start(
         self, pipeline: MediaPipeline | None, abort_on_media: bool, *, again: bool = False

@@ -187,6 +187,7 @@ JsonSchemaOpt = Annotated[
         "--json-schema",
         help="Answer JSON matching this JSON Schema (a file or inline); results carry `parsed`.",
         show_default=False,
+        metavar="SCHEMA",
     ),
 ]
 ChoiceOpt = Annotated[
@@ -195,12 +196,16 @@ ChoiceOpt = Annotated[
         "--choice",
         help="Answer one of these strings (repeatable, or cat,dog).",
         show_default=False,
+        metavar="TEXT",
     ),
 ]
 RegexOpt = Annotated[
     str | None,
     typer.Option(
-        "--regex", help="Answer text that matches this regular expression.", show_default=False
+        "--regex",
+        help="Answer text that matches this regular expression.",
+        show_default=False,
+        metavar="REGEX",
     ),
 ]
 GrammarOpt = Annotated[
@@ -209,11 +214,14 @@ GrammarOpt = Annotated[
         "--grammar",
         help="Answer text of this grammar (an EBNF/GBNF or Lark file).",
         show_default=False,
+        metavar="FILE",
     ),
 ]
 JsonObjectOpt = Annotated[
     bool,
-    typer.Option("--json-object", help="Answer any JSON value; results carry it as `parsed`."),
+    typer.Option(
+        "--json-object", help="Answer any JSON value; results carry it as `parsed`.", metavar=""
+    ),
 ]
 InputFormatOpt = Annotated[
     str | None,

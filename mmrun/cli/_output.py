@@ -106,8 +106,11 @@ def print_result(result: RunResult, console: Console) -> None:
     console.print(_heading(plan))
     console.print(f"[dim]question:[/] {escape(result.question)}")
     for item in result.media:
-        describe = plan.modality.describe(item.info)
+        describe = "(not fetched)" if item.not_fetched else plan.modality.describe(item.info)
         console.print(f"[dim]media:[/] {escape(shown(item.source))} [dim]{escape(describe)}[/]")
+    missing = [item for item in result.media if item.not_fetched]
+    if missing:
+        console.print(_not_fetched_note(plan, missing), soft_wrap=True, highlight=False)
     if result.plan.dry_run:
         _print_plan(result, console)
         return
@@ -124,6 +127,19 @@ def print_result(result: RunResult, console: Console) -> None:
             console.print(f"[red]{escape(error.message)}[/]")
     timings = " · ".join(f"{k.removesuffix('_s')} {v:.2f}s" for k, v in result.timings.items())
     console.print(f"[dim]{timings}[/]")
+
+
+def _not_fetched_note(plan: Plan, missing: list[Any]) -> str:
+    """One line: which default media a dry run could not fetch, why, and what to do."""
+    noun = plan.modality.name
+    what = f"the default {noun}" if len(missing) == 1 else f"{len(missing)} default {noun}s"
+    why = str(missing[0].not_fetched).split("; the fallback")[0]  # the first source's failure
+    return (
+        f"[yellow]note:[/] {what} could not be fetched ({escape(why)}): the request below "
+        f"holds {'its name' if len(missing) == 1 else 'their names'} in place of the "
+        f"{noun}; name your own with {plan.modality.option}, or set MMRUN_ASSETS_BASE_URL "
+        "to a mirror"
+    )
 
 
 def _print_plan(result: RunResult, console: Console) -> None:

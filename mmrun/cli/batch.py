@@ -112,11 +112,12 @@ def summary(stats: Stats, seconds: float, output: str | None, tokens: str = "") 
 def throughput(stats: Stats, seconds: float | None) -> str:
     """``51,234 prompt + 12,345 output tokens, 4.10 prompts/s, 81.0 output tok/s over 4m03s
     after the engine start``: vLLM's own token counts of the prompts done in this run, and
-    the rates over the time since the engine was up; empty when none was generated."""
+    the rates over the time since the engine was up, whatever the input (a folder, a manifest,
+    a table) and however short the run; empty when none was generated."""
     if not stats.done or not (stats.prompt_tokens or stats.completion_tokens):
         return ""
     text = f"{stats.prompt_tokens:,} prompt + {stats.completion_tokens:,} output tokens"
-    if seconds is not None and seconds >= 1.0:  # a rate over less than a second says little
+    if seconds is not None and seconds > 0:
         text += (
             f", {stats.done / seconds:.2f} prompts/s, {stats.completion_tokens / seconds:.1f} "
             f"output tok/s over {duration(seconds)} after the engine start"

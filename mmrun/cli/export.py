@@ -13,7 +13,10 @@ def export(
     output_format: Annotated[
         str | None,
         typer.Option(
-            "--format", help="parquet or csv, when OUT's name does not say.", show_default=False
+            "--format",
+            help="parquet or csv, when OUT's name does not say.",
+            show_default=False,
+            metavar="FORMAT",
         ),
     ] = None,
 ) -> None:

@@ -23,7 +23,7 @@ from mmrun.cli.review import (
     report,
     score,
 )
-from mmrun.cli.run import epilog, make_command
+from mmrun.cli.run import HELP_ALL, epilog, make_command, plain_help
 from mmrun.cli.selftest import selftest
 from mmrun.errors import EXIT_FAILURE, EXIT_OK
 from mmrun.plugins import get_registry
@@ -31,8 +31,8 @@ from mmrun.version import __version__
 
 app = typer.Typer(
     name="mmrun",
-    help="Run vision-language and audio-language models on images and audio through vLLM, "
-    "with the right prompt format for each model.",
+    help="Run vision-, audio- and video-language models on images, audio and video through "
+    "vLLM, with the right prompt format for each model.",
     no_args_is_help=True,
     pretty_exceptions_enable=False,
     # Typer's Rich help and error panels keep bold and dim under NO_COLOR; its plain
@@ -51,7 +51,12 @@ def _version(value: bool) -> None:
 @app.callback()
 def root(
     version: bool = typer.Option(
-        False, "--version", callback=_version, is_eager=True, help="Print the version and exit."
+        False,
+        "--version",
+        callback=_version,
+        is_eager=True,
+        help="Print the version and exit.",
+        metavar="",
     ),
 ) -> None:
     """mmrun: one command to run a multimodal model through vLLM."""
@@ -84,7 +89,10 @@ def run(args: Sequence[str]) -> int:
     """Run one command line in this process; return its exit code. Whatever it ends with, a
     user error, a usage error of Typer's parser, Ctrl-C or a bug, has been printed by then
     as its one line (mmrun.cli._errors)."""
+    show_all = HELP_ALL in args
+    args = ["--help" if arg == HELP_ALL else arg for arg in args]
     command = typer.main.get_command(app)
+    plain_help(command, show_all)
     try:
         with command.make_context(PROG_NAME, list(args)) as ctx:
             command.invoke(ctx)

@@ -23,7 +23,9 @@ ResultsArg = Annotated[
 ]
 HtmlOutOpt = Annotated[
     Path | None,
-    typer.Option("--output", "-o", help="The HTML file to write.", show_default=False),
+    typer.Option(
+        "--output", "-o", help="The HTML file to write.", show_default=False, metavar="FILE"
+    ),
 ]
 LinkMediaOpt = Annotated[
     bool,
@@ -31,6 +33,7 @@ LinkMediaOpt = Annotated[
         "--link-media",
         help="Link media files by their path relative to the page instead of embedding "
         "thumbnails (for very large runs; the page then needs the files beside it).",
+        metavar="",
     ),
 ]
 MediaRootOpt = Annotated[
@@ -40,11 +43,17 @@ MediaRootOpt = Annotated[
         help="Folder that relative media paths are found in. Default: the result file's "
         "folder, then the current one.",
         show_default=False,
+        metavar="DIR",
     ),
 ]
-OpenOpt = Annotated[bool, typer.Option("--open", help="Open the page in the web browser.")]
+OpenOpt = Annotated[
+    bool, typer.Option("--open", help="Open the page in the web browser.", metavar="")
+]
 SeedOpt = Annotated[
-    int, typer.Option("--seed", help="Seed of the bootstrap resampling (the 95% intervals).")
+    int,
+    typer.Option(
+        "--seed", help="Seed of the bootstrap resampling (the 95% intervals).", metavar="N"
+    ),
 ]
 NormalizeOpt = Annotated[
     str,
@@ -53,9 +62,12 @@ NormalizeOpt = Annotated[
         help="Text normalization before wer, cer, exact and contains: whisper (Whisper's "
         "English normalizer), basic (lowercase, no punctuation, single spaces: jiwer's "
         "transforms) or none.",
+        metavar="NAME",
     ),
 ]
-JsonOpt = Annotated[bool, typer.Option("--json", help="Print one JSON document on stdout.")]
+JsonOpt = Annotated[
+    bool, typer.Option("--json", help="Print one JSON document on stdout.", metavar="")
+]
 
 
 def _examples(*lines: str) -> str:
@@ -156,6 +168,7 @@ def score(
             "as meta.answer), a JSONL, JSON, CSV, TSV or Parquet file keyed by id, or a folder "
             "of LibriSpeech *.trans.txt files.",
             show_default=False,
+            metavar="REF",
         ),
     ],
     metric: Annotated[
@@ -164,16 +177,20 @@ def score(
             "--metric",
             help="Metric, repeatable: wer, cer, exact, contains, choice, anls, bleu, chrf.",
             show_default=False,
+            metavar="METRIC",
         ),
     ],
     reference_field: Annotated[
         str,
         typer.Option(
-            "--reference-field", help="The reference's field in a reference file (dotted path)."
+            "--reference-field",
+            help="The reference's field in a reference file (dotted path).",
+            metavar="FIELD",
         ),
     ] = "reference",
     reference_id: Annotated[
-        str, typer.Option("--reference-id", help="The id's field in a reference file.")
+        str,
+        typer.Option("--reference-id", help="The id's field in a reference file.", metavar="FIELD"),
     ] = "id",
     output: Annotated[
         Path | None,
@@ -182,6 +199,7 @@ def score(
             "-o",
             help="Write the result lines, each with its reference and score, to this JSONL file.",
             show_default=False,
+            metavar="FILE",
         ),
     ] = None,
     in_place: Annotated[
@@ -190,6 +208,7 @@ def score(
             "--in-place",
             help="Keep the scores beside the results, in RESULTS.scores.jsonl (the result file "
             "itself is never rewritten); report and compare read them from there.",
+            metavar="",
         ),
     ] = False,
     normalize: NormalizeOpt = "whisper",
@@ -200,6 +219,7 @@ def score(
             "--fail-below",
             help=f"Exit with code {EXIT_BELOW_THRESHOLD} when a metric's mean is below this.",
             show_default=False,
+            metavar="X",
         ),
     ] = None,
     fail_above: Annotated[
@@ -209,6 +229,7 @@ def score(
             help=f"Exit with code {EXIT_BELOW_THRESHOLD} when a metric's mean is above this "
             "(for error rates: wer, cer).",
             show_default=False,
+            metavar="X",
         ),
     ] = None,
     json_out: JsonOpt = False,
@@ -307,7 +328,10 @@ def compare(
     b: Annotated[Path, typer.Argument(help="The second run's result file.", show_default=False)],
     output: HtmlOutOpt = None,
     top: Annotated[
-        int, typer.Option("--top", help="How many of the most different items to list.", min=0)
+        int,
+        typer.Option(
+            "--top", help="How many of the most different items to list.", min=0, metavar="N"
+        ),
     ] = 10,
     normalize: Annotated[
         str,
@@ -315,6 +339,7 @@ def compare(
             "--normalize",
             help="Normalization before answers are compared: whisper, basic (lowercase, no "
             "punctuation, single spaces) or none.",
+            metavar="NAME",
         ),
     ] = "basic",
     seed: SeedOpt = 0,

@@ -383,14 +383,25 @@ def make_command(modality: Modality, companions: Sequence[Modality] = ()) -> Cal
         quiet: o.QuietOpt = False,
         **modality_options: Any,
     ) -> None:
-        given = {k: v for k, v in locals().items() if k != "companion_names"}
+        given = {
+            k: v
+            for k, v in locals().items()
+            if k not in ("companion_names", "modality", "misplaced")
+        }
+        _refuse_misplaced(modality, misplaced, given)
         _execute(noun, companions=companion_names, **given)
 
     command.__doc__ = modality.summary or f"Run a model on {noun} inputs through vLLM."
     command.__name__ = noun
     taken = {*_SHARED_SHORT, modality.short_option}
+    misplaced = [c for c in companions if c.short_option not in taken]
     _add_modality_options(
-        command, modality.options, [_companion_option(modality, c, taken) for c in companions]
+        command,
+        modality.options,
+        [
+            *(_companion_option(modality, c) for c in companions),
+            *(_misplaced_option(c) for c in misplaced),
+        ],
     )
     return command
 
@@ -399,11 +410,9 @@ def _companion_param(name: str) -> str:
     return f"companion_{name}"
 
 
-def _companion_option(
-    modality: Modality, companion: Modality, taken: set[str]
-) -> inspect.Parameter:
-    """The option that names a companion's item (``mmrun video --image photo.jpg``)."""
-    short = [companion.short_option] if companion.short_option not in taken else []
+def _companion_option(modality: Modality, companion: Modality) -> inspect.Parameter:
+    """The option that names a companion's item (``mmrun video --image photo.jpg``). It has no
+    one-letter form: in a command, a one-letter media option names the command's own media."""
     noun = companion.name
     return inspect.Parameter(
         _companion_param(noun),
@@ -413,7 +422,6 @@ def _companion_option(
             list[str] | None,
             typer.Option(
                 companion.option,
-                *short,
                 help=o.literal(
                     f"{_article(noun).capitalize()} {noun} that every prompt carries ahead of "
                     f"its {modality.name}, for the models that take both (`mmrun models "
@@ -424,6 +432,37 @@ def _companion_option(
             ),
         ],
     )
+
+
+def _misplaced_param(short: str) -> str:
+    return f"misplaced_{short.lstrip('-')}"
+
+
+def _misplaced_option(companion: Modality) -> inspect.Parameter:
+    """A companion's one-letter option (``-i`` in ``mmrun video``), hidden: it is refused in
+    one line, for it would otherwise read as the command's own media (_refuse_misplaced)."""
+    return inspect.Parameter(
+        _misplaced_param(companion.short_option),
+        inspect.Parameter.KEYWORD_ONLY,
+        default=None,
+        annotation=Annotated[
+            list[str] | None, typer.Option(companion.short_option, hidden=True, metavar="SRC")
+        ],
+    )
+
+
+def _refuse_misplaced(
+    modality: Modality, companions: Sequence[Modality], kw: dict[str, Any]
+) -> None:
+    for companion in companions:
+        param = _misplaced_param(companion.short_option)
+        if kw.get("modality_options", {}).pop(param, None):
+            raise UsageError(
+                f"{companion.short_option} is not an option of `mmrun {modality.name}`: name "
+                f"the {modality.name} with {modality.option} ({companion.option} adds "
+                f"{_article(companion.name)} {companion.name} to every prompt)",
+                hint=f"see `mmrun {modality.name} --help`",
+            )
 
 
 def _add_modality_options(
@@ -457,7 +496,68 @@ def _add_modality_options(
     command.__signature__ = signature.replace(parameters=[*fixed, *extra, *more])  # type: ignore[attr-defined]
 
 
-def epilog(modality: Modality) -> str | None:
+# `mmrun <modality> --help` shows the options of a first run; `--help-all` every option (and
+# docs/cli.md lists them all): a help that fits a terminal and a half at 80 columns.
+HELP_ALL = "--help-all"
+FOLDED = frozenset(
+    {
+        "input_format",
+        "columns",
+        "keep_columns",
+        "split",
+        "dataset_config",
+        "revision",
+        "limit",
+        "shard",
+        "question_template",
+        "media_root",
+        "output_format",
+        "replicas",
+        "sampling_arg",
+        "json_schema",
+        "choice",
+        "regex",
+        "grammar",
+        "json_object",
+        "warmup",
+        "retry_errors",
+        "backend",
+        "seed",
+        "per_prompt",
+    }
+)
+
+
+def _no_type(ctx: Any) -> None:
+    return None
+
+
+def plain_help(root: Any, show_all: bool) -> None:
+    """The help of ``root`` (the click command Typer built) and its commands: a flag shows no
+    type (Typer would write ``<bool>``), nor does an argument, and a modality command folds the options of
+    ``FOLDED`` unless ``show_all``."""
+    from mmrun.plugins import get_registry
+
+    modalities = get_registry().modalities
+    for name, command in {"": root, **getattr(root, "commands", {})}.items():
+        help_option = command.get_help_option(
+            command.context_class(
+                command, info_name=name or "mmrun", help_option_names=["-h", "--help"]
+            )
+        )
+        for param in [*command.params, *([help_option] if help_option is not None else [])]:
+            if param.metavar is None and getattr(param, "is_flag", False):
+                param.metavar = ""
+            if getattr(param, "param_type_name", "") == "argument":
+                # An argument's name says what it takes (RESULTS); no `<path>` beside it.
+                param.display_type_rich = _no_type
+            if name in modalities and param.name in FOLDED:
+                param.hidden = not show_all
+
+
+def epilog(modality: Modality) -> str:
+    more = f"More options: mmrun {modality.name} {HELP_ALL} (data sets, structured answers, Ray)"
     if not modality.examples:
-        return None
-    return "Examples:\n\n" + "\n\n".join(f"  {line}" for line in modality.examples)
+        return more
+    examples = "\n\n".join(f"  {line}" for line in modality.examples)
+    return f"Examples:\n\n{examples}\n\n{more}"

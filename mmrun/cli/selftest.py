@@ -1,4 +1,4 @@
-"""`mmrun selftest`: prove the installed vLLM runs mmrun's loaders, offline, in a minute or two.
+"""`mmrun selftest`: prove the installed vLLM runs mmrun's loaders, offline, without a GPU.
 
 It builds the tiny random-weight checkpoints of mmrun.tiny in a temporary folder (no
 download), has each one's modality write small media files, and runs each through the same
@@ -30,13 +30,14 @@ def selftest(
     verbose: o.VerboseOpt = False,
     keep: Annotated[
         Path | None,
-        typer.Option("--keep", help="Build into this folder and keep it.", show_default=False),
+        typer.Option(
+            "--keep", help="Build into this folder and keep it.", show_default=False, metavar="DIR"
+        ),
     ] = None,
 ) -> None:
     """Check the installed vLLM offline: tiny random-weight models, end to end."""
     from mmrun.cli._output import print_json, stderr_console, stdout_console
     from mmrun.engine import configure_environment, device_name
-    from mmrun.engine.output import stdout_to_stderr
     from mmrun.planning.checks import check_supported
     from mmrun.plugins import get_registry
     from mmrun.support import vllm_info
@@ -46,20 +47,8 @@ def selftest(
     os.environ.setdefault("VLLM_CPU_KVCACHE_SPACE", "1")
     configure_environment(verbose)
     err = stderr_console()
-    steps: list[dict[str, Any]] = []
-
-    def step(name: str, action: Callable[[], Any]) -> Any:
-        start = time.perf_counter()
-        try:
-            with stdout_to_stderr():
-                value = action()
-        except BaseException:
-            err.print(f"[red]FAIL[/] {name}")
-            raise
-        seconds = time.perf_counter() - start
-        steps.append({"step": name, "ok": True, "seconds": round(seconds, 2)})
-        err.print(f"[green]ok[/]   {name} [dim]({seconds:.1f}s)[/]")
-        return value
+    step = Steps(err, verbose)
+    steps = step.done
 
     folder = keep or Path(tempfile.mkdtemp(prefix="mmrun-selftest-"))
     folder.mkdir(parents=True, exist_ok=True)
@@ -91,6 +80,35 @@ def selftest(
             f"[bold green]selftest passed[/] (vLLM {version} on {device}, {len(steps)} steps)"
         )
         stdout_console().print(f"[dim]{scope}[/]")
+
+
+class Steps:
+    """The selftest's steps, each one line on stderr (``ok   name (1.2s)``). What vLLM, torch,
+    Triton and transformers print meanwhile (warnings, progress bars of checkpoint shards) goes
+    to the engine log, as in a batch; ``verbose`` (-v) shows it on stderr instead."""
+
+    def __init__(self, err: Any, verbose: bool) -> None:
+        self.err = err
+        self.verbose = verbose
+        self.done: list[dict[str, Any]] = []
+
+    def __call__(self, name: str, action: Callable[[], Any]) -> Any:
+        from mmrun.engine.output import engine_log_part, engine_output
+
+        start = time.perf_counter()
+        try:
+            with engine_output(False, self.verbose):
+                value = action()
+        except BaseException:
+            part = None if self.verbose else engine_log_part()
+            log = part[0] if part else None
+            where = f" [dim](vLLM's log: {log}; -v shows it here)[/]" if log else ""
+            self.err.print(f"[red]FAIL[/] {name}{where}")
+            raise
+        seconds = time.perf_counter() - start
+        self.done.append({"step": name, "ok": True, "seconds": round(seconds, 2)})
+        self.err.print(f"[green]ok[/]   {name} [dim]({seconds:.1f}s)[/]")
+        return value
 
 
 def _write_samples(

@@ -207,10 +207,11 @@ def listed(text: str) -> list[Any] | None:
 
 
 def resolve_path(text: str, base: Path | None) -> str:
-    """A relative path is relative to the table's folder; URLs and data URIs stay as they are."""
+    """A relative path is relative to the table's folder (``media/../photos/a.png`` shown as
+    ``photos/a.png``); URLs and data URIs stay as they are."""
     if base is None or "://" in text or text.startswith("data:") or os.path.isabs(text):
         return text
-    return str(base / os.path.expanduser(text))
+    return os.path.normpath(base / os.path.expanduser(text))
 
 
 def data_uri(data: bytes) -> str:

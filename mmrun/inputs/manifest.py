@@ -195,7 +195,7 @@ class Manifest:
             return text
         if text in {asset.name for asset in self.modality.assets}:
             return text
-        return str(self.base / os.path.expanduser(text))
+        return os.path.normpath(self.base / os.path.expanduser(text))  # no "media/../photos"
 
 
 def _spool_stdin() -> Path:

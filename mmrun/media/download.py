@@ -131,6 +131,30 @@ class Downloader:
             lock.release()
         return target
 
+    def made(self, cache_name: str, make: Callable[[Path], None]) -> Path:
+        """The cached file of a default item mmrun writes itself (``Asset.make``), written
+        first if needed, as a download is: to a temporary file, moved in when complete."""
+        target = asset_path(cache_name)
+        if target.is_file():
+            return target
+        from filelock import FileLock
+
+        try:
+            target.parent.mkdir(parents=True, exist_ok=True)
+            with FileLock(str(target.parent / ".lock")):
+                if not target.is_file():
+                    partial = target.with_name(
+                        f".{os.getpid()}.{threading.get_ident()}.{target.name}"
+                    )
+                    try:
+                        make(partial)
+                        os.replace(partial, target)
+                    finally:
+                        partial.unlink(missing_ok=True)
+        except OSError as exc:
+            raise _unwritable(target.parent, exc) from exc
+        return target
+
     def _download_first(self, urls: Sequence[str], target: Path) -> None:
         """Download from the first URL that works; the first failure is the one reported."""
         failures: list[DownloadError] = []

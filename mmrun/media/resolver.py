@@ -11,7 +11,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from mmrun.errors import MediaError
+from mmrun.errors import DownloadError, MediaError
 from mmrun.media.budget import memory_ticket, reserve
 from mmrun.media.download import DOWNLOAD_WORKERS, Downloader, ProgressFn
 from mmrun.media.limits import positive_number
@@ -29,6 +29,8 @@ class MediaItem:
 
     data, info: what the modality's decoder returned (``Modality.decode``): the decoded item
         (a PIL image, an audio clip's samples, ...) and facts about it for the output.
+    not_fetched: for a dry run, a default item that could not be downloaded (no network):
+        why; the item is then a placeholder (no path, no data), and the request holds its name.
     """
 
     source: str
@@ -37,6 +39,7 @@ class MediaItem:
     size_bytes: int
     data: Any
     info: dict[str, Any]
+    not_fetched: str | None = None
 
 
 def prefetch_budget() -> int:
@@ -66,8 +69,12 @@ class MediaResolver:
         modality: Modality,
         on_request: Callable[[str], None] | None = None,
         on_progress: ProgressFn | None = None,
+        placeholders: bool = False,
     ) -> None:
+        """``placeholders``: a default item that cannot be downloaded becomes a placeholder
+        (MediaItem.not_fetched) instead of a failure, for a dry run, which needs no network."""
         self.modality = modality
+        self.placeholders = placeholders
         self.downloader = Downloader(on_request, on_progress)
         self._pool = DaemonPool(DOWNLOAD_WORKERS, "mmrun-media")
 
@@ -81,7 +88,14 @@ class MediaResolver:
 
     def resolve(self, source: Source) -> MediaItem:
         path: Path | None = None
-        if source.kind in ("asset", "url"):
+        if source.make is not None and source.cache_name is not None:
+            path = self.downloader.made(source.cache_name, source.make)
+        elif source.kind == "asset" and self.placeholders:
+            try:
+                path = self.downloader.fetch(source.location, source.fallbacks, source.cache_name)
+            except DownloadError as exc:
+                return MediaItem(source.text, None, "", 0, None, {}, not_fetched=exc.message)
+        elif source.kind in ("asset", "url"):
             path = self.downloader.fetch(source.location, source.fallbacks, source.cache_name)
         # The file's bytes and what decoding them takes share the decoding budget: twelve
         # files at the size cap are read no faster than memory allows.

@@ -8,6 +8,7 @@ import binascii
 import os
 import stat
 import urllib.parse
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -29,6 +30,7 @@ class Source:
     location: str  # the URL for assets and URLs, the path for files, the URI for data
     fallbacks: tuple[str, ...] = ()  # URLs tried in order when ``location`` fails (assets)
     cache_name: str | None = None  # an asset's mirror name: its cache key, whatever its URL
+    make: Callable[[Path], None] | None = None  # an asset mmrun writes itself (Asset.make)
 
     @property
     def shown(self) -> str:
@@ -42,6 +44,8 @@ def parse_source(text: str, modality: Modality) -> Source:
     assets = {asset.name: asset for asset in modality.assets}
     if text in assets:
         asset = assets[text]
+        if asset.make is not None:  # made here, never downloaded: no mirror serves it
+            return Source(text, "asset", asset.url, (), asset.mirror_name, asset.make)
         base = os.environ.get(BASE_URL_ENV)
         if base:  # the user's mirror replaces every source
             return Source(

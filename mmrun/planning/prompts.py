@@ -82,10 +82,18 @@ def choose_sources(
         count = min(max(modality.default_count, low), high)
     else:
         count = opts.count
-        if not low <= count <= high:
+        defaults = len(modality.assets)
+        if count > defaults >= low and (spec.max_items is None or count <= spec.max_items):
             raise UsageError(
-                f"-n {count} is out of range for {spec.key}: it takes {low} to {high}",
-                hint=f"use -n between {low} and {high}, or name files with {modality.option}",
+                f"-n {count}: `mmrun {noun}` has {_plural(defaults, f'default {noun}')}",
+                hint=f"name {count} files with {modality.option}",
+            )
+        if not low <= count <= high:
+            takes = f"{low} to {high}" if low < high else f"{_plural(low, noun)} per prompt"
+            use = f"between {low} and {high}" if low < high else str(low)
+            raise UsageError(
+                f"-n {count} is out of range for {spec.key}: it takes {takes}",
+                hint=f"use -n {use}, or name files with {modality.option}",
             )
     names = [asset.name for asset in modality.assets]
     if count == 1 and opts.num_prompts > 1:

@@ -118,6 +118,30 @@ def test_a_clip_through_the_real_engine(
     assert output["prompt_tokens"] > 40 and output["completion_tokens"] > 0
 
 
+def test_the_default_clip_through_the_real_engine(
+    tiny_checkpoint: Callable[[str, str], TinyCheckpoint], tmp_path: Path
+) -> None:
+    """``mmrun video -m KEY`` without --video: the clip mmrun draws, offline."""
+    checkpoint = tiny_checkpoint("video", "qwen2_5_vl")
+    engine_args = {**checkpoint.engine_args, "enforce_eager": True}
+    flags = [f"--engine-arg={k}={json.dumps(v)}" for k, v in engine_args.items()]
+    args = ["video", "-m", "qwen2_5_vl", "--model", str(checkpoint.path), "--num-frames", "8"]
+    proc = subprocess.run(
+        [sys.executable, "-m", "mmrun", *args, "--max-tokens", "6", "--json", *flags],
+        capture_output=True,
+        text=True,
+        env={**os.environ, "HF_HUB_OFFLINE": "1", "MMRUN_CACHE_DIR": str(tmp_path / "cache")},
+        timeout=900,
+    )
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    doc = json.loads(proc.stdout)
+    (media,) = doc["media"]
+    assert media["source"] == "bouncing_ball" and media["path"].endswith("bouncing_ball.avi")
+    assert (media["frames"], media["duration_s"], media["sampled_frames"]) == (32, 4.0, 8)
+    (output,) = doc["outputs"]
+    assert output["prompt_tokens"] > 40 and output["completion_tokens"] > 0
+
+
 # A wrapper that runs mmrun and prints the peak resident memory of it and its children (the
 # engine core included), in KiB: what a long clip must not raise.
 _PEAK_RSS = (

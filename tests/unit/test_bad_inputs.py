@@ -185,7 +185,12 @@ def test_unknown_command_through_the_real_entry_point(isolated_cache: Path) -> N
 @pytest.mark.parametrize(
     ("args", "fragments"),
     [
-        ([*IMAGE, "-n", "13"], ["-n 13 is out of range for mistral3", "use -n between"]),
+        (
+            [*IMAGE, "-n", "13"],
+            [
+                "mmrun: error: -n 13: `mmrun image` has 12 default images (name 13 files with --image)"
+            ],
+        ),
         ([*IMAGE, "-n", "0"], ["-n 0 is out of range"]),
         ([*IMAGE, "-n", "-3"], ["-n -3 is out of range"]),
         (["audio", "-m", "whisper", "-n", "2"], ["-n 2 is out of range for whisper"]),
@@ -1011,8 +1016,8 @@ def test_an_image_with_a_clip_plans_both(clip_and_image: tuple[Path, Path]) -> N
     ("extra", "code", "fragments"),
     [
         (["-m", "gemma4"], EXIT_USAGE, ["gemma4 takes no image with its video", "qwen2_5_vl"]),
-        (["-i", "{image}"], EXIT_USAGE, ["--image takes one image", "got 2"]),
-        (["-i", "{folder}"], EXIT_USAGE, ["--image takes one image", "a folder or pattern"]),
+        (["--image", "{image}"], EXIT_USAGE, ["--image takes one image", "got 2"]),
+        (["--image", "{folder}"], EXIT_USAGE, ["--image takes one image", "a folder or pattern"]),
         (["--backend", "ray"], EXIT_USAGE, ["--image runs on the local backend"]),
     ],
 )
@@ -1025,7 +1030,7 @@ def test_an_image_a_clip_model_cannot_take_is_refused(
 ) -> None:
     clip, image = clip_and_image
     extra = [e.format(image=image, folder=image.parent) for e in extra]
-    args = ["video", "--video", str(clip), "-i", str(image), *extra, "--dry-run"]
+    args = ["video", "--video", str(clip), "--image", str(image), *extra, "--dry-run"]
     check(cli(*args), code, *fragments, cache=isolated_cache)
 
 

@@ -648,3 +648,25 @@ def test_open_without_any_browser_writes_the_page_and_exits_0(tmp_path: Path) ->
     assert proc.returncode == 0, proc.stderr
     uri = (tmp_path / "out.html").resolve().as_uri()
     assert f"no web browser to open it with; open {uri} yourself" in proc.stderr
+
+
+def test_a_run_finishing_in_bursts_charts_rates_its_caption_agrees_with(tmp_path: Path) -> None:
+    """vLLM finishes the prompts of a step together: 64 results in bursts of 16 over 3 s are
+    21.5 per second, and no bar may claim hundreds (bins of a few milliseconds did: 650/s)."""
+    from mmrun.review.charts import throughput
+
+    start = 1_800_000_000.0
+    times = [start + step + i / 1000 for step in (0.0, 1.0, 2.0, 2.96) for i in range(16)]
+    bins = throughput(times)
+    assert bins is not None and bins.width == 1.0
+    assert sum(r * w for r, w in zip(bins.rates, bins.widths, strict=True)) == pytest.approx(64)
+    assert max(bins.rates) < 2 * 64 / bins.active_s
+    rows = [stamped(f"p{i}", t) for i, t in enumerate(times)]
+    code, _, err = invoke("report", str(write_jsonl(tmp_path / "out.jsonl", rows)))
+    assert code == 0, err
+    captions = chart_captions((tmp_path / "out.html").read_text())
+    # Three bins of 0.99 s: 16, 16 and the last two bursts, 32 results (32.3 per second).
+    assert captions[0] == (
+        "64 results in 2.97 s, 21.5 per second on average, 32.3 in the busiest bin; "
+        "bins of about 1 s"
+    )

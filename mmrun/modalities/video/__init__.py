@@ -23,9 +23,10 @@ from mmrun.modalities.video.frames import (
     decode_clip_file,
     encode_clip,
     sampling_from,
+    write_sample_clip,
 )
 from mmrun.plugins import Register
-from mmrun.registry import Decoded, LoaderSpec, MediaOption, Modality
+from mmrun.registry import Asset, Decoded, LoaderSpec, MediaOption, Modality
 
 VIDEO_OPTIONS = (
     MediaOption(
@@ -87,9 +88,13 @@ def _describe(info: Mapping[str, Any]) -> str:
     )
 
 
+# The default clip is drawn by mmrun at first use and cached like the other default media:
+# a few kilobytes, the same on every machine, and a dry run or a first try needs no network.
+SAMPLE_CLIP = Asset("bouncing_ball", "", "bouncing_ball.avi", make=write_sample_clip)
+
 VIDEO = Modality(
     name="video",
-    assets=(),
+    assets=(SAMPLE_CLIP,),
     questions={1: "Why is this video funny?"},
     default_count=1,
     min_count=1,

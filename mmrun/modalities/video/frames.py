@@ -15,6 +15,7 @@ from __future__ import annotations
 import math
 from collections.abc import Mapping
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 from mmrun.capture import library_output
@@ -201,3 +202,27 @@ def encode_clip(frames: Any, fps: float) -> bytes:
             writer.release()
         with open(out.name, "rb") as file:
             return file.read()
+
+
+def write_sample_clip(path: Path, seconds: float = 4.0, fps: int = 8) -> None:
+    """A small clip drawn here (a ball bouncing across a field under a sky, 160x120,
+    Motion-JPEG): the video command's default clip, the same bytes on every machine and no
+    download."""
+    import numpy as np
+
+    cv2 = _cv2()
+    width, height, count = 160, 120, int(seconds * fps)
+    background = np.zeros((height, width, 3), dtype=np.uint8)
+    background[: height * 2 // 3] = (235, 206, 135)  # sky (BGR)
+    background[height * 2 // 3 :] = (60, 160, 70)  # grass
+    writer = cv2.VideoWriter(str(path), cv2.VideoWriter_fourcc(*"MJPG"), fps, (width, height))
+    try:
+        for i in range(count):
+            frame = background.copy()
+            t = i / max(count - 1, 1)
+            x = int(12 + t * (width - 24))
+            y = int(height * 2 // 3 - 10 - abs(math.sin(3 * math.pi * t)) * 60)
+            cv2.circle(frame, (x, y), 10, (30, 60, 220), -1)
+            writer.write(frame)
+    finally:
+        writer.release()
