@@ -521,6 +521,7 @@ FOLDED = frozenset(
         "json_object",
         "warmup",
         "retry_errors",
+        "max_restarts",
         "backend",
         "seed",
         "per_prompt",

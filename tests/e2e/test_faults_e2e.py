@@ -26,7 +26,7 @@ from mmrun.errors import EXIT_FAILURE, EXIT_PARTIAL
 from mmrun.tiny import TinyCheckpoint
 from tests.e2e.test_scale_out_e2e import ENV, IN_PROCESS, command, manifest, rows
 
-pytestmark = pytest.mark.engine_processes
+pytestmark = [pytest.mark.e2e, pytest.mark.engine_processes]
 
 ARGS = ["--max-tokens", "16", "--sampling-arg", "ignore_eos=true", "--quiet"]
 
