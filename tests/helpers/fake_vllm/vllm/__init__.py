@@ -18,6 +18,8 @@ Behaviour is set with class attributes in-process, or these variables in a subpr
   engine whose core process was killed) at its third step: a replica of a parallel run.
 - A prompt (or chat question) containing REJECT is refused when submitted, as vLLM refuses
   a prompt longer than the model takes.
+- A prompt (or chat question) containing BLANK is answered with whitespace alone, one
+  containing EMPTY with nothing, as a model that stops at once.
 """
 
 from __future__ import annotations
@@ -149,6 +151,8 @@ class LLM:
         LLM.sampled.append(params)
         request_id = str(self._ids)
         answer = _constrained(params) or f"  answer to {text[-24:]!r}\n"
+        if "BLANK" in text or "EMPTY" in text:
+            answer = " \n" if "BLANK" in text else ""
         self.queue.append(_Output(request_id, 10 + count, answer))
         # As vLLM 0.32: enqueue answers with the internal id, the outputs carry the counter's.
         return f"{request_id}-1f3a9c0e"
