@@ -107,7 +107,10 @@ def _heading(plan: Plan) -> str:
 def print_result(result: RunResult, console: Console) -> None:
     plan = result.plan
     console.print(_heading(plan))
-    console.print(f"[dim]question:[/] {escape(result.question)}")
+    if plan.spec.takes_question:
+        console.print(f"[dim]question:[/] {escape(result.question)}")
+    else:  # a fixed prompt (a transcriber's task header): the question is never read
+        console.print(f"[dim]question:[/] none ({plan.spec.key} takes no question)")
     for item in result.media:
         describe = plan.modality.describe(item.info)
         console.print(f"[dim]media:[/] {escape(shown(item.source))} [dim]{escape(describe)}[/]")
