@@ -208,6 +208,8 @@ def test_a_clip_shorter_than_num_frames_says_it_gave_all_it_has(tmp_path: Path) 
         f"media: {clip} 16 frames, 2.0s; 16 sampled at 64x48 (all it has, of --num-frames 100)"
     )
     assert cli(*run).stdout.splitlines()[2] == f"media: {clip} 16 frames, 2.0s; 16 sampled at 64x48"
+    media = json.loads(cli(*run, "--num-frames", "100", "--json").stdout)["media"][0]
+    assert (media["sampled_frames"], media["num_frames"]) == (16, 100)
 
 
 # --- a model that reads no question ----------------------------------------------------------
