@@ -101,6 +101,9 @@ class Plan:
     engine_env: environment variables the engine's start needs for those choices (NAME,
         VALUE); one the user set is never among them.
     modality_options: the modality's own settings (video's frames per clip, ...).
+    notes: what the user asked for that this run does otherwise, each with why (a value
+        lowered to what the method takes, a question the model does not read): shown on
+        stderr before anything starts.
     warmup: prompts run untimed before a named run's timed batch.
     """
 
@@ -124,6 +127,7 @@ class Plan:
     companions: tuple[Companion, ...] = ()
     engine_env: tuple[tuple[str, str], ...] = ()
     modality_options: Mapping[str, Any] = field(default_factory=dict)
+    notes: tuple[str, ...] = ()
 
     def companion_sources(self) -> dict[str, list[str]] | None:
         """The companions' sources by modality, for the output; None where there are none."""

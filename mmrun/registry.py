@@ -94,6 +94,9 @@ class MediaOption:
     help: its one-line help.
     default: its value when not given (None: the model's or the processor's own).
     minimum: the smallest value it takes.
+    maximum: the largest value a ``--method`` takes, by method, where there is one (video's
+        frames of a chat request: what vLLM's video loader reads); a larger value is lowered
+        to it, with ``maximum_note`` (why) on stderr.
     """
 
     name: str
@@ -102,6 +105,8 @@ class MediaOption:
     help: str
     default: int | float | None = None
     minimum: int | float = 1
+    maximum: Mapping[str, int | float] = field(default_factory=dict)
+    maximum_note: str = ""
 
 
 def _unconfigured(modality: Modality, values: Mapping[str, Any]) -> Modality:
@@ -296,6 +301,8 @@ class LoaderSpec:
     methods: the ``vllm.LLM`` methods this model can be run with.
     requires: extra Python modules the loader imports (checked before running).
     needs_model: the model has no public default repository; ``--model`` is required.
+    takes_question: the prompt carries the question; False for a model whose prompt is fixed
+        (a transcriber's task header): its output says it takes none, and ``-q`` gets a note.
     note: a short remark shown in ``mmrun models`` and the docs.
     source: where the request comes from, for the docs: ``ORIGINAL_EXAMPLE`` (the default),
         ``UPSTREAM``, ``CHANGED_UPSTREAM``, ``SINGLE_IMAGE``, or a plugin's own words.
@@ -324,6 +331,7 @@ class LoaderSpec:
     methods: tuple[Method, ...] = ALL_METHODS
     requires: tuple[str, ...] = ()
     needs_model: bool = False
+    takes_question: bool = True
     note: str = ""
     source: str = ORIGINAL_EXAMPLE
     since: str | None = None

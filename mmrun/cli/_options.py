@@ -301,7 +301,7 @@ LimitOpt = Annotated[
     int | None,
     typer.Option(
         "--limit",
-        help="Run at most this many prompts of --input.",
+        help="Run at most this many prompts (of --input, a folder or a pattern).",
         min=1,
         show_default=False,
         metavar="N",
@@ -311,7 +311,7 @@ ShardOpt = Annotated[
     str | None,
     typer.Option(
         "--shard",
-        help="Every N-th row of --input from row I (e.g. 0/4).",
+        help="Every N-th prompt from prompt I (e.g. 0/4), in the input's order.",
         show_default=False,
         metavar="I/N",
     ),

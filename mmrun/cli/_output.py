@@ -29,6 +29,9 @@ if TYPE_CHECKING:
     from mmrun.runner import RunResult
 
 NO_COLOR_ENV = "NO_COLOR"
+# What the terminal shows, dim, for an answer that is empty or only whitespace (--json and
+# the result lines keep its text as it came, with its finish reason).
+EMPTY_ANSWER = "(empty answer)"
 
 
 def color_disabled() -> bool:
@@ -104,7 +107,10 @@ def _heading(plan: Plan) -> str:
 def print_result(result: RunResult, console: Console) -> None:
     plan = result.plan
     console.print(_heading(plan))
-    console.print(f"[dim]question:[/] {escape(result.question)}")
+    if plan.spec.takes_question:
+        console.print(f"[dim]question:[/] {escape(result.question)}")
+    else:  # a fixed prompt (a transcriber's task header): the question is never read
+        console.print(f"[dim]question:[/] none ({plan.spec.key} takes no question)")
     for item in result.media:
         describe = "(not fetched)" if item.not_fetched else plan.modality.describe(item.info)
         console.print(f"[dim]media:[/] {escape(shown(item.source))} [dim]{escape(describe)}[/]")
@@ -122,7 +128,7 @@ def print_result(result: RunResult, console: Console) -> None:
         error = result.errors.get(i)
         if error is not None:
             title += f" · [red]failed ({error.stage})[/]"
-        console.print(_panel(output.text.strip(), title=title), soft_wrap=False)
+        console.print(_panel(output.text.strip(), title=title, empty=EMPTY_ANSWER), soft_wrap=False)
         if error is not None:
             console.print(f"[red]{escape(error.message)}[/]")
     timings = " · ".join(f"{k.removesuffix('_s')} {v:.2f}s" for k, v in result.timings.items())
@@ -185,16 +191,24 @@ def describe_engines(plan: Plan) -> str:
     return text + " | ".join(r.describe() for r in layout)
 
 
-def _panel(text: str, *, title: str, subtitle: str | None = None, dim: bool = False) -> Panel:
+def _panel(
+    text: str,
+    *,
+    title: str,
+    subtitle: str | None = None,
+    dim: bool = False,
+    empty: str = "(empty)",
+) -> Panel:
     """A panel whose text wraps at the terminal's width, and folds what has no space to wrap
     at (a run of image placeholder tokens): nothing a user checks is cut. The console's
-    soft wrap (which keeps long result lines whole when piped) must be off when it prints."""
+    soft wrap (which keeps long result lines whole when piped) must be off when it prints.
+    ``empty``: what it shows, dim, for a text that is empty or only whitespace."""
     from rich.text import Text
 
     body = (
         Text(text, overflow="fold", style="dim" if dim else "")
-        if text
-        else Text("(empty)", style="dim")
+        if text.strip()
+        else Text(empty, style="dim")
     )
     return Panel(
         body,
@@ -231,7 +245,7 @@ def print_outcome(
         console.file.write((row["text"] or "").strip() + "\n\n")
         console.file.flush()
         return
-    dim = False
+    dim, empty = False, "(empty)"
     if outcome.error is not None:
         title = f"{escape(outcome.item.id)} · [red]failed ({outcome.error.stage})[/]"
         body = outcome.error.message
@@ -252,10 +266,10 @@ def print_outcome(
             f"{escape(outcome.item.id)} · {done.prompt_tokens} prompt tokens · "
             f"{done.completion_tokens} generated · {done.finish_reason}"
         )
-        body = done.text.strip()
+        body, empty = done.text.strip(), EMPTY_ANSWER
+    subtitle = escape(_sources(outcome.item.media_names))
     console.print(
-        _panel(body, title=title, subtitle=escape(_sources(outcome.item.media_names)), dim=dim),
-        soft_wrap=False,
+        _panel(body, title=title, subtitle=subtitle, dim=dim, empty=empty), soft_wrap=False
     )
 
 

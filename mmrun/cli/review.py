@@ -303,10 +303,13 @@ def _print_scores(summaries: list[Summary], normalize: str, written: Path | None
     from rich.table import Table
 
     table = Table(title=None, box=None, pad_edge=False)
-    for name in ("metric", "mean", "95% CI", "corpus", "scored", "no reference", "failed"):
+    # Blank answers (no answer) get a column of their own in a run that has any.
+    blanks = any(summary.blank for summary in summaries)
+    names = ("metric", "mean", "95% CI", "corpus", "scored", "no reference", "failed")
+    for name in (*names, "blank") if blanks else names:
         table.add_column(name, justify="left" if name == "metric" else "right")
     for summary in summaries:
-        table.add_row(
+        cells = [
             summary.metric,
             "-" if summary.mean is None else f"{summary.mean:.4f}",
             "-" if summary.low is None else f"[{summary.low:.4f}, {summary.high:.4f}]",
@@ -314,7 +317,8 @@ def _print_scores(summaries: list[Summary], normalize: str, written: Path | None
             str(summary.scored),
             str(summary.missing_reference),
             str(summary.failed),
-        )
+        ]
+        table.add_row(*cells, *([str(summary.blank)] if blanks else []))
     console = stdout_console()
     console.print(table)
     err = stderr_console()
@@ -371,6 +375,13 @@ def compare(
     _print_comparison(comparison, top, used)
 
 
+def _blanks(c: Comparison) -> str:
+    """``; blank answers: A 2, B 0`` where either run answered blanks (no answer, never equal)."""
+    if not (c.blank_a or c.blank_b):
+        return ""
+    return f"; blank answers: A {c.blank_a}, B {c.blank_b}"
+
+
 def _print_comparison(c: Comparison, top: int, normalize: str) -> None:
     from rich.markup import escape
     from rich.table import Table
@@ -379,7 +390,7 @@ def _print_comparison(c: Comparison, top: int, normalize: str) -> None:
     console.print(f"[bold]A[/] {escape(str(c.a.path))}\n[bold]B[/] {escape(str(c.b.path))}")
     console.print(
         f"{len(c.common)} ids in both ({c.only_a} only in A, {c.only_b} only in B); "
-        f"failed: A {c.failed_a}, B {c.failed_b}"
+        f"failed: A {c.failed_a}, B {c.failed_b}{_blanks(c)}"
     )
     if c.agreement is None:
         console.print("agreement: no id has an answer in both")

@@ -44,6 +44,11 @@ def _execute(modality: str, **kw: Any) -> None:
     show_library_output(verbose)
     gpus = visible_gpus() if opts.data_parallel_size > 1 else []
     the_plan = plan(opts, get_registry(), vllm_info(), gpus)
+    if the_plan.notes and not quiet:
+        from mmrun.cli._output import stderr_console
+
+        for note in the_plan.notes:
+            stderr_console().print(f"mmrun: {note}", highlight=False, markup=False)
     if the_plan.choices and (verbose or opts.dry_run) and not quiet:
         from mmrun.cli._output import stderr_console
 

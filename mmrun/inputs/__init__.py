@@ -21,7 +21,7 @@ from mmrun.errors import UsageError
 from mmrun.inputs.columns import parse_keep, parse_mapping
 from mmrun.inputs.folders import expand_sources, is_pattern
 from mmrun.inputs.manifest import Manifest
-from mmrun.inputs.selection import Selection, parse_shard
+from mmrun.inputs.selection import Selection, selection_of
 from mmrun.inputs.template import QuestionTemplate
 from mmrun.item import Item
 from mmrun.registry import Modality
@@ -35,6 +35,7 @@ __all__ = [
     "expand_sources",
     "is_pattern",
     "open_input",
+    "selection_of",
 ]
 
 FORMATS = ("jsonl", "openai", "conversations", "csv", "tsv", "parquet", "arrow", "webdataset", "hf")
@@ -106,12 +107,9 @@ class _Reading:
 
 def open_input(source: str, modality: Modality, options: InputOptions) -> Input:
     """The reader for ``--input source``; one line (exit 2) when it cannot be read."""
-    shard, shards = parse_shard(options.shard)
-    if options.limit is not None and options.limit < 1:
-        raise UsageError(f"--limit must be at least 1, got {options.limit}")
     template = options.question_template
     reading = _Reading(
-        Selection(options.limit, shard, shards),
+        selection_of(options.limit, options.shard),
         parse_mapping(options.columns, modality),
         parse_keep(options.keep_columns),
         QuestionTemplate.parse(template) if template is not None else None,

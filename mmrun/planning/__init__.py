@@ -17,9 +17,11 @@ from mmrun.plan import Companion, Engines, Output, Plan
 from mmrun.planning.checks import (
     check_allowed,
     check_companions,
+    check_model,
     check_numbers,
     check_supported,
     for_installed,
+    within_maximum,
 )
 from mmrun.planning.engine_args import compose_engine_args, compose_sampling
 from mmrun.planning.options import RunOptions, parse_key_values
@@ -33,6 +35,7 @@ __all__ = ["RunOptions", "compose_engine_args", "parse_key_values", "plan"]
 def plan(opts: RunOptions, registry: Registry, vllm: VllmInfo, gpus: Sequence[str] = ()) -> Plan:
     """``gpus``: the GPUs visible to this process (only read for ``-dp N`` on a GPU build)."""
     modality = registry.modality(opts.modality).with_options(opts.modality_options)
+    check_model(opts, registry)
     spec = for_installed(registry.get(opts.modality, opts.key or modality.default_model), vllm)
     check_allowed(opts, spec)
     check_numbers(opts, modality)
@@ -41,6 +44,11 @@ def plan(opts: RunOptions, registry: Registry, vllm: VllmInfo, gpus: Sequence[st
     vllm_version = vllm.version if opts.dry_run else check_supported(spec, vllm)
     model = resolved_model(opts.model) or spec.repo_id
     chosen = choose_prompts(opts, spec, modality)
+    options, notes = within_maximum(modality, chosen.method, opts.modality_options)
+    if options != opts.modality_options:
+        modality = registry.modality(opts.modality).with_options(options)
+    if opts.question is not None and not spec.takes_question:
+        notes += (f"{spec.key} takes no question: -q is not read",)
     # Several engines run a batch; a dry run of a command line's prompts stays one document.
     several = (opts.data_parallel_size > 1 or opts.backend != "local") and not opts.dry_run
     batch = opts.input is not None or chosen.expanded or opts.output is not None or several
@@ -103,7 +111,8 @@ def plan(opts: RunOptions, registry: Registry, vllm: VllmInfo, gpus: Sequence[st
         choices=choices,
         companions=companions,
         engine_env=tuple(engine_env.items()),
-        modality_options=opts.modality_options,
+        modality_options=options,
+        notes=notes,
     )
 
 

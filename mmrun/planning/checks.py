@@ -7,6 +7,9 @@ from __future__ import annotations
 import importlib.util
 import math
 import os
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
 
 from mmrun import vllm_args
 from mmrun.errors import (
@@ -26,6 +29,35 @@ TRUST_REMOTE_CODE_ENV = "MMRUN_TRUST_REMOTE_CODE"
 # More prompts than this in one batched call is a typo (an extra zero or three), not a plan:
 # refused before mmrun builds per-prompt lists that would exhaust memory.
 MAX_NUM_PROMPTS = 100_000
+
+
+def check_model(opts: RunOptions, registry: Registry) -> None:
+    """``--model`` names a checkpoint: a local folder or file that is there, or a Hub repo id.
+    A value that reads as a path and is not there, or one of mmrun's keys (meant for ``-m``),
+    would otherwise go to the Hub, and fail there (or run the wrong model) after the engine
+    start; both are refused before anything starts."""
+    model = opts.model
+    if not model or _exists(Path(model).expanduser()):
+        return
+    if model.startswith((".", "/", "~")):
+        raise UsageError(
+            f"--model {model}: no such file or folder",
+            hint="check the path, or give a Hugging Face repo id, ORG/NAME",
+        )
+    owners = [name for name, specs in registry.loaders.items() if model in specs]
+    if owners:
+        command = "" if opts.modality in owners else f"mmrun {owners[0]} "
+        raise UsageError(
+            f"--model {model!r} is an mmrun key, not a checkpoint",
+            hint=f"use {command}-m {model}",
+        )
+
+
+def _exists(path: Path) -> bool:
+    try:
+        return path.exists()
+    except (OSError, ValueError):  # no permission, a NUL byte: not a path that is there
+        return False
 
 
 def check_allowed(opts: RunOptions, spec: LoaderSpec) -> None:
@@ -127,6 +159,25 @@ def check_numbers(opts: RunOptions, modality: Modality) -> None:
     # after a minute or more of engine start (or, for sampling, at the first request).
     check_sampling(opts.sampling_args, "--sampling-arg")
     vllm_args.check_engine_args(opts.engine_args)
+
+
+def within_maximum(
+    modality: Modality, method: str, values: Mapping[str, Any]
+) -> tuple[dict[str, Any], tuple[str, ...]]:
+    """The modality's option values with each one over what ``method`` takes lowered to it,
+    and a note for each (``--num-frames 100`` of a chat request: 32, and why)."""
+    lowered, notes = dict(values), []
+    for option in modality.options:
+        most = option.maximum.get(method)
+        value = values.get(option.name)
+        if most is None or value is None or value <= most:
+            continue
+        lowered[option.name] = option.kind(most)
+        notes.append(
+            f"{option.flag} {value} is more than --method {method} takes: using {most} "
+            f"({option.maximum_note})"
+        )
+    return lowered, tuple(notes)
 
 
 def companions_of(opts: RunOptions, registry: Registry) -> tuple[Companion, ...]:

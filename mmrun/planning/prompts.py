@@ -7,7 +7,7 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 
 from mmrun.errors import UsageError
-from mmrun.inputs import InputOptions, Item, expand_sources, open_input
+from mmrun.inputs import InputOptions, Item, expand_sources, open_input, selection_of
 from mmrun.plan import Items
 from mmrun.planning.options import RunOptions
 from mmrun.registry import LoaderSpec, Method, Modality
@@ -142,10 +142,13 @@ def choose_prompts(opts: RunOptions, spec: LoaderSpec, modality: Modality) -> Ch
     sources, expanded = expand_sources(opts.sources, modality)
     if opts.input is not None:
         return _from_input(opts.input, opts, spec, modality)
-    if opts.input_options != InputOptions():
+    selecting = replace(
+        InputOptions(), limit=opts.input_options.limit, shard=opts.input_options.shard
+    )
+    if opts.input_options != selecting:
         raise UsageError(
             "--input-format, --columns, --keep-columns, --split, --dataset-config, "
-            "--revision, --limit, --shard, --question-template and --media-root are for --input",
+            "--revision, --question-template and --media-root are for --input",
             hint="add --input FILE, or drop them",
         )
     per_prompt_opts = opts
@@ -159,8 +162,23 @@ def choose_prompts(opts: RunOptions, spec: LoaderSpec, modality: Modality) -> Ch
         per_prompt_opts = replace(opts, per_prompt=1)
     count, groups = choose_sources(replace(per_prompt_opts, sources=tuple(sources)), spec, modality)
     ids = _item_ids(groups)
-    listed = [Item(ids[i], i, tuple(group)) for i, group in enumerate(groups)]
+    listed = _selected(
+        [Item(ids[i], i, tuple(group)) for i, group in enumerate(groups)], opts.input_options
+    )
     return Chosen(Items(listed, len(listed), count), count, opts.method, expanded=expanded)
+
+
+def _selected(items: list[Item], options: InputOptions) -> list[Item]:
+    """The prompts ``--limit`` and ``--shard`` take, by their place on the command line (a
+    folder's files and a pattern's matches sorted): each keeps its id and its place."""
+    selection = selection_of(options.limit, options.shard)
+    taken = selection.take(items)
+    if not taken:
+        raise UsageError(
+            f"--shard {options.shard} takes none of the {len(items)} prompts",
+            hint=f"use at most {len(items)} shards",
+        )
+    return taken
 
 
 def _from_input(path: str, opts: RunOptions, spec: LoaderSpec, modality: Modality) -> Chosen:

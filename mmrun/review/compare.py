@@ -1,5 +1,8 @@
 """Compare two runs over the same ids: how often their answers agree, how their scores
-differ (with a paired bootstrap interval), and the items where they differ most."""
+differ (with a paired bootstrap interval), and the items where they differ most.
+
+A blank answer (empty, or only whitespace) is no answer: two runs that both answered blanks
+do not agree; the blanks are counted on their own."""
 
 from __future__ import annotations
 
@@ -9,7 +12,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from mmrun.errors import UsageError
-from mmrun.review.load import Results
+from mmrun.review.load import Results, is_blank
 from mmrun.review.score import LOWER_IS_BETTER, bootstrap
 
 
@@ -47,6 +50,8 @@ class Comparison:
     agree: int
     failed_a: int
     failed_b: int
+    blank_a: int = 0
+    blank_b: int = 0
     deltas: list[MetricDelta] = field(default_factory=list)
     # (id, how much the two differ: 0-1 for texts, the score gap when scored)
     differ_most: list[tuple[str, float]] = field(default_factory=list)
@@ -66,6 +71,8 @@ class Comparison:
             "only_b": self.only_b,
             "failed_a": self.failed_a,
             "failed_b": self.failed_b,
+            "blank_a": self.blank_a,
+            "blank_b": self.blank_b,
             "both_ok": self.both_ok,
             "agree": self.agree,
             "agreement": self.agreement,
@@ -90,13 +97,15 @@ def compare(
             f"{a.path.name} and {b.path.name} share no id",
             hint="compare two runs over the same inputs",
         )
-    both_ok = agree = failed_a = failed_b = 0
+    both_ok = agree = failed_a = failed_b = blank_a = blank_b = 0
     text_gap: dict[str, float] = {}
     for ident in common:
         ra, rb = rows_a[ident], rows_b[ident]
         failed_a += ra["error"] is not None
         failed_b += rb["error"] is not None
-        if ra["error"] is None and rb["error"] is None and None not in (ra["text"], rb["text"]):
+        blank_a += is_blank(ra)
+        blank_b += is_blank(rb)
+        if _answered(ra) and _answered(rb):
             both_ok += 1
             na, nb = normalize(ra["text"]), normalize(rb["text"])
             agree += na == nb
@@ -147,6 +156,13 @@ def compare(
         agree=agree,
         failed_a=failed_a,
         failed_b=failed_b,
+        blank_a=blank_a,
+        blank_b=blank_b,
         deltas=deltas,
         differ_most=[(i, d) for i, d in ranked if d > 0],
     )
+
+
+def _answered(row: dict[str, Any]) -> bool:
+    """An answer to compare: no error, and text that is not blank."""
+    return row["error"] is None and row["text"] is not None and not is_blank(row)

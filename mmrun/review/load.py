@@ -62,6 +62,13 @@ class Results:
         return {row["id"]: row for row in self.rows}
 
 
+def is_blank(row: Mapping[str, Any]) -> bool:
+    """An answer that came back empty or as whitespace alone (no error): no answer, to
+    compare and score, and counted as such."""
+    text = row.get("text")
+    return row.get("error") is None and isinstance(text, str) and not text.strip()
+
+
 def scores_path(path: Path) -> Path:
     """Where ``mmrun score --in-place`` keeps the scores of ``path`` (never in the file)."""
     return path.with_name(path.name + SCORES_SUFFIX)

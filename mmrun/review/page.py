@@ -225,6 +225,7 @@ def compare_html(
             f"{len(comparison.common)} ({comparison.only_a} only in A, {comparison.only_b} only in B)",
         ),
         ("failed", f"A {comparison.failed_a}, B {comparison.failed_b}"),
+        ("blank answers", f"A {comparison.blank_a}, B {comparison.blank_b}"),
         (
             "agreement",
             "no pair of answers"

@@ -9,7 +9,8 @@
 | ``anls`` | 1 - normalized Levenshtein distance when below 0.5, else 0 (best reference) | rapidfuzz |
 | ``bleu``, ``chrf`` | sentence BLEU / chrF, 0-100; the summary adds the corpus score | sacrebleu |
 
-An item that failed, or that has no reference, is counted as such and never scored.
+An item that failed, that answered blank (empty, or only whitespace: no answer), or that has
+no reference, is counted as such and never scored.
 """
 
 from __future__ import annotations
@@ -24,7 +25,7 @@ from pathlib import Path
 from typing import Any
 
 from mmrun.errors import MissingDependencyError, UsageError
-from mmrun.review.load import Results, scores_path
+from mmrun.review.load import Results, is_blank, scores_path
 
 METRICS = ("wer", "cer", "exact", "contains", "choice", "anls", "bleu", "chrf")
 LOWER_IS_BETTER = frozenset({"wer", "cer"})
@@ -410,6 +411,7 @@ class Summary:
     scored: int
     missing_reference: int
     failed: int
+    blank: int = 0
     values: dict[str, float] = field(default_factory=dict, repr=False)
 
     def json(self) -> dict[str, Any]:
@@ -420,6 +422,7 @@ class Summary:
             "scored": self.scored,
             "missing_reference": self.missing_reference,
             "failed": self.failed,
+            "blank": self.blank,
             "lower_is_better": self.metric in LOWER_IS_BETTER,
         }
 
@@ -462,13 +465,16 @@ def score(
     for one in scorers:
         values: dict[str, float] = {}
         hyps, paired = [], []
-        missing = failed = 0
+        missing = failed = blank = 0
         for row in results.rows:
             reference = refs.get(row["id"])
             row["score"] = dict(row["score"] or {})
             row["score"][one.name] = None
             if row["error"] is not None or row["text"] is None:
                 failed += 1
+                continue
+            if is_blank(row):
+                blank += 1
                 continue
             if reference is None:
                 missing += 1
@@ -490,6 +496,7 @@ def score(
                 scored=len(numbers),
                 missing_reference=missing,
                 failed=failed,
+                blank=blank,
                 values=values,
             )
         )

@@ -670,3 +670,95 @@ def test_a_run_finishing_in_bursts_charts_rates_its_caption_agrees_with(tmp_path
         "64 results in 2.97 s, 21.5 per second on average, 32.3 in the busiest bin; "
         "bins of about 1 s"
     )
+
+
+def test_blank_answers_are_no_answer_in_compare(tmp_path: Path) -> None:
+    """Two runs that both answered blanks do not agree; the blanks are counted apart."""
+    texts_a = ["", "  \n", "a cat", "a dog"]
+    texts_b = ["", "\t", "a cat", ""]
+    a = write_jsonl(
+        tmp_path / "a.jsonl", [line(f"i{i}", t, index=i) for i, t in enumerate(texts_a)]
+    )
+    b = write_jsonl(
+        tmp_path / "b.jsonl", [line(f"i{i}", t, index=i) for i, t in enumerate(texts_b)]
+    )
+    code, out, err = invoke("compare", str(a), str(b), "--json")
+    assert code == 0, err
+    doc = json.loads(out)
+    # Only i2 has an answer in both; i0 and i1 are blank in both, i3 blank in B.
+    assert (doc["both_ok"], doc["agree"], doc["agreement"]) == (1, 1, 1.0)
+    assert (doc["blank_a"], doc["blank_b"], doc["failed_a"], doc["failed_b"]) == (2, 3, 0, 0)
+    code, out, err = invoke("compare", str(a), str(b), "--normalize", "none")
+    assert code == 0, err
+    lines = out.splitlines()
+    assert lines[2] == (
+        "4 ids in both (0 only in A, 0 only in B); failed: A 0, B 0; blank answers: A 2, B 3"
+    )
+    assert lines[3] == "agreement: 100.0% (1 of 1 answer pairs equal after none normalization)"
+
+
+def test_two_runs_of_blanks_have_no_agreement(tmp_path: Path) -> None:
+    a = write_jsonl(tmp_path / "a.jsonl", [line(f"i{i}", "", index=i) for i in range(3)])
+    b = write_jsonl(tmp_path / "b.jsonl", [line(f"i{i}", " ", index=i) for i in range(3)])
+    code, out, err = invoke("compare", str(a), str(b))
+    assert code == 0, err
+    lines = out.splitlines()
+    assert lines[2] == (
+        "3 ids in both (0 only in A, 0 only in B); failed: A 0, B 0; blank answers: A 3, B 3"
+    )
+    assert lines[3] == "agreement: no id has an answer in both"
+    page_code, _, err = invoke("compare", str(a), str(b), "-o", str(tmp_path / "c.html"))
+    assert page_code == 0, err
+    assert "<td>A 3, B 3</td>" in (tmp_path / "c.html").read_text()
+
+
+def test_compare_without_blanks_says_nothing_of_them(tmp_path: Path) -> None:
+    a = write_jsonl(tmp_path / "a.jsonl", [line("i0", "a cat")])
+    code, out, err = invoke("compare", str(a), str(a))
+    assert code == 0, err
+    assert out.splitlines()[2] == "1 ids in both (0 only in A, 0 only in B); failed: A 0, B 0"
+
+
+def test_blank_answers_are_counted_never_scored(tmp_path: Path) -> None:
+    rows = [
+        line("ok", "a cat", index=0, meta={"answer": "a cat"}),
+        line("empty", "", index=1, meta={"answer": "a cat"}),
+        line("spaces", " \n ", index=2, meta={"answer": "a cat"}),
+        line("failed", None, index=3, meta={"answer": "a cat"}),
+    ]
+    path = write_jsonl(tmp_path / "out.jsonl", rows)
+    out = tmp_path / "scored.jsonl"
+    doc = score_json(str(path), "-r", "meta.answer", "--metric", "exact", "-o", str(out))
+    exact = doc["metrics"]["exact"]
+    assert (exact["scored"], exact["blank"], exact["failed"], exact["mean"]) == (1, 2, 1, 1.0)
+    assert scored_lines(out)["empty"]["score"] == {"exact": None}
+    code, table, err = invoke("score", str(path), "-r", "meta.answer", "--metric", "exact")
+    assert code == 0, err
+    assert table.splitlines()[0].split() == [
+        "metric",
+        "mean",
+        "95%",
+        "CI",
+        "corpus",
+        "scored",
+        "no",
+        "reference",
+        "failed",
+        "blank",
+    ]
+    assert table.splitlines()[1].split() == ["exact", "1.0000", "-", "-", "1", "0", "1", "2"]
+
+
+def test_a_run_of_blanks_fails_a_score_gate(tmp_path: Path) -> None:
+    path = write_jsonl(
+        tmp_path / "out.jsonl",
+        [line(f"i{i}", " ", index=i, meta={"answer": "x"}) for i in range(2)],
+    )
+    code, out, err = invoke(
+        "score", str(path), "-r", "meta.answer", "--metric", "exact", "--fail-below", "0.5"
+    )
+    assert code == EXIT_BELOW_THRESHOLD
+    assert out.splitlines()[1].split() == ["exact", "-", "-", "-", "0", "0", "0", "2"]
+    assert (
+        err.splitlines()[-1] == f"mmrun: exact beyond the threshold (exit {EXIT_BELOW_THRESHOLD})"
+    )

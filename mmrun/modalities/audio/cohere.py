@@ -22,6 +22,7 @@ TRANSCRIBE_PROMPT = (
     min_items=1,
     max_items=1,
     methods=("generate",),
+    takes_question=False,
 )
 def cohere_asr(ctx: LoaderContext) -> Prompt:
     return Prompt(text=TRANSCRIBE_PROMPT)

@@ -16,6 +16,7 @@ from mmrun.request import LoaderContext, Prompt
     min_items=1,
     max_items=1,
     methods=("generate",),
+    takes_question=False,
     # the encoder's fixed 30 s window; longer clips need long-form models
     media_options=AudioLimits(max_seconds=30.0),
 )

@@ -17,6 +17,7 @@ from importlib import import_module
 from typing import Any
 
 from mmrun.modalities.video.frames import (
+    CHAT_MAX_FRAMES,
     DEFAULT_NUM_FRAMES,
     FrameSampling,
     decode_clip,
@@ -35,6 +36,11 @@ VIDEO_OPTIONS = (
         int,
         f"Frames sampled from each clip, spread over it (default {DEFAULT_NUM_FRAMES}).",
         default=DEFAULT_NUM_FRAMES,
+        # A chat request carries the frames as a clip, which vLLM's video loader reads: at
+        # most its own number of frames (VideoMediaIO's num_frames), spread over the clip.
+        maximum={"chat": CHAT_MAX_FRAMES},
+        maximum_note=f"vLLM's video loader reads at most {CHAT_MAX_FRAMES} frames of a clip "
+        "in a chat request; --method generate takes them all",
     ),
     MediaOption(
         "fps",
@@ -82,10 +88,13 @@ def _configure(modality: Modality, values: Mapping[str, Any]) -> Modality:
 
 
 def _describe(info: Mapping[str, Any]) -> str:
-    return (
+    text = (
         f"{info['frames']} frames, {info['duration_s']:.1f}s; "
         f"{info['sampled_frames']} sampled at {info['frame_width']}x{info['frame_height']}"
     )
+    if "num_frames" in info:  # the clip has fewer frames than --num-frames asked for
+        text += f" (all it has, of --num-frames {info['num_frames']})"
+    return text
 
 
 # The default clip is drawn by mmrun at first use and cached like the other default media:

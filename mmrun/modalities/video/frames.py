@@ -24,6 +24,9 @@ from mmrun.media.budget import reserve
 
 # vLLM's single-image and video example samples 16 frames per clip (its --num-frames).
 DEFAULT_NUM_FRAMES = 16
+# The frames vLLM's video loader reads of a clip in a chat request (VideoMediaIO's default
+# num_frames), where the sampled frames reach it as a small clip (encode_clip).
+CHAT_MAX_FRAMES = 32
 
 
 @dataclass(frozen=True)
@@ -172,7 +175,8 @@ def decode_clip(data: bytes, label: str, sampling: FrameSampling) -> tuple[Any, 
 
 def decode_clip_file(path: str, label: str, sampling: FrameSampling) -> tuple[Any, dict[str, Any]]:
     """The clip's sampled frames with their metadata (what vLLM receives), and facts about the
-    clip for the output."""
+    clip for the output (with ``num_frames``, the frames asked for, where the clip has fewer:
+    it gives every frame it has)."""
     frames, metadata = sample_frames(path, sampling, label)
     count, height, width = frames.shape[:3]
     info = {
@@ -183,6 +187,8 @@ def decode_clip_file(path: str, label: str, sampling: FrameSampling) -> tuple[An
         "frame_width": width,
         "frame_height": height,
     }
+    if sampling.fps is None and count < sampling.num_frames:
+        info["num_frames"] = sampling.num_frames  # a clip with fewer frames than asked for
     return (frames, metadata), info
 
 

@@ -22,6 +22,8 @@ Behaviour is set with class attributes in-process, or these variables in a subpr
   into, as a request that crashes the engine core process would.
 - ``LLM.die_at``: the steps (counted over every engine of the process, from 1) at which the
   engine dies once, as one whose core process was killed from outside.
+- A prompt (or chat question) containing BLANK is answered with whitespace alone, one
+  containing EMPTY with nothing, as a model that stops at once.
 """
 
 from __future__ import annotations
@@ -163,6 +165,8 @@ class LLM:
         LLM.sampled.append(params)
         request_id = str(self._ids)
         answer = _constrained(params) or f"  answer to {text[-24:]!r}\n"
+        if "BLANK" in text or "EMPTY" in text:
+            answer = " \n" if "BLANK" in text else ""
         output = _Output(request_id, 10 + count, answer)
         output.poison = "POISON" in text
         self.queue.append(output)
