@@ -23,7 +23,7 @@ export VLLM_USE_FLASHINFER_SAMPLER=0 PYTHONUNBUFFERED=1 HF_HUB_OFFLINE=1 TRANSFO
 # STAGES in order, each "N:VARIANT,VARIANT,..." one throughput.py call with --probe, as long as
 # the budget lets a run end in time (throughput.py skips the rest); then startup.py's tables.
 # The default order (README.md, "Start-up timelines"): 512 x 4 mmrun and the tuned script,
-# 1 prompt the other way round, mmrun's switches one at a time at 512 x 4, a second round.
+# 1 prompt the other way round, mmrun's switches one at a time at 512 x 4, then the pair repeated.
 WARM_DEFAULT='raw:1,mmrun:1,mmrun+max_num_seqs=256:1,mmrun+max_num_seqs=256+ir_op_priority={}:1'
 STAGES_DEFAULT='512:mmrun,tuned 1:tuned,mmrun 512:mmrun+env.MMRUN_PREFETCH_MB=1,mmrun+ir_op_priority={} 512:tuned,mmrun'
 startup() {
