@@ -11,7 +11,7 @@ import typer
 
 from mmrun.cli import _options as o
 from mmrun.errors import EXIT_PARTIAL, UsageError
-from mmrun.registry import MediaOption, Modality
+from mmrun.registry import GENERIC_KEY, MediaOption, Modality
 
 if TYPE_CHECKING:
     from mmrun.planning import RunOptions
@@ -44,6 +44,10 @@ def _execute(modality: str, **kw: Any) -> None:
     show_library_output(verbose)
     gpus = visible_gpus() if opts.data_parallel_size > 1 else []
     the_plan = plan(opts, get_registry(), vllm_info(), gpus)
+    if the_plan.model_choice and not quiet:
+        from mmrun.cli._output import stderr_console
+
+        stderr_console().print(f"mmrun: {the_plan.model_choice}", highlight=False, markup=False)
     if the_plan.choices and (verbose or opts.dry_run) and not quiet:
         from mmrun.cli._output import stderr_console
 
@@ -77,7 +81,7 @@ def _run_options(modality: str, kw: dict[str, Any]) -> "RunOptions":
         sources=tuple(kw["sources"] or ()),
         count=kw["count"],
         question=kw["question"],
-        method=kw["method"].value,
+        method=kw["method"].value if kw["method"] is not None else None,
         num_prompts=kw["num_prompts"],
         seed=kw["seed"],
         max_tokens=kw["max_tokens"],
@@ -199,11 +203,9 @@ def _model_key_completion(modality: str) -> Callable[[str], list[tuple[str, str]
     def complete(incomplete: str) -> list[tuple[str, str]]:
         from mmrun.plugins import get_registry
 
-        return [
-            (spec.key, spec.repo_id)
-            for spec in get_registry().specs(modality)
-            if spec.key.startswith(incomplete)
-        ]
+        keys = [(spec.key, spec.repo_id) for spec in get_registry().specs(modality)]
+        keys.append((GENERIC_KEY, "the --model checkpoint, with its own chat template"))
+        return [(key, what) for key, what in keys if key.startswith(incomplete)]
 
     return complete
 
@@ -239,7 +241,9 @@ def make_command(modality: Modality, companions: Sequence[Modality] = ()) -> Cal
                 "--model-type",
                 "-m",
                 help=lit(
-                    f"Which model: a key from `mmrun models` (default: {modality.default_model})."
+                    f"Which model: a key from `mmrun models` (default: {modality.default_model};"
+                    f" with --model, the key of its architecture, else {GENERIC_KEY}: the "
+                    "checkpoint with its own chat template)."
                 ),
                 show_default=False,
                 metavar="KEY",
@@ -306,14 +310,16 @@ def make_command(modality: Modality, companions: Sequence[Modality] = ()) -> Cal
             ),
         ] = None,
         method: Annotated[
-            MethodChoice,
+            MethodChoice | None,
             typer.Option(
                 "--method",
-                help="vLLM method: generate (mmrun renders the prompt) or chat (vLLM does).",
+                help="vLLM method: generate (mmrun renders the prompt) or chat (vLLM does). "
+                f"Default: generate; chat for -m {GENERIC_KEY}.",
                 case_sensitive=False,
+                show_default=False,
                 metavar="METHOD",
             ),
-        ] = MethodChoice.generate,
+        ] = None,
         num_prompts: o.NumPromptsOpt = 1,
         seed: Annotated[
             int | None,

@@ -22,6 +22,7 @@ from mmrun.planning.checks import (
     for_installed,
 )
 from mmrun.planning.engine_args import compose_engine_args, compose_sampling
+from mmrun.planning.model_choice import choose_spec
 from mmrun.planning.options import RunOptions, parse_key_values
 from mmrun.planning.prompts import Chosen, choose_prompts, resolved_model
 from mmrun.registry import LoaderSpec, Registry
@@ -33,7 +34,8 @@ __all__ = ["RunOptions", "compose_engine_args", "parse_key_values", "plan"]
 def plan(opts: RunOptions, registry: Registry, vllm: VllmInfo, gpus: Sequence[str] = ()) -> Plan:
     """``gpus``: the GPUs visible to this process (only read for ``-dp N`` on a GPU build)."""
     modality = registry.modality(opts.modality).with_options(opts.modality_options)
-    spec = for_installed(registry.get(opts.modality, opts.key or modality.default_model), vllm)
+    choice = choose_spec(opts, modality, registry, vllm)
+    spec = for_installed(choice.spec, vllm)
     check_allowed(opts, spec)
     check_numbers(opts, modality)
     companions = check_companions(opts, spec, modality, registry)
@@ -103,6 +105,7 @@ def plan(opts: RunOptions, registry: Registry, vllm: VllmInfo, gpus: Sequence[st
         companions=companions,
         engine_env=tuple(engine_env.items()),
         modality_options=opts.modality_options,
+        model_choice=choice.note,
     )
 
 
