@@ -314,7 +314,7 @@ def make_command(modality: Modality, companions: Sequence[Modality] = ()) -> Cal
             typer.Option(
                 "--method",
                 help="vLLM method: generate (mmrun renders the prompt) or chat (vLLM does). "
-                f"Default: generate; chat for -m {GENERIC_KEY}.",
+                f"Default: generate; chat for a checkpoint without a key (-m {GENERIC_KEY}).",
                 case_sensitive=False,
                 show_default=False,
                 metavar="METHOD",

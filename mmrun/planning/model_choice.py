@@ -142,7 +142,7 @@ def runnable_architecture(
         why, hint = f"vLLM {last} and earlier ran it", f"pip install 'vllm<={last}'"
     elif vllm.supports(architecture):
         why = "it runs it as a text-only model"
-        hint = f"choose a model that takes {modality.name} (`mmrun models {modality.name}`)"
+        hint = f"choose one that takes {modality.name}: `mmrun models {modality.name}` lists them"
     else:
         why, hint = "it does not have this architecture", "upgrade vLLM, or check the checkpoint"
     raise UnsupportedModelError(

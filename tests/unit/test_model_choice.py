@@ -240,7 +240,7 @@ def test_an_architecture_vllm_runs_as_text_only_is_refused(
         assert refusal(code, out, err) == (
             f"mmrun: error: --model {folder} is a LlamaForCausalLM, which the installed vLLM "
             "0.32.0 does not run as a multimodal model (it runs it as a text-only model) "
-            "(choose a model that takes image (`mmrun models image`))"
+            "(choose one that takes image: `mmrun models image` lists them)"
         )
 
 
