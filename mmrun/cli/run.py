@@ -44,17 +44,15 @@ def _execute(modality: str, **kw: Any) -> None:
     show_library_output(verbose)
     gpus = visible_gpus() if opts.data_parallel_size > 1 else []
     the_plan = plan(opts, get_registry(), vllm_info(), gpus)
-    if the_plan.model_choice and not quiet:
+    # Why this model, where -m did not name it; the GPU choices with -v or --dry-run.
+    said = [the_plan.model_choice] if the_plan.model_choice else []
+    if verbose or opts.dry_run:
+        said += [f"for this GPU run: {choice}" for choice in the_plan.choices]
+    if said and not quiet:
         from mmrun.cli._output import stderr_console
 
-        stderr_console().print(f"mmrun: {the_plan.model_choice}", highlight=False, markup=False)
-    if the_plan.choices and (verbose or opts.dry_run) and not quiet:
-        from mmrun.cli._output import stderr_console
-
-        for choice in the_plan.choices:
-            stderr_console().print(
-                f"mmrun: for this GPU run: {choice}", highlight=False, markup=False
-            )
+        for line in said:
+            stderr_console().print(f"mmrun: {line}", highlight=False, markup=False)
     if the_plan.batch:
         from mmrun.cli.batch import run_batch
 

@@ -398,3 +398,18 @@ def test_no_plugin_may_register_the_auto_key() -> None:
     )
     with pytest.raises(PluginError, match="model key 'auto' is mmrun's own"):
         registry.add_loader(spec, "plugin")
+
+
+def test_the_python_api_takes_auto_for_one_modality(
+    tmp_path: Path, media_dir: Path, vllm: None
+) -> None:
+    import mmrun
+
+    folder = str(checkpoint(tmp_path / "lfm3", KEYLESS))
+    image = str(media_dir / "blue.png")
+    request = mmrun.request_for(GENERIC_KEY, "Q?", image, modality="image", model=folder)
+    assert (request.key, request.method) == (GENERIC_KEY, "chat")
+    assert request.engine_args["limit_mm_per_prompt"]["image"] == 1
+    with pytest.raises(UsageError) as err:
+        mmrun.request_for(GENERIC_KEY, "Q?", image, model=folder)
+    assert str(err.value) == "'auto' runs a checkpoint on one kind of media (pass modality=)"
