@@ -439,6 +439,15 @@ class _Loaded:
 
 
 def _modality_of(registry: Registry, key: str, modality: str | None) -> str:
+    from mmrun.registry import GENERIC_KEY
+
+    if key == GENERIC_KEY:  # the checkpoint model= names, with its own chat template
+        if modality is None:
+            raise UsageError(
+                f"{key!r} runs a checkpoint on one kind of media", hint="pass modality="
+            )
+        registry.modality(modality)
+        return modality
     if modality is not None:
         registry.get(modality, key)  # an unknown key: its one-line error
         return modality

@@ -126,20 +126,24 @@ def lora_path(adapter: LoraAdapter | None, model: str, resolve: bool) -> str | N
     return base if adapter.subfolder is None else os.path.join(base, adapter.subfolder)
 
 
+def hub_failures() -> tuple[type[Exception], ...]:
+    """What a huggingface_hub download raises when it fails: its own errors are OSErrors;
+    the HTTP client's are not (httpx, or httpx2 from huggingface_hub 2 on)."""
+    failures: tuple[type[Exception], ...] = (OSError, ValueError)
+    for client in ("httpx", "httpx2"):
+        if importlib.util.find_spec(client) is not None:
+            failures += (importlib.import_module(client).HTTPError,)
+    return failures
+
+
 def snapshot(model: str) -> str:
     """The local snapshot of ``model`` (downloaded if need be), or one line saying why not."""
     check_reachable(model, "the LoRA adapter")
     from huggingface_hub import snapshot_download
 
-    # huggingface_hub's errors are OSErrors; the HTTP client's own are not (httpx, or httpx2
-    # from huggingface_hub 2 on).
-    failures: tuple[type[Exception], ...] = (OSError, ValueError)
-    for client in ("httpx", "httpx2"):
-        if importlib.util.find_spec(client) is not None:
-            failures += (importlib.import_module(client).HTTPError,)
     try:
         return str(snapshot_download(model, local_files_only=offline()))
-    except failures as exc:
+    except hub_failures() as exc:
         first = next(iter(str(exc).strip().splitlines()), "") or type(exc).__name__
         raise DownloadError(
             f"cannot fetch the snapshot of {model} (for its LoRA adapter): {first}",

@@ -8,9 +8,10 @@ from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
+from mmrun.checkpoint import generic_spec
 from mmrun.devices import Replica
 from mmrun.item import Item
-from mmrun.registry import LoaderSpec, Method, Modality
+from mmrun.registry import GENERIC_KEY, LoaderSpec, Method, Modality
 
 if TYPE_CHECKING:
     from mmrun.registry import Registry
@@ -105,6 +106,8 @@ class Plan:
         lowered to what the method takes, a question the model does not read): shown on
         stderr before anything starts.
     warmup: prompts run untimed before a named run's timed batch.
+    model_choice: why mmrun chose the spec, where ``-m`` did not name it (``--model``'s
+        config.json named its architecture, or no key describes the checkpoint).
     """
 
     modality: Modality
@@ -128,6 +131,7 @@ class Plan:
     engine_env: tuple[tuple[str, str], ...] = ()
     modality_options: Mapping[str, Any] = field(default_factory=dict)
     notes: tuple[str, ...] = ()
+    model_choice: str | None = None
 
     def companion_sources(self) -> dict[str, list[str]] | None:
         """The companions' sources by modality, for the output; None where there are none."""
@@ -139,6 +143,8 @@ class Plan:
             modality=self.modality.name,
             modality_options=dict(self.modality_options),
             key=self.spec.key,
+            architecture=self.spec.architecture,
+            remote_code=self.spec.trust_remote_code,
             model=self.model,
             method=self.method,
             question=self.question,
@@ -161,6 +167,8 @@ class Recipe:
     modality: str
     modality_options: dict[str, Any]
     key: str
+    architecture: str
+    remote_code: bool
     model: str
     method: Method
     question: str | None
@@ -177,9 +185,13 @@ class Recipe:
         """The plan of one replica: the coordinator's, with no prompts of its own (they come
         from the coordinator) and one engine."""
         modality = registry.modality(self.modality).with_options(self.modality_options)
+        if self.key == GENERIC_KEY:  # a checkpoint without a key: its spec is the plan's own
+            spec = generic_spec(modality, self.model, self.architecture, self.remote_code)
+        else:
+            spec = registry.get(self.modality, self.key)
         return Plan(
             modality=modality,
-            spec=registry.get(self.modality, self.key).for_vllm(vllm.version),
+            spec=spec.for_vllm(vllm.version),
             model=self.model,
             method=self.method,
             items=Items([], 0, self.max_count),

@@ -44,6 +44,8 @@ def _model_json(plan: Plan) -> dict[str, Any]:
         "repo_id": spec.repo_id,
         "model": plan.model,
         "architecture": spec.architecture,
+        # Why this key, where -m did not name it (from --model's config.json), else None.
+        "choice": plan.model_choice,
     }
 
 

@@ -38,6 +38,9 @@ ORIGINAL_EXAMPLE = "original example"
 UPSTREAM = "upstream"
 CHANGED_UPSTREAM = "original example, changed upstream"
 SINGLE_IMAGE = "single-image and video example"
+# ``-m auto``: the checkpoint that ``--model`` names, with its own chat template, whatever its
+# architecture (mmrun.checkpoint builds its spec at plan time); no loader may take this key.
+GENERIC_KEY = "auto"
 
 
 @dataclass(frozen=True)
@@ -427,6 +430,11 @@ class Registry:
                 hint=f"use one of: {', '.join(sorted(self.modalities))}",
             )
         keys = self.loaders[spec.modality]
+        if spec.key == GENERIC_KEY:
+            raise PluginError(
+                f"model key {GENERIC_KEY!r} is mmrun's own (a checkpoint without a key)",
+                hint=f"register {spec.load.__module__}'s loader under another key",
+            )
         if spec.key in keys:
             raise PluginError(
                 f"model key {spec.key!r} is registered twice for {spec.modality}",

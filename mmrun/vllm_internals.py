@@ -208,11 +208,12 @@ REGISTRY_FILE = Path("model_executor", "models", "registry.py")
 
 @dataclass(frozen=True)
 class ModelRegistry:
-    """The architectures vLLM supports, and the removed ones with the last vLLM version that
-    supported each."""
+    """The architectures vLLM supports, the removed ones with the last vLLM version that
+    supported each, and those it runs as multimodal generative models (``multimodal``)."""
 
     architectures: frozenset[str]
     removed: dict[str, str]
+    multimodal: frozenset[str] = frozenset()
 
 
 def model_registry(package: Path) -> ModelRegistry:
@@ -220,7 +221,9 @@ def model_registry(package: Path) -> ModelRegistry:
     (``<package>/model_executor/models/registry.py``) without importing vLLM: ``import vllm``
     takes seconds, which ``mmrun models`` must not pay. Its private ``_VLLM_MODELS`` (with the
     tables it splats in) lists the architectures, ``_PREVIOUSLY_SUPPORTED_MODELS`` the removed
-    ones. Empty where the file or the table is not there. Checked on vLLM 0.32."""
+    ones. The multimodal ones are ``_MULTIMODAL_MODELS``'s and those that vLLM runs with its
+    Transformers backend's multimodal generation class. Empty where the file or the table is
+    not there. Checked on vLLM 0.32."""
     try:
         tree = ast.parse((package / REGISTRY_FILE).read_text())
     except (OSError, SyntaxError):
@@ -239,7 +242,28 @@ def model_registry(package: Path) -> ModelRegistry:
         for key, value in zip(removed_node.keys, removed_node.values, strict=True):
             if isinstance(key, ast.Constant) and isinstance(value, ast.Constant):
                 removed[str(key.value)] = str(value.value)
-    return ModelRegistry(frozenset(_keys("_VLLM_MODELS", dicts)), removed)
+    multimodal = _keys("_MULTIMODAL_MODELS", dicts) | _transformers_multimodal(dicts)
+    return ModelRegistry(frozenset(_keys("_VLLM_MODELS", dicts)), removed, frozenset(multimodal))
+
+
+# The classes of vLLM's Transformers backend that generate text from media.
+TRANSFORMERS_MULTIMODAL = frozenset(
+    {"TransformersMultiModalForCausalLM", "TransformersMultiModalMoEForCausalLM"}
+)
+
+
+def _transformers_multimodal(dicts: dict[str, ast.Dict]) -> set[str]:
+    """The architectures of any table that vLLM maps to ``("transformers", <a multimodal
+    generation class>)`` (``_TRANSFORMERS_SUPPORTED_MODELS``'s "Multimodal models")."""
+    found: set[str] = set()
+    for node in dicts.values():
+        for key, value in zip(node.keys, node.values, strict=True):
+            if not (isinstance(key, ast.Constant) and isinstance(value, ast.Tuple)):
+                continue
+            names = [e.value for e in value.elts if isinstance(e, ast.Constant)]
+            if len(names) == 2 and names[1] in TRANSFORMERS_MULTIMODAL:
+                found.add(str(key.value))
+    return found
 
 
 def _dict_literals(tree: ast.Module) -> dict[str, ast.Dict]:

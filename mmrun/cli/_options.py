@@ -37,8 +37,9 @@ ModelOpt = Annotated[
     str | None,
     typer.Option(
         "--model",
-        help="The checkpoint to run for -m's key: a Hugging Face repo id or a local folder "
-        "(default: the key's repo id in `mmrun models`).",
+        help="The checkpoint to run: a Hugging Face repo id or a local folder (default: -m's "
+        "repo id in `mmrun models`). Without -m, the architecture its config.json names "
+        "picks the key (none: -m auto).",
         show_default=False,
         metavar="PATH",
     ),

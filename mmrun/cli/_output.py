@@ -158,6 +158,8 @@ def _print_plan(result: RunResult, console: Console) -> None:
     # A row's request can differ by vLLM version (LoaderSpec.changes): say which one this is.
     version = result.plan.vllm_version
     table.add_row("for vLLM", version or "not installed (the row as declared)")
+    if result.plan.model_choice:
+        table.add_row("model", escape(result.plan.model_choice))
     table.add_row("engine args", escape(json.dumps(request["engine_args"])))
     table.add_row("sampling", escape(json.dumps(request["sampling"])))
     if "modality_options" in request:

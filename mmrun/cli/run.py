@@ -11,7 +11,7 @@ import typer
 
 from mmrun.cli import _options as o
 from mmrun.errors import EXIT_PARTIAL, UsageError
-from mmrun.registry import MediaOption, Modality
+from mmrun.registry import GENERIC_KEY, MediaOption, Modality
 
 if TYPE_CHECKING:
     from mmrun.planning import RunOptions
@@ -44,18 +44,17 @@ def _execute(modality: str, **kw: Any) -> None:
     show_library_output(verbose)
     gpus = visible_gpus() if opts.data_parallel_size > 1 else []
     the_plan = plan(opts, get_registry(), vllm_info(), gpus)
-    if the_plan.notes and not quiet:
+    # Why this model, where -m did not name it; what became of an option; the GPU choices
+    # with -v or --dry-run.
+    said = [the_plan.model_choice] if the_plan.model_choice else []
+    said += list(the_plan.notes)
+    if verbose or opts.dry_run:
+        said += [f"for this GPU run: {choice}" for choice in the_plan.choices]
+    if said and not quiet:
         from mmrun.cli._output import stderr_console
 
-        for note in the_plan.notes:
-            stderr_console().print(f"mmrun: {note}", highlight=False, markup=False)
-    if the_plan.choices and (verbose or opts.dry_run) and not quiet:
-        from mmrun.cli._output import stderr_console
-
-        for choice in the_plan.choices:
-            stderr_console().print(
-                f"mmrun: for this GPU run: {choice}", highlight=False, markup=False
-            )
+        for line in said:
+            stderr_console().print(f"mmrun: {line}", highlight=False, markup=False)
     if the_plan.batch:
         from mmrun.cli.batch import run_batch
 
@@ -82,7 +81,7 @@ def _run_options(modality: str, kw: dict[str, Any]) -> "RunOptions":
         sources=tuple(kw["sources"] or ()),
         count=kw["count"],
         question=kw["question"],
-        method=kw["method"].value,
+        method=kw["method"].value if kw["method"] is not None else None,
         num_prompts=kw["num_prompts"],
         seed=kw["seed"],
         max_tokens=kw["max_tokens"],
@@ -205,11 +204,9 @@ def _model_key_completion(modality: str) -> Callable[[str], list[tuple[str, str]
     def complete(incomplete: str) -> list[tuple[str, str]]:
         from mmrun.plugins import get_registry
 
-        return [
-            (spec.key, spec.repo_id)
-            for spec in get_registry().specs(modality)
-            if spec.key.startswith(incomplete)
-        ]
+        keys = [(spec.key, spec.repo_id) for spec in get_registry().specs(modality)]
+        keys.append((GENERIC_KEY, "the --model checkpoint, with its own chat template"))
+        return [(key, what) for key, what in keys if key.startswith(incomplete)]
 
     return complete
 
@@ -245,7 +242,9 @@ def make_command(modality: Modality, companions: Sequence[Modality] = ()) -> Cal
                 "--model-type",
                 "-m",
                 help=lit(
-                    f"Which model: a key from `mmrun models` (default: {modality.default_model})."
+                    f"Which model: a key from `mmrun models` (default: {modality.default_model};"
+                    f" with --model, the key of its architecture, else {GENERIC_KEY}: the "
+                    "checkpoint with its own chat template)."
                 ),
                 show_default=False,
                 metavar="KEY",
@@ -312,14 +311,16 @@ def make_command(modality: Modality, companions: Sequence[Modality] = ()) -> Cal
             ),
         ] = None,
         method: Annotated[
-            MethodChoice,
+            MethodChoice | None,
             typer.Option(
                 "--method",
-                help="vLLM method: generate (mmrun renders the prompt) or chat (vLLM does).",
+                help="vLLM method: generate (mmrun renders the prompt) or chat (vLLM does). "
+                f"Default: generate; chat for a checkpoint without a key (-m {GENERIC_KEY}).",
                 case_sensitive=False,
+                show_default=False,
                 metavar="METHOD",
             ),
-        ] = MethodChoice.generate,
+        ] = None,
         num_prompts: o.NumPromptsOpt = 1,
         seed: Annotated[
             int | None,

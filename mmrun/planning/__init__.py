@@ -24,6 +24,7 @@ from mmrun.planning.checks import (
     within_maximum,
 )
 from mmrun.planning.engine_args import compose_engine_args, compose_sampling
+from mmrun.planning.model_choice import choose_spec
 from mmrun.planning.options import RunOptions, parse_key_values
 from mmrun.planning.prompts import Chosen, choose_prompts, resolved_model
 from mmrun.registry import LoaderSpec, Registry
@@ -36,7 +37,8 @@ def plan(opts: RunOptions, registry: Registry, vllm: VllmInfo, gpus: Sequence[st
     """``gpus``: the GPUs visible to this process (only read for ``-dp N`` on a GPU build)."""
     modality = registry.modality(opts.modality).with_options(opts.modality_options)
     check_model(opts, registry)
-    spec = for_installed(registry.get(opts.modality, opts.key or modality.default_model), vllm)
+    choice = choose_spec(opts, modality, registry, vllm)
+    spec = for_installed(choice.spec, vllm)
     check_allowed(opts, spec)
     check_numbers(opts, modality)
     companions = check_companions(opts, spec, modality, registry)
@@ -113,6 +115,7 @@ def plan(opts: RunOptions, registry: Registry, vllm: VllmInfo, gpus: Sequence[st
         engine_env=tuple(engine_env.items()),
         modality_options=options,
         notes=notes,
+        model_choice=choice.note,
     )
 
 

@@ -20,7 +20,7 @@ from mmrun.errors import (
 )
 from mmrun.inputs import expand_sources
 from mmrun.plan import Companion
-from mmrun.planning.options import RunOptions
+from mmrun.planning.options import RunOptions, method_of
 from mmrun.registry import LoaderSpec, Modality, Registry, next_release
 from mmrun.sampling import check_sampling
 from mmrun.support import VllmInfo
@@ -61,9 +61,9 @@ def _exists(path: Path) -> bool:
 
 
 def check_allowed(opts: RunOptions, spec: LoaderSpec) -> None:
-    if opts.method not in spec.methods:
+    if method_of(opts, spec) not in spec.methods:
         raise UsageError(
-            f"{spec.key} cannot run with --method {opts.method}",
+            f"{spec.key} cannot run with --method {method_of(opts, spec)}",
             hint=f"use --method {' or '.join(spec.methods)}",
         )
     allowed = opts.trust_remote_code or os.environ.get(TRUST_REMOTE_CODE_ENV) == "1"

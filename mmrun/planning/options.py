@@ -9,7 +9,7 @@ from typing import Any
 
 from mmrun.errors import UsageError
 from mmrun.inputs import InputOptions
-from mmrun.registry import Method
+from mmrun.registry import LoaderSpec, Method
 
 
 @dataclass(frozen=True)
@@ -21,7 +21,7 @@ class RunOptions:
     sources: tuple[str, ...] = ()
     count: int | None = None
     question: str | None = None
-    method: Method = "generate"
+    method: Method | None = None  # None: generate, or chat for a checkpoint without a key
     num_prompts: int = 1
     seed: int | None = None
     max_tokens: int | None = None
@@ -56,6 +56,12 @@ class RunOptions:
     # Items of other modalities that every prompt carries ahead of its own, by modality
     # (``mmrun video --image photo.jpg``: {"image": ("photo.jpg",)}); see Modality.companions.
     companions: Mapping[str, tuple[str, ...]] = field(default_factory=dict)
+
+
+def method_of(opts: RunOptions, spec: LoaderSpec) -> Method:
+    """The run's method: the one asked for, else the model's first (generate for a key;
+    chat for a checkpoint that runs with its own chat template)."""
+    return opts.method or spec.methods[0]
 
 
 def parse_key_values(pairs: Sequence[str], option: str = "--engine-arg") -> dict[str, Any]:

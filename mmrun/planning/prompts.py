@@ -9,7 +9,7 @@ from pathlib import Path
 from mmrun.errors import UsageError
 from mmrun.inputs import InputOptions, Item, expand_sources, open_input, selection_of
 from mmrun.plan import Items
-from mmrun.planning.options import RunOptions
+from mmrun.planning.options import RunOptions, method_of
 from mmrun.registry import LoaderSpec, Method, Modality
 
 
@@ -165,7 +165,8 @@ def choose_prompts(opts: RunOptions, spec: LoaderSpec, modality: Modality) -> Ch
     listed = _selected(
         [Item(ids[i], i, tuple(group)) for i, group in enumerate(groups)], opts.input_options
     )
-    return Chosen(Items(listed, len(listed), count), count, opts.method, expanded=expanded)
+    method = method_of(opts, spec)
+    return Chosen(Items(listed, len(listed), count), count, method, expanded=expanded)
 
 
 def _selected(items: list[Item], options: InputOptions) -> list[Item]:
@@ -198,7 +199,7 @@ def _from_input(path: str, opts: RunOptions, spec: LoaderSpec, modality: Modalit
     return Chosen(
         Items(reader, reader.total, reader.max_count),
         None,
-        "chat" if chat_input else opts.method,
+        "chat" if chat_input else method_of(opts, spec),
         chat_input=chat_input,
         json_lines=bool(getattr(reader, "asks_for_json", False)),
     )
