@@ -18,7 +18,7 @@ from concurrent.futures import Future
 from dataclasses import dataclass, field
 from typing import Any
 
-from mmrun.builder import RendererFactory, RequestBuilder
+from mmrun.builder import RendererFactory, RequestBuilder, ServerRequestBuilder
 from mmrun.errors import EngineError, MediaError
 from mmrun.hub_access import check_reachable, lora_path
 from mmrun.item import Item
@@ -53,7 +53,8 @@ class Runner:
     def __init__(self, plan: Plan, renderers: RendererFactory, hooks: Hooks | None = None):
         self.plan = plan
         self.hooks = hooks or Hooks()
-        self.builder = RequestBuilder(plan, renderers(plan.model, plan.spec.trust_remote_code))
+        kind = RequestBuilder if plan.engines.server is None else ServerRequestBuilder
+        self.builder = kind(plan, renderers(plan.model, plan.spec.trust_remote_code))
         self.timings: dict[str, float] = {}
         self.t0 = time.perf_counter()
 
@@ -61,7 +62,7 @@ class Runner:
         """How many prompts may be in the engine at once: enough to keep its scheduler full
         (twice what it runs together), few enough that memory stays bounded. A replica of a
         parallel run keeps no more than that, so that prompts go to whichever replica has room."""
-        seqs = int(self.plan.engine_args.get("max_num_seqs") or 256)
+        seqs = self.server_seqs or int(self.plan.engine_args.get("max_num_seqs") or 256)
         return 2 * seqs if replica else max(16, 2 * seqs)
 
     def resolver(self) -> MediaResolver:
@@ -73,6 +74,8 @@ class Runner:
         run needs every item); else the pipeline keeps resolving ahead while it starts."""
         if self.plan.dry_run:
             return None
+        if self.plan.engines.server is not None:
+            return self.connect(pipeline)
         from mmrun import engine
 
         check_reachable(self.plan.model, "the model")  # vLLM's start asks the Hub next
@@ -124,6 +127,30 @@ class Runner:
                 filler.join()
         self.timings["engine_start_s"] = time.perf_counter() - t_start
         return engine.Engine(llm)
+
+    def connect(self, pipeline: MediaPipeline | None) -> Any:
+        """The plan's vLLM server instead of an engine of its own: checked before any prompt
+        (it answers, takes the key, serves the model), its window of requests in flight sized
+        to its ``max_num_seqs`` where it tells, else to the plan's."""
+        from mmrun.engine import server
+
+        target = self.plan.engines.server
+        assert target is not None
+        t_start = time.perf_counter()
+        if pipeline is not None:
+            pipeline.fill()
+        client = server.Client(target)
+        adapter = self.plan.spec.lora.name if self.plan.spec.lora is not None else None
+        template = self.plan.method == "generate" or self.plan.spec.chat_template is not None
+        served = server.connect(client, self.plan.model, adapter, request_template=template)
+        seqs = server.server_seqs(client)
+        if seqs is not None:
+            self.server_seqs = seqs
+        self.builder.warm(pipeline.peek() if pipeline else None)
+        self.timings["engine_start_s"] = time.perf_counter() - t_start
+        return server.ServerEngine(client, served, senders=self.window())
+
+    server_seqs: int | None = None
 
     def drive(
         self,
@@ -194,6 +221,8 @@ class Runner:
                     outcome.completion, outcome.error = checked(
                         result, self.builder.constraint_for(outcome.item)
                     )
+                elif isinstance(result, ItemError):  # a server's answer says which stage
+                    outcome.error = result
                 else:
                     outcome.error = ItemError("engine", result)
                 yield outcome
@@ -342,6 +371,7 @@ def run_engine_batch(
         if not prefetch:
             pipeline.keep_futures = False
         handle = runner.start(pipeline if prefetch else None, abort_on_media=False)
+        window = runner.window(replica=not prefetch)  # a server's own size, where it told
         pipeline.keep_futures = False
         pipeline.futures.clear()
         lora = _lora(plan, resolve=not plan.dry_run)
@@ -398,8 +428,10 @@ def lora_for(plan: Plan) -> Any:
 
 
 def _lora(plan: Plan, resolve: bool) -> tuple[str | None, Any]:
-    path = lora_path(plan.spec.lora, plan.model, resolve)
     adapter = plan.spec.lora
+    if plan.engines.server is not None:  # the server loaded it: requests name it
+        return None, None
+    path = lora_path(adapter, plan.model, resolve)
     if adapter is None or path is None or plan.dry_run:
         return path, None
     from mmrun import engine
