@@ -408,3 +408,22 @@ def test_a_server_lost_mid_batch_ends_the_run_and_a_rerun_resumes(
 def decoded_width(handler: Any) -> int:
     body = json.loads(handler.body)
     return decoded(body["messages"][0]["content"][1]["image_url"]["url"]).width
+
+
+def test_a_named_run_gives_its_document(
+    vllm_server: ScriptedServer, qwen: str, tmp_path: Path
+) -> None:
+    folder = images(tmp_path / "imgs", (112,))
+    image = str(folder / "w112.png")
+    args = ["image", "-m", "qwen2_5_vl", "--model", qwen, "-i", image, "--server", vllm_server.base]
+    result = in_process([*args, "--json"])
+    assert result.exit_code == 0, result.stderr
+    document = json.loads(result.stdout)
+    assert [o["text"] for o in document["outputs"]] == ["w112"]
+    assert document["request"]["engines"] == {
+        "backend": "server",
+        "server": vllm_server.base,
+        "replicas": 1,
+        "gpus_per_replica": 1,
+        "layout": [],
+    }
