@@ -57,6 +57,7 @@ class Runner:
         self.builder = kind(plan, renderers(plan.model, plan.spec.trust_remote_code))
         self.timings: dict[str, float] = {}
         self.t0 = time.perf_counter()
+        self.server_seqs: int | None = None  # a --server's max_num_seqs, where it tells
 
     def window(self, replica: bool = False) -> int:
         """How many prompts may be in the engine at once: enough to keep its scheduler full
@@ -149,8 +150,6 @@ class Runner:
         self.builder.warm(pipeline.peek() if pipeline else None)
         self.timings["engine_start_s"] = time.perf_counter() - t_start
         return server.ServerEngine(client, served, senders=self.window())
-
-    server_seqs: int | None = None
 
     def drive(
         self,
@@ -429,7 +428,7 @@ def lora_for(plan: Plan) -> Any:
 
 def _lora(plan: Plan, resolve: bool) -> tuple[str | None, Any]:
     adapter = plan.spec.lora
-    if plan.engines.server is not None:  # the server loaded it: requests name it
+    if plan.engines.server is not None and not plan.dry_run:  # the server loaded it
         return None, None
     path = lora_path(adapter, plan.model, resolve)
     if adapter is None or path is None or plan.dry_run:
