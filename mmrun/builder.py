@@ -319,3 +319,82 @@ class RequestBuilder(PromptSettings):
             seed=seed,
             extra=extra,
         )
+
+
+class ServerRequestBuilder(RequestBuilder):
+    """The requests of a plan whose prompts go to a vLLM server (``--server``): each one a
+    chat completion's fields, plain JSON but for decoded pictures, which the sender encodes.
+
+    ``--method chat``: the conversation LLM.chat gets, with the key's chat template. ``--method
+    generate``: mmrun's own prompt as the one message's text, rendered by a template that
+    writes it as it is, with the special tokens LLM.generate adds; vLLM's server then sees the
+    prompt LLM.generate sees, its media placeholders in place (mmrun.engine.server)."""
+
+    def resolve_companions(self, hooks: Hooks) -> None:
+        """The companions as chat parts, for either method: the server takes parts only."""
+        spec = self.plan.spec
+        for companion in self.plan.companions:
+            resolver = MediaResolver(companion.modality, hooks.on_request, hooks.on_progress)
+            try:
+                media = [f.result() for f in resolver.submit(companion.sources)]
+            finally:
+                resolver.close()
+            self._companion_parts += [companion.modality.chat_part(m.data, spec) for m in media]
+
+    def engine_input(
+        self,
+        question: str,
+        prompt: Prompt,
+        media: Sequence[MediaItem],
+        messages: Sequence[Mapping[str, Any]] | None = None,
+    ) -> Any:
+        from mmrun import engine
+        from mmrun.engine.server import VERBATIM_TEMPLATE
+
+        modality, spec = self.plan.modality, self.plan.spec
+        parts = [modality.chat_part(m.data, spec) for m in media]
+        ahead = [dict(part) for part in self._companion_parts]
+        if self.plan.method == "chat":
+            if messages is not None:
+                conversation = fill_media(messages, modality.name, parts)
+            else:
+                conversation = engine.chat_input(question, [*ahead, *parts])
+            request: dict[str, Any] = {"messages": conversation}
+            if spec.chat_template is not None:
+                request["chat_template"] = spec.chat_template
+            return request
+        problem = self.server_problem(prompt)
+        if problem is not None:
+            raise UsageError(problem, hint=f"run {spec.key} with --method chat")
+        text = [{"type": "text", "text": prompt.text}]
+        return {
+            "messages": [{"role": "user", "content": [*text, *ahead, *parts]}],
+            "chat_template": VERBATIM_TEMPLATE,
+            "add_special_tokens": True,
+        }
+
+    def server_problem(self, prompt: Prompt) -> str | None:
+        """Why a generate prompt of this key cannot be sent to a server, or None."""
+        key = self.plan.spec.key
+        if prompt.text is None:
+            return f"{key}'s prompt is token ids, which vLLM's server takes with no media"
+        if prompt.multi_modal_data is not None or self.plan.spec.media_key:
+            return (
+                f"{key}'s media go to vLLM in a form of its own, which vLLM's server does not take"
+            )
+        return None
+
+    def sampling_params(
+        self,
+        stop_token_ids: Sequence[int],
+        seed: int | None = None,
+        sampling: Mapping[str, Any] | None = None,
+    ) -> Any:
+        """The chat completion's sampling fields: vLLM's server takes SamplingParams' fields
+        by their names (``structured_outputs`` as its plain fields)."""
+        fields = dict(self.plan.sampling if sampling is None else sampling)
+        if stop_token_ids:
+            fields["stop_token_ids"] = list(stop_token_ids)
+        if seed is not None:
+            fields["seed"] = seed
+        return fields

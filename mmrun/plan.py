@@ -14,6 +14,7 @@ from mmrun.item import Item
 from mmrun.registry import GENERIC_KEY, LoaderSpec, Method, Modality
 
 if TYPE_CHECKING:
+    from mmrun.engine.server import ServerTarget
     from mmrun.registry import Registry
     from mmrun.support import VllmInfo
 
@@ -63,7 +64,8 @@ class Output:
 class Engines:
     """Where the engines run: ``backend`` "local" (one engine in this process, or with
     ``-dp N`` one replica process per ``layout`` entry) or "ray" (``ray_replicas`` engine
-    actors on a Ray cluster). ``on_host``: how many engines share this host's cores."""
+    actors on a Ray cluster). ``on_host``: how many engines share this host's cores.
+    ``server``: a running vLLM server that answers the prompts instead (``--server URL``)."""
 
     backend: str = "local"
     layout: tuple[Replica, ...] = ()
@@ -71,6 +73,7 @@ class Engines:
     on_host: int = 1
     # Restarts of an engine that died, in a row without a result in between (mmrun.restarts).
     max_restarts: int = 3
+    server: ServerTarget | None = None
 
     @property
     def parallel(self) -> bool:
@@ -79,6 +82,14 @@ class Engines:
 
     def as_json(self, engine_args: Mapping[str, Any]) -> dict[str, Any]:
         per = int(engine_args.get("tensor_parallel_size") or 1)
+        if self.server is not None:
+            return {
+                "backend": "server",
+                "server": self.server.url,
+                "replicas": 1,
+                "gpus_per_replica": per,
+                "layout": [],
+            }
         return {
             "backend": self.backend,
             "replicas": len(self.layout) or (self.ray_replicas or 1),

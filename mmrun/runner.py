@@ -18,7 +18,7 @@ from concurrent.futures import Future
 from dataclasses import dataclass, field
 from typing import Any
 
-from mmrun.builder import RendererFactory, RequestBuilder
+from mmrun.builder import RendererFactory, RequestBuilder, ServerRequestBuilder
 from mmrun.errors import EngineDied, EngineError, MediaError
 from mmrun.hub_access import check_reachable, lora_path
 from mmrun.item import Item
@@ -54,15 +54,17 @@ class Runner:
     def __init__(self, plan: Plan, renderers: RendererFactory, hooks: Hooks | None = None):
         self.plan = plan
         self.hooks = hooks or Hooks()
-        self.builder = RequestBuilder(plan, renderers(plan.model, plan.spec.trust_remote_code))
+        kind = RequestBuilder if plan.engines.server is None else ServerRequestBuilder
+        self.builder = kind(plan, renderers(plan.model, plan.spec.trust_remote_code))
         self.timings: dict[str, float] = {}
         self.t0 = time.perf_counter()
+        self.server_seqs: int | None = None  # a --server's max_num_seqs, where it tells
 
     def window(self, replica: bool = False) -> int:
         """How many prompts may be in the engine at once: enough to keep its scheduler full
         (twice what it runs together), few enough that memory stays bounded. A replica of a
         parallel run keeps no more than that, so that prompts go to whichever replica has room."""
-        seqs = int(self.plan.engine_args.get("max_num_seqs") or 256)
+        seqs = self.server_seqs or int(self.plan.engine_args.get("max_num_seqs") or 256)
         return 2 * seqs if replica else max(16, 2 * seqs)
 
     def resolver(self) -> MediaResolver:
@@ -83,6 +85,8 @@ class Runner:
         ``again``: a restart after the engine died (the caller has said so already)."""
         if self.plan.dry_run:
             return None
+        if self.plan.engines.server is not None:
+            return self.connect(pipeline)
         from mmrun import engine
 
         check_reachable(self.plan.model, "the model")  # vLLM's start asks the Hub next
@@ -138,6 +142,28 @@ class Runner:
         else:
             self.timings["engine_start_s"] = took
         return engine.Engine(llm)
+
+    def connect(self, pipeline: MediaPipeline | None) -> Any:
+        """The plan's vLLM server instead of an engine of its own: checked before any prompt
+        (it answers, takes the key, serves the model), its window of requests in flight sized
+        to its ``max_num_seqs`` where it tells, else to the plan's."""
+        from mmrun.engine import server
+
+        target = self.plan.engines.server
+        assert target is not None
+        t_start = time.perf_counter()
+        if pipeline is not None:
+            pipeline.fill()
+        client = server.Client(target)
+        adapter = self.plan.spec.lora.name if self.plan.spec.lora is not None else None
+        template = self.plan.method == "generate" or self.plan.spec.chat_template is not None
+        served = server.connect(client, self.plan.model, adapter, request_template=template)
+        seqs = server.server_seqs(client)
+        if seqs is not None:
+            self.server_seqs = seqs
+        self.builder.warm(pipeline.peek() if pipeline else None)
+        self.timings["engine_start_s"] = time.perf_counter() - t_start
+        return server.ServerEngine(client, served, senders=self.window())
 
     def drive(
         self,
@@ -227,6 +253,8 @@ class Runner:
                     outcome.completion, outcome.error = checked(
                         result, self.builder.constraint_for(outcome.item)
                     )
+                elif isinstance(result, ItemError):  # a server's answer says which stage
+                    outcome.error = result
                 else:
                     outcome.error = ItemError("engine", result)
                 yield outcome
@@ -370,8 +398,7 @@ def run_engine_batch(
     stats = Stats()
     window = runner.window(replica=not prefetch)
     resolver = runner.resolver()
-    # Twice the window ahead, from the engine's start on: decoding costs vLLM's frontend (this
-    # process) nothing while it waits for its engine core (docs/performance.md).
+    # Twice the window ahead once the engine is up (a few prompts while it starts: below).
     pipeline = MediaPipeline(
         items,
         resolver,
@@ -389,6 +416,7 @@ def run_engine_batch(
         pipeline.hold(START_AHEAD)
         handle = runner.start(pipeline if prefetch else None, abort_on_media=False)
         pipeline.hold(None)
+        window = runner.window(replica=not prefetch)  # a server's own size, where it told
         pipeline.keep_futures = False
         pipeline.futures.clear()
         lora = _lora(plan, resolve=not plan.dry_run)
@@ -504,8 +532,10 @@ def lora_for(plan: Plan) -> Any:
 
 
 def _lora(plan: Plan, resolve: bool) -> tuple[str | None, Any]:
-    path = lora_path(plan.spec.lora, plan.model, resolve)
     adapter = plan.spec.lora
+    if plan.engines.server is not None and not plan.dry_run:  # the server loaded it
+        return None, None
+    path = lora_path(adapter, plan.model, resolve)
     if adapter is None or path is None or plan.dry_run:
         return path, None
     from mmrun import engine

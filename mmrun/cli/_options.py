@@ -326,3 +326,26 @@ OutputFormatOpt = Annotated[
         metavar="FORMAT",
     ),
 ]
+ServerOpt = Annotated[
+    str | None,
+    typer.Option(
+        "--server",
+        help="Send the prompts to this running vLLM server (`mmrun serve`, `vllm serve`) "
+        "instead of starting vLLM, e.g. http://127.0.0.1:8000.",
+        envvar="MMRUN_SERVER",
+        show_default=False,
+        show_envvar=True,
+        metavar="URL",
+    ),
+]
+ApiKeyOpt = Annotated[
+    str | None,
+    typer.Option(
+        "--api-key",
+        help="The vLLM server's API key (sent as a Bearer token).",
+        envvar="VLLM_API_KEY",
+        show_default=False,
+        show_envvar=True,
+        metavar="KEY",
+    ),
+]

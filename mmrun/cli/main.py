@@ -25,6 +25,7 @@ from mmrun.cli.review import (
 )
 from mmrun.cli.run import HELP_ALL, epilog, make_command, plain_help
 from mmrun.cli.selftest import selftest
+from mmrun.cli.serve import SERVE_EXAMPLES, serve
 from mmrun.errors import EXIT_FAILURE, EXIT_OK
 from mmrun.plugins import get_registry
 from mmrun.version import __version__
@@ -73,6 +74,7 @@ for _modality in get_registry().modalities.values():
 app.command("models")(models)
 app.command("plugins")(plugins)
 app.command("selftest")(selftest)
+app.command("serve", epilog=SERVE_EXAMPLES)(serve)
 app.command("report", epilog=REPORT_EXAMPLES)(report)
 app.command("score", epilog=SCORE_EXAMPLES)(score)
 app.command("compare", epilog=COMPARE_EXAMPLES)(compare)

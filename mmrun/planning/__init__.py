@@ -8,6 +8,7 @@ and the sampling (engine_args) and, on a GPU, adds the defaults of mmrun.engine.
 from __future__ import annotations
 
 from collections.abc import Sequence
+from typing import TYPE_CHECKING
 
 from mmrun import structured
 from mmrun.devices import Replica, layout
@@ -30,6 +31,9 @@ from mmrun.planning.prompts import Chosen, choose_prompts, resolved_model
 from mmrun.registry import LoaderSpec, Registry
 from mmrun.support import VllmInfo
 
+if TYPE_CHECKING:
+    from mmrun.engine.server import ServerTarget
+
 __all__ = ["RunOptions", "compose_engine_args", "parse_key_values", "plan"]
 
 
@@ -43,7 +47,9 @@ def plan(opts: RunOptions, registry: Registry, vllm: VllmInfo, gpus: Sequence[st
     check_numbers(opts, modality)
     companions = check_companions(opts, spec, modality, registry)
     sampling = compose_sampling(spec, modality, opts)
-    vllm_version = vllm.version if opts.dry_run else check_supported(spec, vllm)
+    # A server's own vLLM decides what it runs (--server): the installed one is not asked.
+    local = opts.dry_run or opts.server
+    vllm_version = vllm.version if local else check_supported(spec, vllm)
     model = resolved_model(opts.model) or spec.repo_id
     chosen = choose_prompts(opts, spec, modality)
     options, notes = within_maximum(modality, chosen.method, opts.modality_options)
@@ -92,6 +98,7 @@ def plan(opts: RunOptions, registry: Registry, vllm: VllmInfo, gpus: Sequence[st
         ray_replicas=opts.replicas,
         on_host=opts.data_parallel_size,
         max_restarts=opts.max_restarts,
+        server=server_target(opts),
     )
     return Plan(
         modality=modality,
@@ -117,6 +124,20 @@ def plan(opts: RunOptions, registry: Registry, vllm: VllmInfo, gpus: Sequence[st
         notes=notes,
         model_choice=choice.note,
     )
+
+
+def server_target(opts: RunOptions) -> ServerTarget | None:
+    """The vLLM server that answers the prompts (``--server``), or None."""
+    if not opts.server:
+        return None
+    from mmrun.engine.server import ServerTarget
+
+    if opts.data_parallel_size > 1 or opts.backend != "local":
+        raise UsageError(
+            "--server sends the prompts to one vLLM server; -dp and --backend start engines",
+            hint="drop -dp/--backend, or drop --server",
+        )
+    return ServerTarget(opts.server, opts.api_key or None)
 
 
 def _check_combinations(

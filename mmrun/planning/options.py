@@ -43,6 +43,9 @@ class RunOptions:
     data_parallel_size: int = 1
     backend: str = "local"
     replicas: int | None = None
+    # A running vLLM server that answers the prompts (``--server``), and its API key.
+    server: str | None = None
+    api_key: str | None = field(default=None, repr=False)
     # Structured outputs (at most one): mmrun.structured.from_options reads them.
     json_schema: str | None = None
     choice: tuple[str, ...] = ()

@@ -32,12 +32,14 @@ class Hit:
 
 
 class ScriptedServer:
-    """A real HTTP server on 127.0.0.1; ``routes[path](handler)`` answers; every request is
-    recorded in ``hits``. ``release`` ends every stall at once (set at teardown)."""
+    """A real HTTP server on 127.0.0.1; ``routes[path](handler)`` answers a GET,
+    ``routes["POST " + path]`` a POST (its body in ``handler.body`` and, with its headers, in
+    ``posts``); every request is recorded in ``hits``. ``release`` ends every stall at once (set at teardown)."""
 
     def __init__(self) -> None:
         self.routes: dict[str, Route] = {}
         self.hits: list[Hit] = []
+        self.posts: list[tuple[str, bytes, dict[str, str]]] = []
         self.release = threading.Event()
         state = self
 
@@ -48,6 +50,18 @@ class ScriptedServer:
                 path = self.path.split("?", 1)[0]
                 state.hits.append(Hit(path, time.monotonic()))
                 route = state.routes.get(path)
+                if route is None:
+                    reply(self, 404, b"not found")
+                else:
+                    route(self)
+
+            def do_POST(self) -> None:
+                path = self.path.split("?", 1)[0]
+                state.hits.append(Hit(path, time.monotonic()))
+                length = int(self.headers.get("Content-Length") or 0)
+                self.body = self.rfile.read(length)  # type: ignore[attr-defined]
+                state.posts.append((path, self.body, dict(self.headers)))  # type: ignore[attr-defined]
+                route = state.routes.get(f"POST {path}")
                 if route is None:
                     reply(self, 404, b"not found")
                 else:

@@ -1,0 +1,162 @@
+"""``mmrun serve``: the ``vllm serve`` command line it runs for a key (``--dry-run``), the
+engine arguments as flags, and stopping servers left running with ``--detach``."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from tests.helpers.cli import in_process
+
+SERVER = [sys.executable, "-m", "vllm.entrypoints.openai.api_server"]
+
+
+@pytest.fixture(autouse=True)
+def state(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    folder = tmp_path / "state"
+    monkeypatch.setenv("MMRUN_STATE_DIR", str(folder))
+    return folder
+
+
+def dry_run(*args: str) -> list[str]:
+    import shlex
+
+    result = in_process(["serve", *args, "--dry-run"])
+    assert result.exit_code == 0, result.stderr
+    (line,) = result.stdout.splitlines()
+    return shlex.split(line)
+
+
+def test_the_key_s_engine_arguments_and_media_limits_become_flags() -> None:
+    command = dry_run("-m", "qwen2_5_vl", "--engine-arg", "enforce_eager=true", "--port", "8123")
+    assert command == [
+        *SERVER,
+        "--model",
+        "Qwen/Qwen2.5-VL-3B-Instruct",
+        "--max-model-len",
+        "4096",
+        "--max-num-seqs",
+        "5",
+        # The image row's two default images, and the video row's one clip.
+        "--limit-mm-per-prompt",
+        '{"image":2,"audio":0,"video":1}',
+        "--seed",
+        "0",
+        "--enforce-eager",
+        "--host",
+        "127.0.0.1",
+        "--port",
+        "8123",
+        "--trust-request-chat-template",
+    ]
+
+
+def test_one_modality_and_more_items_per_request() -> None:
+    command = dry_run("-m", "qwen2_5_vl", "--modality", "image", "--items", "4", "--model", "/m")
+    assert command[command.index("--limit-mm-per-prompt") + 1] == '{"image":4,"audio":0,"video":0}'
+    assert command[command.index("--model") + 1] == "/m"
+
+
+def test_a_key_s_chat_template_goes_as_a_file(state: Path) -> None:
+    from mmrun.plugins import get_registry
+
+    command = dry_run("-m", "qwen_vl_chat", "--trust-remote-code")
+    path = Path(command[command.index("--chat-template") + 1])
+    assert path == state / "templates" / "qwen_vl_chat.jinja"
+    assert path.read_text() == get_registry().get("image", "qwen_vl_chat").chat_template
+    assert "--trust-remote-code" in command
+
+
+def test_a_key_s_lora_adapter_is_served_under_its_name() -> None:
+    command = dry_run("-m", "phi4_multimodal", "--modality", "image")
+    assert command[command.index("--lora-modules") + 1] == (
+        "vision=<snapshot of microsoft/Phi-4-multimodal-instruct>/vision-lora"
+    )
+    assert "--enable-lora" in command
+
+
+def test_engine_flags() -> None:
+    from mmrun.serving import engine_flags
+
+    assert engine_flags(
+        {"a_b": True, "c": False, "d": None, "e": {"x": 1}, "f": 2.5, "g": [1, 2]}
+    ) == ["--a-b", "--no-c", "--e", '{"x":1}', "--f", "2.5", "--g", "[1,2]"]
+
+
+def test_an_unknown_key_is_one_line() -> None:
+    result = in_process(["serve", "-m", "nope", "--dry-run"])
+    assert result.exit_code == 2
+    assert result.stderr.splitlines() == [
+        "mmrun: error: unknown model key 'nope' (`mmrun models` lists the keys)"
+    ]
+
+
+def test_stop_without_a_detached_server_is_one_line(state: Path) -> None:
+    result = in_process(["serve", "--stop"])
+    assert result.exit_code == 2
+    assert result.stderr.splitlines() == [
+        f"mmrun: error: no server started with `mmrun serve --detach` is recorded in {state} "
+        "(start one with `mmrun serve -m KEY --detach`)"
+    ]
+
+
+def test_stop_ends_a_detached_server_s_whole_process_group(state: Path) -> None:
+    """A stand-in server (a process named like vLLM's, with a child of its own) recorded as
+    --detach records it: --stop ends both and removes the record."""
+    from mmrun import serving
+
+    state.mkdir()
+    script = (
+        "import subprocess, sys, time; "
+        "subprocess.Popen([sys.executable, '-c', 'import time; time.sleep(600)']); "
+        "time.sleep(600)"
+    )
+    proc = subprocess.Popen(
+        [sys.executable, "-c", script, serving.SERVER_MODULE], start_new_session=True
+    )
+    options = serving.ServeOptions(port=8124)
+    serving.record(state, options, proc.pid, "qwen2_5_vl", state / "server-8124.log")
+    time.sleep(0.5)
+    result = in_process(["serve", "--stop", "--port", "8124"])
+    assert result.exit_code == 0, result.stderr
+    assert result.stderr.splitlines() == ["mmrun: stopped the vLLM server at http://127.0.0.1:8124"]
+    assert proc.wait(timeout=10) is not None
+    assert live_group(proc.pid) == []
+    assert list(state.glob("server-*.json")) == []
+
+
+def live_group(pgid: int) -> list[int]:
+    """The processes of group ``pgid`` still running (a zombie waits for its reaper only)."""
+    import psutil
+
+    deadline = time.monotonic() + 10
+    while True:
+        live = []
+        for process in psutil.process_iter(["status"]):
+            try:
+                if os.getpgid(process.pid) == pgid and process.status() != psutil.STATUS_ZOMBIE:
+                    live.append(process.pid)
+            except (OSError, psutil.Error):
+                continue
+        if not live or time.monotonic() > deadline:
+            return live
+        time.sleep(0.2)
+
+
+def test_the_record_of_a_detached_server(state: Path) -> None:
+    from mmrun import serving
+
+    state.mkdir()
+    serving.record(state, serving.ServeOptions("0.0.0.0", 9000), 42, "k", state / "l.log")
+    assert json.loads((state / "server-9000.json").read_text()) == {
+        "pid": 42,
+        "url": "http://127.0.0.1:9000",
+        "key": "k",
+        "log": str(state / "l.log"),
+    }
