@@ -533,6 +533,11 @@ FOLDED = frozenset(
         "retry_errors",
         "max_restarts",
         "backend",
+        "api_key",
+        "fail_fast",
+        "overwrite",
+        "num_prompts",
+        "temperature",
         "seed",
         "per_prompt",
     }

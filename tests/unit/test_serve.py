@@ -58,9 +58,9 @@ def test_the_key_s_engine_arguments_and_media_limits_become_flags() -> None:
 
 
 def test_one_modality_and_more_items_per_request() -> None:
-    command = dry_run("-m", "qwen2_5_vl", "--modality", "image", "--items", "4", "--model", "/m")
+    command = dry_run("-m", "qwen2_5_vl", "--modality", "image", "--items", "4", "--model", "org/m")
     assert command[command.index("--limit-mm-per-prompt") + 1] == '{"image":4,"audio":0,"video":0}'
-    assert command[command.index("--model") + 1] == "/m"
+    assert command[command.index("--model") + 1] == "org/m"
 
 
 def test_a_key_s_chat_template_goes_as_a_file(state: Path) -> None:
