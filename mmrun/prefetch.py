@@ -80,7 +80,6 @@ class MediaPipeline:
         self._seen_bytes = 0
         self._seen_items = 0
         self._exhausted = False
-        self._held: int | None = None  # at most this many ahead, while ``hold`` says so
         # Items handed out and given back (their engine died): handed out again first.
         self._back: collections.deque[Ready] = collections.deque()
         # Every resolution started, while ``keep_futures`` (a batch stops keeping them once
@@ -109,17 +108,9 @@ class MediaPipeline:
                 continue
             self._queue.append((item, futures))
 
-    def hold(self, items: int | None) -> None:
-        """Resolve at most ``items`` ahead until ``hold(None)`` (while the engine starts)."""
-        self._held = items
-
     def _limit(self) -> int:
         """How many items may wait ahead: ``ahead``, fewer when their decoded media would
-        exceed the prefetch budget (estimated from the items decoded so far) or while held."""
-        limit = self._unheld_limit()
-        return limit if self._held is None else min(limit, self._held)
-
-    def _unheld_limit(self) -> int:
+        exceed the prefetch budget (estimated from the items decoded so far)."""
         if self._budget is None:
             return self._ahead
         seen_items, seen_bytes = self._seen_items, self._seen_bytes

@@ -368,13 +368,6 @@ def _generate_all(
     return [outcomes[i] for i in range(len(items))], errors
 
 
-# Prompts whose media a batch resolves while its engine starts. Decoding a GPU window's
-# worth then (1,024 prompts of 4 images) held vLLM's imports and start back by 30 s on an
-# H200 (512 x 4: engine ready 81.8 s after spawn against 52.2 s) and made the first result
-# no sooner after the ready line (docs/performance.md).
-START_AHEAD = 32
-
-
 def run_engine_batch(
     plan: Plan,
     renderers: RendererFactory,
@@ -398,7 +391,8 @@ def run_engine_batch(
     stats = Stats()
     window = runner.window(replica=not prefetch)
     resolver = runner.resolver()
-    # Twice the window ahead once the engine is up (a few prompts while it starts: below).
+    # Twice the window ahead, from the engine's start on: decoding costs vLLM's frontend (this
+    # process) nothing while it waits for its engine core (docs/performance.md).
     pipeline = MediaPipeline(
         items,
         resolver,
@@ -411,11 +405,7 @@ def run_engine_batch(
         runner.builder.resolve_companions(runner.hooks)
         if not prefetch:
             pipeline.keep_futures = False
-        # While the engine starts, only the first prompts' media: decoding more competes with
-        # the imports and the start in this process (docs/performance.md).
-        pipeline.hold(START_AHEAD)
         handle = runner.start(pipeline if prefetch else None, abort_on_media=False)
-        pipeline.hold(None)
         window = runner.window(replica=not prefetch)  # a server's own size, where it told
         pipeline.keep_futures = False
         pipeline.futures.clear()

@@ -517,32 +517,3 @@ def test_an_image_goes_with_every_clip_and_a_resume_must_name_the_same(
     assert other.exit_code == EXIT_USAGE
     assert "was written by a different run (with_media differs)" in other.stderr
     assert out.read_bytes() == before
-
-
-def test_while_the_engine_starts_only_the_first_prompts_media_are_resolved(
-    fake_vllm: Any, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    """Decoding a whole window during the engine start held vLLM's imports and start back
-    (docs/performance.md): at most START_AHEAD prompts then, the full lookahead after."""
-    from mmrun import runner as runner_module
-
-    folder = tmp_path / "photos"
-    folder.mkdir()
-    for i in range(100):
-        (folder / f"p{i:03d}.png").write_bytes(PNG)
-    seen: list[tuple[bool, int]] = []
-    real_fill = runner_module.MediaPipeline.fill
-
-    def fill(self: Any) -> None:
-        real_fill(self)
-        seen.append((self._held is not None, len(self._queue)))
-
-    monkeypatch.setattr(runner_module.MediaPipeline, "fill", fill)
-    out = tmp_path / "out.jsonl"
-    result = cli("-i", str(folder), "-o", str(out), "--engine-arg", "max_num_seqs=256")
-    assert result.exit_code == 0, result.stderr
-    assert len(lines(out)) == 100
-    during = [queued for held, queued in seen if held]
-    after = [queued for held, queued in seen if not held]
-    assert during and max(during) <= runner_module.START_AHEAD
-    assert max(after) > runner_module.START_AHEAD  # the lookahead is back once it is up

@@ -238,7 +238,11 @@ def test_url_and_data_uri_sources(media_server, media_dir: Path) -> None:  # typ
     ("args", "code", "message"),
     [
         (["image", "-m", "qwen25_vl", "--dry-run"], 2, "did you mean 'qwen2_5_vl'"),
-        (["image", "-m", "mistral3", "-n", "13", "--dry-run"], 2, "-n 13: `mmrun image` has 12 default images (name 13 files with --image)"),
+        (
+            ["image", "-m", "mistral3", "-n", "13", "--dry-run"],
+            2,
+            "-n 13: `mmrun image` has 12 default images (name 13 files with --image)",
+        ),
         (["image", "-m", "mistral3", "-n", "0", "--dry-run"], 2, "-n 0 is out of range"),
         (["audio", "-m", "whisper", "-n", "2", "--dry-run"], 2, "-n 2 is out of range for whisper"),
         (["image", "-m", "qwen_vl_chat", "--dry-run"], 2, "--trust-remote-code"),
