@@ -19,12 +19,11 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-import psutil
 import pytest
 
 from mmrun.errors import EXIT_FAILURE, EXIT_PARTIAL
 from mmrun.tiny import TinyCheckpoint
-from tests.e2e.test_scale_out_e2e import ENV, IN_PROCESS, command, manifest, rows
+from tests.e2e.test_scale_out_e2e import ENV, IN_PROCESS, command, engine_cores, manifest, rows
 
 pytestmark = [pytest.mark.e2e, pytest.mark.engine_processes]
 
@@ -34,19 +33,6 @@ ARGS = ["--max-tokens", "16", "--sampling-arg", "ignore_eos=true", "--quiet"]
 @pytest.fixture(scope="module")
 def qwen(tiny_checkpoint: Callable[[str, str], TinyCheckpoint]) -> TinyCheckpoint:
     return tiny_checkpoint("image", "qwen2_5_vl")
-
-
-def engine_cores(root: int) -> list[psutil.Process]:
-    """The vLLM engine core processes under process ``root``."""
-    found = []
-    with_children = psutil.Process(root).children(recursive=True)
-    for process in with_children:
-        try:
-            if "EngineCore" in process.name() or "EngineCore" in " ".join(process.cmdline()):
-                found.append(process)
-        except psutil.Error:
-            continue
-    return found
 
 
 def line_count(path: Path) -> int:

@@ -215,14 +215,22 @@ def _engine_core_of_replica(root: int, replica: int) -> list[int]:
     for child in psutil.Process(root).children():
         try:
             if f"mmrun: replica {replica}" in " ".join(child.cmdline()):  # its process title
-                return [
-                    p.pid
-                    for p in child.children(recursive=True)
-                    if "EngineCore" in " ".join(p.cmdline()) or "EngineCore" in p.name()
-                ]
+                return [p.pid for p in engine_cores(child.pid)]
         except psutil.Error:
             continue
     return []
+
+
+def engine_cores(root: int) -> list[psutil.Process]:
+    """The vLLM engine core processes under process ``root``."""
+    found = []
+    for process in psutil.Process(root).children(recursive=True):
+        try:
+            if "EngineCore" in process.name() or "EngineCore" in " ".join(process.cmdline()):
+                found.append(process)
+        except psutil.Error:
+            continue
+    return found
 
 
 @pytest.fixture
