@@ -259,7 +259,7 @@ class Replicas:
             run = next((r for r in alive if ready in (r.conn, r.process.sentinel)), None)
             if run is None or run.finished:  # None: a replica's old process, started again
                 continue
-            ended = f"its process ended (exit code {run.process.exitcode})"
+            ended = _ended(run)
             if ready is run.process.sentinel and not run.conn.poll():
                 yield run, "lost", ended
                 continue
@@ -273,7 +273,7 @@ class Replicas:
                     self._hand_out(run, int(payload))
                 except OSError:  # it died after asking (BrokenPipeError): the prompts just
                     # given to it go back to the queue with the rest of its own
-                    yield run, "lost", f"its process ended (exit code {run.process.exitcode})"
+                    yield run, "lost", _ended(run)
             elif kind == "done":
                 run.finished = True
                 self._restarts += int(payload or 0)
@@ -336,6 +336,15 @@ class Replicas:
         self._restarts += 1
         run.process, run.conn = self._spawn(self.plan.recipe(), run.replica)
         run.ready = False
+
+
+def _ended(run: _Running) -> str:
+    """Why a replica is gone: its exit code, or a broken pipe while its process still runs
+    (it is killed then)."""
+    code = run.process.exitcode
+    if code is None:
+        return "its connection to mmrun broke"
+    return f"its process ended (exit code {code})"
 
 
 def _outcome(item: Item, payload: Mapping[str, Any], run: _Running) -> Outcome:

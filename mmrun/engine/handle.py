@@ -253,7 +253,9 @@ class Engine:
         self.in_flight = 0
         self._closed = threading.Event()
         self._exits: list[int | None] = []  # the engine core processes', once they ended
+        self._processes: list[Any] = []
         if self._streaming:
+            self._processes = engine_core_processes(engine_core(llm))
             watch_engine_core(llm, self._closed, self._exits)
 
     def submit(
@@ -275,10 +277,21 @@ class Engine:
                 ids = self.llm.enqueue([request], params, lora_request=lora, use_tqdm=False)
         except Exception as exc:
             if engine_is_dead(exc):
-                raise engine_died(exc, self._exits) from exc
+                raise self._died(exc) from exc
             raise RequestRejected(one_line(exc)) from exc
         self.in_flight += 1
         return output_request_id(str(ids[0]))
+
+    def _died(self, exc: BaseException) -> Exception:
+        """mmrun's error for the engine that stopped. vLLM may tell of the death before the
+        watch thread has the exit codes: then they are read here (waiting up to 2 s each)."""
+        exits = list(self._exits)
+        if not any(exits):
+            for process in self._processes:
+                with contextlib.suppress(Exception):
+                    process.join(2.0)
+                exits.append(getattr(process, "exitcode", None))
+        return engine_died(exc, exits)
 
     def has_output(self) -> bool:
         """Whether results are waiting, so that ``poll`` would return at once. Only an engine
@@ -299,7 +312,7 @@ class Engine:
         try:
             outputs = self.llm.llm_engine.step()
         except Exception as exc:  # the engine as a whole failed: its core died
-            raise engine_died(exc, self._exits) from exc
+            raise self._died(exc) from exc
         finished: list[Finished] = []
         for output in outputs:
             if not getattr(output, "finished", False):
@@ -337,7 +350,7 @@ class Engine:
                 )
         except Exception as exc:
             if engine_is_dead(exc):
-                raise engine_died(exc, self._exits) from exc
+                raise self._died(exc) from exc
             if len(batch) == 1:
                 return [(batch[0][0], one_line(exc))]
             half = len(batch) // 2

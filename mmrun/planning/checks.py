@@ -45,6 +45,13 @@ def check_model(opts: RunOptions, registry: Registry) -> None:
             hint="check the path, or give a Hugging Face repo id, ORG/NAME",
         )
     owners = [name for name, specs in registry.loaders.items() if model in specs]
+    if model == opts.key and opts.modality in owners:
+        spec = registry.get(opts.modality, model)
+        if spec.needs_model:  # its repo id is a placeholder: no checkpoint of that name
+            raise UsageError(
+                f"--model {model}: no such folder here, and {model} has no public checkpoint",
+                hint="give --model the checkpoint's local folder or its Hugging Face repo id",
+            )
     if owners:
         command = "" if opts.modality in owners else f"mmrun {owners[0]} "
         raise UsageError(

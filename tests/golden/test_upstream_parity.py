@@ -23,7 +23,9 @@ Normalisations, applied to both sides (deliberate too, and the same for every ke
 
 from __future__ import annotations
 
+import contextlib
 import os
+import tempfile
 from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any
@@ -304,6 +306,24 @@ def upstream_request(
     }
 
 
+@contextlib.contextmanager
+def _beside(folder: str | None) -> Iterator[str]:
+    """Upstream's placeholder model name of a row without a public checkpoint is a relative
+    path: plan it where a folder of that name is there, as upstream's user would (mmrun makes
+    it absolute; relative to what this yields, it reads as upstream's)."""
+    if folder is None:
+        yield os.getcwd()
+        return
+    here = os.getcwd()
+    with tempfile.TemporaryDirectory() as tmp:
+        os.mkdir(os.path.join(tmp, folder))
+        os.chdir(tmp)
+        try:
+            yield os.path.realpath(tmp)
+        finally:
+            os.chdir(here)
+
+
 def mmrun_request(version: str, modality: str, key: str, count: int, method: str) -> dict[str, Any]:
     spec = REGISTRY.get(modality, key).for_vllm(version)
     options = RunOptions(
@@ -316,13 +336,16 @@ def mmrun_request(version: str, modality: str, key: str, count: int, method: str
         trust_remote_code=True,
         dry_run=True,
     )
-    run = plan(options, REGISTRY, for_vllm(version))
+    with _beside(key if spec.needs_model else None) as base:
+        run = plan(options, REGISTRY, for_vllm(version))
+    model = os.path.relpath(run.model, base) if spec.needs_model else run.model
+    engine_args = {**run.engine_args, "model": model}
     mod = run.modality
     question = PromptSettings(run).question_for(next(iter(run.items)))
     ctx = LoaderContext(
         question=question,
         num_items=count,
-        model=run.model,
+        model=model,
         templates=original_examples.RecordingRenderer(),
     )
     prompt = spec(ctx)
@@ -332,12 +355,12 @@ def mmrun_request(version: str, modality: str, key: str, count: int, method: str
     lora = None
     if spec.lora is not None:
         sub = spec.lora.subfolder
-        path = os.path.join(run.model, sub) if sub else run.model
+        path = os.path.join(model, sub) if sub else model
         lora = [[spec.lora.name, spec.lora.int_id, path]]
     text = prompt.text if prompt.text is not None else list(prompt.token_ids or [])
     chat = method == "chat"
     return {
-        "engine_args": oracle.plain(_limits(run.engine_args)),
+        "engine_args": oracle.plain(_limits(engine_args)),
         "prompt": None if chat else [text] * len(media),
         "media": None if chat else media,
         "sampling": oracle.plain(run.sampling),

@@ -61,6 +61,18 @@ def test_a_key_of_another_command_names_that_command(photos: Path) -> None:
     )
 
 
+def test_the_placeholder_name_of_a_row_without_a_public_checkpoint_is_refused(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.chdir(tmp_path)  # no folder named funaudiochat here
+    line = refused(cli("audio", "-m", "funaudiochat", "--model", "funaudiochat", "--dry-run"))
+    assert line == (
+        "mmrun: error: --model funaudiochat: no such folder here, and funaudiochat has no "
+        "public checkpoint (give --model the checkpoint's local folder or its Hugging Face "
+        "repo id)"
+    )
+
+
 def test_a_local_folder_named_like_a_key_is_a_checkpoint(
     photos: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:

@@ -180,6 +180,15 @@ def test_a_replica_gone_before_the_answer_to_its_request_loses_nothing(
     assert {o.replica for o in outcomes} == {1}
     assert all(o.completion.text == f"answer to {o.item.id}" for o in outcomes)
     assert stats.done == len(files) and stats.failed == 0
-    assert len(lost) == 1 and lost[0].startswith(
-        "mmrun: replica 0 (shared) stopped: its process ended"
-    )
+    # Started again up to --max-restarts (3) times, dying the same way each time.
+    assert len(lost) == 4, lost
+    assert all(
+        text.startswith("mmrun: replica 0 (shared) stopped: its connection to mmrun broke")
+        for text in lost
+    ), lost
+    assert [text.endswith(f"(restart {n} of 3)") for n, text in enumerate(lost, 1)] == [
+        True,
+        True,
+        True,
+        False,
+    ], lost

@@ -293,3 +293,40 @@ def test_a_batch_whose_output_disk_fills_up_ends_in_one_line_and_resumes(
     assert again.returncode == 0, again.stderr
     ids = [json.loads(line)["id"] for line in out.read_text().splitlines()]
     assert sorted(ids) == sorted(str(p) for p in folder.iterdir())
+
+
+def test_a_death_told_before_the_watch_thread_saw_it_still_names_the_signal(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """vLLM's own monitor may end ``step()`` before mmrun's watch thread has read the exit
+    codes: the engine core processes are asked then."""
+    from mmrun.engine import handle
+
+    class Core:
+        exitcode = -9
+
+        def join(self, timeout: float) -> None:
+            pass
+
+    class Steps:
+        def step(self) -> list[Any]:
+            raise RuntimeError(
+                "EngineCore encountered an issue. See stack trace (above) for the root cause."
+            )
+
+    class Llm:
+        llm_engine = Steps()
+
+        def enqueue(self, *args: Any, **kwargs: Any) -> list[str]:
+            return ["0"]
+
+    monkeypatch.setattr(handle, "engine_core_processes", lambda core: [Core()])
+    monkeypatch.setattr(handle, "engine_core", lambda llm: None)
+    monkeypatch.setattr(handle, "watch_engine_core", lambda *args: None)
+    engine = handle.Engine(Llm())
+    with pytest.raises(EngineDied) as raised:
+        engine.poll()
+    assert str(raised.value).startswith(
+        "the engine core process was killed by SIGKILL (signal 9): "
+        "the kernel's out-of-memory killer sends it too"
+    ), str(raised.value)
