@@ -74,7 +74,7 @@ def preprocess(recipe: Recipe, row: dict[str, Any]) -> dict[str, Any]:
     )
     question = builder.question_for(item)
     error: tuple[str, str] | None = None
-    problem = builder.count_problem(item)
+    problem = row["problem"] or builder.count_problem(item)  # the reader's, as on one host
     if problem is not None:
         error = ("request", problem)
     else:
@@ -259,6 +259,7 @@ def _rows(items: Iterable[Item]) -> list[dict[str, Any]]:
             "question": item.question,
             # JSON text: Ray Data's blocks want one type per column, a line's own settings vary
             "sampling": json.dumps(item.sampling),
+            "problem": item.problem or "",
         }
         for item in items
     ]

@@ -162,6 +162,12 @@ def _check_combinations(
             hint="pass one with --input, or drop --output-format",
         )
     if opts.backend == "ray":
+        if chosen.chat_input:  # Ray Data's engine stage takes a rendered prompt, not messages
+            raise UsageError(
+                "--backend ray does not run OpenAI batch files: Ray Data's vLLM stage takes "
+                "a rendered prompt, not a line's own chat messages",
+                hint="drop --backend ray; -dp N spreads the file over a host's GPUs",
+            )
         if chosen.method != "generate":
             raise UsageError(
                 "--backend ray runs --method generate", hint="drop --method chat, or use -dp N"

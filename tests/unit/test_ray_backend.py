@@ -3,6 +3,10 @@ Ray run is tests/e2e/test_scale_out_e2e.py)."""
 
 from __future__ import annotations
 
+import json
+from pathlib import Path
+from typing import Any
+
 from mmrun.backends.ray import (
     BATCH_SIZE,
     MAX_CONCURRENT_BATCHES,
@@ -12,6 +16,7 @@ from mmrun.backends.ray import (
     workers_environment,
 )
 from mmrun.engine import FRONTEND_THREADS_MAX
+from tests.helpers.http import PNG
 
 
 def test_replicas_start_together_not_autoscaled() -> None:
@@ -61,3 +66,41 @@ def test_the_workers_get_the_plans_environment_and_the_users_wins() -> None:
         "VLLM_OTHER": "x",
         "HF_HOME": "/h",
     }
+
+
+def test_a_line_s_own_problem_is_its_error_on_the_workers_as_on_one_host(
+    fake_vllm: Any, tmp_path: Path
+) -> None:
+    """A line the reader could not make a prompt of (here its --question-template field is
+    empty) carries its reason to the worker, which answers with it: not a different one of
+    its own (the line had no media left, so the workers once said the model needs an image)."""
+    from mmrun.backends import ray as ray_backend
+    from mmrun.inputs import InputOptions
+    from mmrun.planning import RunOptions, plan
+    from mmrun.plugins import get_registry
+    from mmrun.support import vllm_info
+
+    photo = tmp_path / "p.png"
+    photo.write_bytes(PNG)
+    manifest = tmp_path / "m.jsonl"
+    lines = [{"id": "a", "meta": {"topic": "cats"}}, {"id": "b", "meta": {"topic": ""}}]
+    manifest.write_text("".join(json.dumps({"image": str(photo), **r}) + "\n" for r in lines))
+    opts = RunOptions(
+        modality="image",
+        key="mistral3",
+        input=str(manifest),
+        input_options=InputOptions(question_template="About {topic}?"),
+    )
+    the_plan = plan(opts, get_registry(), vllm_info())
+    try:
+        a, b = (
+            ray_backend.preprocess(the_plan.recipe(), row)
+            for row in ray_backend._rows(the_plan.items)
+        )
+    finally:
+        ray_backend._STATE.clear()
+    assert a["mmrun_error"] == "" and "About cats?" in a["prompt"]
+    assert json.loads(b["mmrun_error"]) == [
+        "request",
+        "--question-template gives no text here: each of its lines has an empty field",
+    ]

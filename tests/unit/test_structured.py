@@ -285,14 +285,7 @@ def test_ray_rows_carry_each_line_s_constraint_and_answers_are_checked(
     items = {item.id: item for item in the_plan.items}
     try:
         for ident, constraint in [("a", {"choice": ["yes", "no"]}), ("b", {"regex": "[0-9]+"})]:
-            item = items[ident]
-            row = {
-                "id": item.id,
-                "index": item.index,
-                "sources": json.dumps(list(item.sources)),
-                "question": None,
-                "sampling": json.dumps(item.sampling),
-            }
+            (row,) = ray_backend._rows([items[ident]])
             request = ray_backend.preprocess(the_plan.recipe(), row)
             assert request["mmrun_error"] == ""
             assert request["sampling_params"]["structured_outputs"] == constraint
