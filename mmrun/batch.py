@@ -111,12 +111,11 @@ class Batch:
             if self.openai:
                 from mmrun.inputs.openai_batch import output_line
 
-                completion = outcome.completion
                 written = output_line(
                     row,
                     model,
                     text_completion=outcome.item.raw_prompt is not None,
-                    cached_tokens=None if completion is None else completion.cached_tokens,
+                    completion=outcome.completion,
                 )
             if self.file is not None:
                 self.file.write(written)

@@ -20,7 +20,9 @@ Stage = Literal["media", "request", "engine", "output"]
 class Completion:
     """One prompt's result, from vLLM's own counts; ``parsed``: the decoded answer of a prompt
     constrained to JSON (mmrun.structured), None otherwise; ``cached_tokens``: the prompt's
-    tokens found in the engine's prefix cache, where vLLM tells."""
+    tokens found in the engine's prefix cache, ``created_cache_tokens`` the prompt's tokens
+    it wrote to that cache, and ``multimodal_tokens`` the prompt's media placeholder tokens by
+    modality (a vLLM server's count), each where vLLM tells (None otherwise)."""
 
     text: str
     prompt_tokens: int
@@ -28,6 +30,8 @@ class Completion:
     finish_reason: str | None
     parsed: Any = None
     cached_tokens: int | None = None
+    created_cache_tokens: int | None = None
+    multimodal_tokens: dict[str, int] | None = None
 
 
 @dataclass(frozen=True)

@@ -135,6 +135,8 @@ def _outcome_message(outcome: Outcome) -> dict[str, Any]:
             done.finish_reason,
             done.parsed,
             done.cached_tokens,
+            done.created_cache_tokens,
+            done.multimodal_tokens,
         ],
         "error": None if outcome.error is None else [outcome.error.stage, outcome.error.message],
         "question": outcome.question,

@@ -373,6 +373,7 @@ def _finished(output: Any) -> Completion | str:
         completion_tokens=len(best.token_ids),
         finish_reason=best.finish_reason,
         cached_tokens=getattr(output, "num_cached_tokens", None),
+        created_cache_tokens=getattr(output, "num_cache_creation_tokens", None),
     )
 
 

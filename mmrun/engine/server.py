@@ -277,19 +277,32 @@ def encoded_messages(messages: Sequence[Mapping[str, Any]]) -> list[dict[str, An
 
 
 def completion(body: Any) -> Completion | ItemError:
-    """A chat completion's first choice, with the server's own token counts."""
+    """A chat completion's first choice, with the server's own token counts (and its prompt's
+    cache and media counts, where it writes ``prompt_tokens_details``)."""
     try:
         choice = body["choices"][0]
         usage = body.get("usage") or {}
+        details = usage.get("prompt_tokens_details") or {}
         text = choice["message"].get("content") or ""
         return Completion(
             text=text,
             prompt_tokens=int(usage.get("prompt_tokens") or 0),
             completion_tokens=int(usage.get("completion_tokens") or 0),
             finish_reason=choice.get("finish_reason"),
+            cached_tokens=_count(details.get("cached_tokens")),
+            created_cache_tokens=_count(details.get("created_cache_tokens")),
+            multimodal_tokens=_counts(details.get("multimodal_tokens")),
         )
     except (KeyError, IndexError, TypeError, AttributeError, ValueError):
         return ItemError("engine", f"the server's answer is not a chat completion: {body!r:.200}")
+
+
+def _count(value: Any) -> int | None:
+    return int(value) if value is not None else None
+
+
+def _counts(value: Any) -> dict[str, int] | None:
+    return {str(k): int(v) for k, v in value.items()} if value else None
 
 
 class ServerEngine:

@@ -28,6 +28,7 @@ from mmrun.inputs.columns import resolve_path
 from mmrun.inputs.openai_body import CHAT_URL, COMPLETIONS_URL, body_settings
 from mmrun.inputs.selection import Selection
 from mmrun.item import Item
+from mmrun.outcome import Completion
 from mmrun.plugins import get_registry
 from mmrun.registry import Modality
 from mmrun.structured import asks_for_json
@@ -241,16 +242,34 @@ class OpenAIBatch:
         )
 
 
+def prompt_details(completion: Completion | None, text_completion: bool) -> dict[str, Any] | None:
+    """A usage's ``prompt_tokens_details`` as vLLM's server writes it (``PromptTokenUsageInfo``
+    with ``--enable-prompt-tokens-details``): for a chat completion, the prompt's tokens the
+    prefix cache held and wrote, and its media placeholder tokens by modality; for a text
+    completion, the cached tokens alone. None where there is no count (vLLM's as well)."""
+    if completion is None:
+        return None
+    cached = completion.cached_tokens
+    if text_completion:
+        created, media = None, None
+    else:
+        created, media = completion.created_cache_tokens, completion.multimodal_tokens or None
+    if cached is None and created is None and media is None:
+        return None
+    return {"cached_tokens": cached, "created_cache_tokens": created, "multimodal_tokens": media}
+
+
 def output_line(
     row: Mapping[str, Any],
     model: str,
     *,
     text_completion: bool = False,
-    cached_tokens: int | None = None,
+    completion: Completion | None = None,
 ) -> dict[str, Any]:
     """A result line (``mmrun.batch/2``) as vLLM run-batch's ``BatchRequestOutput``: a chat
     completion, or a text completion (``text_completion``: a ``/v1/completions`` line).
-    ``cached_tokens``: the prompt's tokens the engine's prefix cache held, where it tells."""
+    ``completion``: the engine's counts of the prompt's cache and media tokens, where it
+    tells (its usage's ``prompt_tokens_details``)."""
     error = row.get("error")
     request_id = f"vllm-batch-{uuid.uuid4().hex}"
     if error is not None:
@@ -281,9 +300,8 @@ def output_line(
             "prompt_tokens": prompt_tokens,
             "total_tokens": prompt_tokens + completion_tokens,
             "completion_tokens": completion_tokens,
-            "prompt_tokens_details": None
-            if cached_tokens is None
-            else {"cached_tokens": cached_tokens},
+            "prompt_tokens_details": prompt_details(completion, text_completion),
+            "completion_tokens_details": None,  # vLLM's: reasoning tokens, with a reasoning parser
         },
     }
     return {

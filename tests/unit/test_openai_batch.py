@@ -12,7 +12,7 @@ from typing import Any
 
 import pytest
 
-from mmrun.errors import EXIT_PARTIAL, UsageError
+from mmrun.errors import EXIT_PARTIAL, EXIT_USAGE, UsageError
 from mmrun.inputs import InputOptions, open_input
 from mmrun.inputs.openai_body import CHAT_URL, COMPLETIONS_URL, body_settings
 from mmrun.modalities.image import IMAGE
@@ -275,10 +275,29 @@ def test_each_line_runs_with_its_own_settings_and_answers_in_run_batchs_shapes(
         "prompt_tokens": 10,
         "total_tokens": 12,
         "completion_tokens": 2,
-        "prompt_tokens_details": {"cached_tokens": 0},
+        # vLLM's completions count the cached tokens alone
+        "prompt_tokens_details": {
+            "cached_tokens": 0,
+            "created_cache_tokens": None,
+            "multimodal_tokens": None,
+        },
+        "completion_tokens_details": None,
     }
     answer = rows["b"]["response"]["body"]
     assert answer["object"] == "chat.completion"
+    # A chat completion's also counts what the prompt wrote to the cache; the media's
+    # placeholder tokens are not in LLM.chat's outputs.
+    assert answer["usage"] == {
+        "prompt_tokens": 11,
+        "total_tokens": 13,
+        "completion_tokens": 2,
+        "prompt_tokens_details": {
+            "cached_tokens": 0,
+            "created_cache_tokens": 8,
+            "multimodal_tokens": None,
+        },
+        "completion_tokens_details": None,
+    }
     assert answer["choices"][0]["message"] == {"role": "assistant", "content": '{"colour": "x"}'}
     assert rows["d"]["response"] == {
         "status_code": 400,
@@ -291,6 +310,23 @@ def test_each_line_runs_with_its_own_settings_and_answers_in_run_batchs_shapes(
     )
     again = run("--input", str(batch), "-o", str(out), "--output-format", "openai")
     assert again.exit_code == EXIT_PARTIAL and "0 done, 0 failed, 6 skipped" in again.stderr
+
+
+@pytest.mark.parametrize("dry", [[], ["--dry-run"]])
+def test_ray_refuses_a_batch_file_before_anything_starts(
+    dry: list[str], batch: Path, tmp_path: Path, fake_vllm: Any
+) -> None:
+    """Ray Data's vLLM stage takes a rendered prompt: a line's chat messages would not reach
+    it, so the file is refused at once rather than run with other prompts."""
+    out = tmp_path / "out.jsonl"
+    result = run("--input", str(batch), "-o", str(out), "--backend", "ray", *dry)
+    assert result.exit_code == EXIT_USAGE
+    assert result.stderr.splitlines() == [
+        "mmrun: error: --backend ray does not run OpenAI batch files: Ray Data's vLLM stage "
+        "takes a rendered prompt, not a line's own chat messages (drop --backend ray; -dp N "
+        "spreads the file over a host's GPUs)"
+    ]
+    assert not out.exists() and fake_vllm.submitted == []
 
 
 def test_the_dry_run_shows_each_lines_settings(batch: Path) -> None:
@@ -315,3 +351,25 @@ def test_a_file_url_is_a_local_path_wherever_media_are_named(tmp_path: Path) -> 
     document = json.loads(result.stdout)
     assert document["media"][0]["source"] == image.as_uri()
     assert document["media"][0]["path"] == str(image)
+
+
+def test_prompt_token_details_carry_vllm_s_fields_for_each_endpoint() -> None:
+    """vLLM's PromptTokenUsageInfo: cached_tokens, created_cache_tokens and multimodal_tokens;
+    its completions endpoint fills cached_tokens alone, and none is written without a count."""
+    from mmrun.inputs.openai_batch import prompt_details
+    from mmrun.outcome import Completion
+
+    counted = Completion("x", 40, 2, "stop", None, 16, 8, {"image": 25})
+    assert prompt_details(counted, text_completion=False) == {
+        "cached_tokens": 16,
+        "created_cache_tokens": 8,
+        "multimodal_tokens": {"image": 25},
+    }
+    assert prompt_details(counted, text_completion=True) == {
+        "cached_tokens": 16,
+        "created_cache_tokens": None,
+        "multimodal_tokens": None,
+    }
+    uncounted = Completion("x", 40, 2, "stop")
+    assert prompt_details(uncounted, text_completion=False) is None
+    assert prompt_details(None, text_completion=False) is None

@@ -192,3 +192,36 @@ def test_a_replica_gone_before_the_answer_to_its_request_loses_nothing(
         True,
         False,
     ], lost
+
+
+def test_replicas_run_each_openai_line_with_its_own_messages_and_settings(
+    photos: Path, tmp_path: Path, fake_vllm_env: dict[str, str]
+) -> None:
+    """-dp N: each line's own messages, completion prompt and settings reach the replica's
+    engine (the stand-in vLLM answers a chat from the last user turn's first text part and a
+    JSON-schema request within its schema), and the counts vLLM gives come back."""
+    from tests.unit.test_openai_batch import COMPLETIONS_URL, JSON_SCHEMA, image_chat, line
+
+    photo = str(sorted(photos.iterdir())[0])
+    two_parts = image_chat("Describe it.", photo)
+    two_parts["messages"][0]["content"].insert(1, {"type": "text", "text": "In one line."})
+    batch = tmp_path / "batch.jsonl"
+    batch.write_text(
+        line("a", two_parts)
+        + line("b", image_chat("Which colour?", photo, response_format=JSON_SCHEMA))
+        + line("c", {"model": "m", "prompt": "Once upon a time", "max_tokens": 7}, COMPLETIONS_URL)
+    )
+    out = tmp_path / "out.jsonl"
+    args = ["--input", str(batch), "-o", str(out), "--output-format", "openai", "-dp", "2"]
+    proc = mmrun(args, fake_vllm_env)
+    assert proc.returncode == 0, proc.stderr
+    bodies = {r["custom_id"]: r["response"]["body"] for r in lines(out)}
+    assert bodies["a"]["choices"][0]["message"]["content"] == "  answer to 'Describe it.'\n"
+    assert bodies["b"]["choices"][0]["message"]["content"] == '{"colour": "x"}'
+    assert bodies["c"]["object"] == "text_completion"
+    assert bodies["c"]["choices"][0]["text"] == "  answer to 'Once upon a time'\n"
+    assert bodies["a"]["usage"]["prompt_tokens_details"] == {
+        "cached_tokens": 0,
+        "created_cache_tokens": 8,
+        "multimodal_tokens": None,
+    }

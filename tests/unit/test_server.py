@@ -427,3 +427,28 @@ def test_a_named_run_gives_its_document(
         "gpus_per_replica": 1,
         "layout": [],
     }
+
+
+def test_a_servers_prompt_token_details_are_kept() -> None:
+    """A server started with --enable-prompt-tokens-details counts the prompt's cached and
+    newly cached tokens and its media's placeholder tokens; mmrun keeps them for its lines."""
+    from mmrun.engine.server import completion
+    from mmrun.outcome import Completion
+
+    choice = {"message": {"content": "a cat"}, "finish_reason": "stop"}
+    usage = {"prompt_tokens": 40, "completion_tokens": 2}
+    details = {"cached_tokens": 16, "created_cache_tokens": 16, "multimodal_tokens": {"image": 25}}
+    counted = completion(
+        {"choices": [choice], "usage": {**usage, "prompt_tokens_details": details}}
+    )
+    assert counted == Completion(
+        "a cat",
+        40,
+        2,
+        "stop",
+        cached_tokens=16,
+        created_cache_tokens=16,
+        multimodal_tokens={"image": 25},
+    )
+    plain = completion({"choices": [choice], "usage": {**usage, "prompt_tokens_details": None}})
+    assert plain == Completion("a cat", 40, 2, "stop")

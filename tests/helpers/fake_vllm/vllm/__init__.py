@@ -60,6 +60,7 @@ class _Output:
         self.finished = True
         self.poison = False
         self.num_cached_tokens = 0  # as vLLM 0.32: the prompt tokens its prefix cache held
+        self.num_cache_creation_tokens = 8  # and those it wrote to that cache
 
 
 def _describe(request: Any) -> tuple[str, int]:
