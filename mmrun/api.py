@@ -36,10 +36,20 @@ class SavesImage(Protocol):
     def save(self, fp: Any, format: str | None = None, **params: Any) -> None: ...
 
 
+class Array(Protocol):
+    """A numpy array: an image's pixels, an audio clip's samples or a clip's frames."""
+
+    @property
+    def shape(self) -> Any: ...
+
+    @property
+    def dtype(self) -> Any: ...
+
+
 Source = str | Path
-# A media item: a path, URL or data: URI, or the media themselves (an encoded file's bytes,
-# a PIL image).
-MediaItem = Source | bytes | SavesImage
+# A media item: a path, URL or data: URI, or the media themselves: an encoded file's bytes,
+# a PIL image, an array of pixels or frames, samples or frames with their rate (a tuple).
+MediaItem = Source | bytes | SavesImage | Array | tuple[Any, float]
 Media = MediaItem | Sequence[MediaItem]
 ItemLike = Item | Source | Mapping[str, Any]
 
@@ -158,8 +168,9 @@ def request_for(
     **options: Any,
 ) -> Request:
     """The request mmrun would send to vLLM for ``key`` (a key of ``mmrun models``; of its
-    first modality unless ``modality`` names one), a question and media (paths, URLs or data:
-    URIs; none: vLLM's example's); no engine starts.
+    first modality unless ``modality`` names one), a question and media (paths, URLs, data:
+    URIs, a file's bytes or the media as Python objects; none: vLLM's example's); no engine
+    starts.
     ``options``: RunOptions' model, engine, sampling and constraint fields (``max_tokens``,
     ``json_schema``, ``engine_args``, ...)."""
     from mmrun.planning import plan
