@@ -11,13 +11,12 @@ from __future__ import annotations
 import base64
 import copy
 import dataclasses
-import io
 import time
 from collections.abc import Generator, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from types import TracebackType
-from typing import TYPE_CHECKING, Any, Protocol
+from typing import TYPE_CHECKING, Any, NamedTuple, Protocol
 
 from mmrun.errors import UsageError
 from mmrun.item import Item
@@ -37,10 +36,20 @@ class SavesImage(Protocol):
     def save(self, fp: Any, format: str | None = None, **params: Any) -> None: ...
 
 
+class Array(Protocol):
+    """A numpy array: an image's pixels, an audio clip's samples or a clip's frames."""
+
+    @property
+    def shape(self) -> Any: ...
+
+    @property
+    def dtype(self) -> Any: ...
+
+
 Source = str | Path
-# A media item: a path, URL or data: URI, or the media themselves (an encoded file's bytes,
-# a PIL image).
-MediaItem = Source | bytes | SavesImage
+# A media item: a path, URL or data: URI, or the media themselves: an encoded file's bytes,
+# a PIL image, an array of pixels or frames, samples or frames with their rate (a tuple).
+MediaItem = Source | bytes | SavesImage | Array | tuple[Any, float]
 Media = MediaItem | Sequence[MediaItem]
 ItemLike = Item | Source | Mapping[str, Any]
 
@@ -159,8 +168,9 @@ def request_for(
     **options: Any,
 ) -> Request:
     """The request mmrun would send to vLLM for ``key`` (a key of ``mmrun models``; of its
-    first modality unless ``modality`` names one), a question and media (paths, URLs or data:
-    URIs; none: vLLM's example's); no engine starts.
+    first modality unless ``modality`` names one), a question and media (paths, URLs, data:
+    URIs, a file's bytes or the media as Python objects; none: vLLM's example's); no engine
+    starts.
     ``options``: RunOptions' model, engine, sampling and constraint fields (``max_tokens``,
     ``json_schema``, ``engine_args``, ...)."""
     from mmrun.planning import plan
@@ -171,15 +181,21 @@ def request_for(
 
     registry = get_registry()
     name = _modality_of(registry, key, modality)
-    sources = tuple(source for source, _ in _media(media, "media"))
-    opts = _options(name, key, sources, question, options, dry_run=True)
-    the_plan = plan(opts, registry, vllm_info())
-    if the_plan.batch:
-        raise UsageError(
-            "request_for() describes one prompt, not a folder or pattern of media",
-            hint="name the media of one prompt",
-        )
-    result, _ = run_named(the_plan, HFTemplateRenderer)
+    held: list[str] = []
+    try:
+        configured = registry.modality(name).with_options(options.get("modality_options") or {})
+        given = _media(media, "media", configured, held)
+        opts = _options(name, key, tuple(g.source for g in given), question, options, dry_run=True)
+        the_plan = plan(opts, registry, vllm_info())
+        if the_plan.batch:
+            raise UsageError(
+                "request_for() describes one prompt, not a folder or pattern of media",
+                hint="name the media of one prompt",
+            )
+        _rehold(given, the_plan.modality)
+        result, _ = run_named(the_plan, HFTemplateRenderer)
+    finally:
+        _release(held)
     from mmrun.records import document
 
     doc = document(result)
@@ -292,8 +308,15 @@ class Model:
 
     def ask(self, question: str | None = None, media: Media = (), **sampling: Any) -> Result:
         """One prompt: ``question`` (None: the modality's default) about ``media``."""
-        item = {self.modality.field_name: media, "question": question}
-        (result,) = self.run([item], **sampling)
+        held: list[str] = []
+        try:  # a mistake in the call's own media or question raises
+            item = _row_item(
+                {self.modality.field_name: media, "question": question}, 0, self.modality, held
+            )
+        except BaseException:
+            _release(held)
+            raise
+        (result,) = self._run([item], sampling, held)
         return result
 
     def run(self, items: Iterable[ItemLike], **sampling: Any) -> Iterator[Result]:
@@ -303,10 +326,21 @@ class Model:
         sampling settings for this call, and at most one constraint (``json_schema``,
         ``choice``, ``regex``, ``grammar``, ``json_object``). An item that cannot run is a
         result with an error; the others are answered."""
-        runner = self._ready()
-        own = _call_sampling(sampling)
-        stream = (_item(x, i, self.modality) for i, x in enumerate(items))
-        return _results(self._outcomes(runner, stream, {**self.plan.sampling, **(own or {})}))
+        return self._run(items, sampling, [])
+
+    def _run(
+        self, items: Iterable[ItemLike], sampling: Mapping[str, Any], held: list[str]
+    ) -> Iterator[Result]:
+        """``run``, the media objects of the call held under ``held``'s sources until it ends."""
+        try:
+            runner = self._ready()
+            own = _call_sampling(sampling)
+        except BaseException:
+            _release(held)
+            raise
+        stream = (_item(x, i, self.modality, held) for i, x in enumerate(items))
+        call = {**self.plan.sampling, **(own or {})}
+        return _results(self._outcomes(runner, stream, call, held))
 
     def write(
         self,
@@ -321,13 +355,28 @@ class Model:
         file that holds results already resumed (its prompts skipped; ``retry_errors`` runs
         its failed ones again; ``overwrite`` starts anew), a .parquet or .csv table written
         at the end. The results of the prompts this call ran, their lines as written."""
+        held: list[str] = []
+        try:
+            return self._write(items, path, overwrite, retry_errors, sampling, held)
+        finally:
+            _release(held)  # the objects of prompts the file held already
+
+    def _write(
+        self,
+        items: Iterable[ItemLike],
+        path: str | Path,
+        overwrite: bool,
+        retry_errors: bool,
+        sampling: Mapping[str, Any],
+        held: list[str],
+    ) -> list[Result]:
         from mmrun.batch import Batch
         from mmrun.outcome import Hooks
         from mmrun.plan import Items, Output
 
         runner = self._ready()
         own = _call_sampling(sampling)
-        listed = [_item(x, i, self.modality) for i, x in enumerate(items)]
+        listed = [_item(x, i, self.modality, held) for i, x in enumerate(items)]
         seen: set[str] = set()
         for item in listed:
             if item.id in seen:
@@ -370,7 +419,11 @@ class Model:
         return self._runner
 
     def _outcomes(
-        self, runner: Runner, stream: Iterator[Item], sampling: dict[str, Any]
+        self,
+        runner: Runner,
+        stream: Iterator[Item],
+        sampling: dict[str, Any],
+        held: list[str] | None = None,
     ) -> Generator[Outcome, None, None]:
         from mmrun.media import prefetch_budget
         from mmrun.prefetch import MediaPipeline
@@ -405,6 +458,7 @@ class Model:
                 self._engine.poll()
             runner.builder.use_sampling(self.plan.sampling)
             self._busy = False
+            _release(held or ())  # objects of prompts the caller stopped reading for
 
 
 def _results(outcomes: Generator[Outcome, None, None]) -> Iterator[Result]:
@@ -492,39 +546,92 @@ def _options(
     )
 
 
-def _media(media: Any, where: str) -> list[tuple[str, str]]:
-    """Each media item's source and the name its result lists: a path or URL is both; media
-    given as bytes or a PIL image become a data: URI, named by their place (``where``)."""
-    from mmrun.media.inline import sniff
+class _Given(NamedTuple):
+    """One media item of a call: its source, the name its result lists, and the object it
+    was given as (None: a path, URL or bytes)."""
 
-    if isinstance(media, str | Path | bytes | bytearray) or hasattr(media, "save"):
+    source: str
+    name: str
+    value: Any = None
+
+
+def _media(media: Any, where: str, modality: Modality, held: list[str]) -> list[_Given]:
+    """Each media item's source and the name its result lists: a path or URL is both; an
+    encoded file's bytes become a data: URI, and an object the modality takes (a PIL image, an
+    array of pixels, samples or frames) its decoded item, held under a source of its own
+    (mmrun.media.objects; the source is added to ``held``), each named by its place
+    (``where``). A list is several items, unless the modality takes it as one (a clip's
+    frames). UsageError (one line) for what is no media."""
+    whole = (
+        None
+        if isinstance(media, str | Path | bytes | bytearray)
+        else _held(media, where, modality, held)
+    )
+    if whole is not None:
+        return [whole]
+    if isinstance(media, str | Path | bytes | bytearray):
         media = [media]
-    if not isinstance(media, Sequence):
-        raise UsageError(f"{where}: media must be a source, bytes, a PIL image or a list of them")
+    elif not isinstance(media, Sequence):
+        raise UsageError(
+            f"{where} is an object of type {type(media).__name__}", hint=_hint(modality)
+        )
     named = []
     for i, value in enumerate(media):
         name = f"{where}[{i}]" if len(media) > 1 else where
         if isinstance(value, str | Path):
-            named.append((str(value), str(value)))
-            continue
-        if isinstance(value, bytes | bytearray):
-            data = bytes(value)
-        elif hasattr(value, "save"):
-            buffer = io.BytesIO()
-            value.save(buffer, format="PNG")
-            data = buffer.getvalue()
+            named.append(_Given(str(value), str(value)))
+        elif isinstance(value, bytes | bytearray):
+            named.append(_Given(_data_uri(bytes(value), name), name))
         else:
-            raise UsageError(
-                f"{name} is a {type(value).__name__}",
-                hint="give a path, URL, data: URI, the file's bytes or a PIL image",
-            )
-        kind = sniff(data)
-        if kind is None:
-            raise UsageError(
-                f"{name}: {len(data):,} bytes of no image, audio or video format mmrun knows"
-            )
-        named.append((f"data:{kind};base64,{base64.b64encode(data).decode()}", name))
+            given = _held(value, name, modality, held)
+            if given is None:
+                raise UsageError(
+                    f"{name} is an object of type {type(value).__name__}", hint=_hint(modality)
+                )
+            named.append(given)
     return named
+
+
+def _held(value: Any, name: str, modality: Modality, held: list[str]) -> _Given | None:
+    """An object the modality takes as one item, decoded and held; None for any other."""
+    from mmrun.media import objects
+
+    decoded = modality.from_object(value, name)
+    if decoded is None:
+        return None
+    source = objects.hold(*decoded, name)
+    held.append(source)
+    return _Given(source, name, value)
+
+
+def _rehold(given: Iterable[_Given], modality: Modality) -> None:
+    """The objects decoded again as the plan's modality takes them (its options as the
+    method lowers them: a chat request's frames), under the same sources."""
+    from mmrun.media import objects
+
+    for item in given:
+        if item.value is not None:
+            decoded = modality.from_object(item.value, item.name)
+            assert decoded is not None  # the modality took it once already
+            objects.hold(*decoded, item.name, source=item.source)
+
+
+def _data_uri(data: bytes, name: str) -> str:
+    from mmrun.media.inline import sniff
+
+    kind = sniff(data)
+    if kind is None:
+        raise UsageError(
+            f"{name}: {len(data):,} bytes of no image, audio or video format mmrun knows"
+        )
+    return f"data:{kind};base64,{base64.b64encode(data).decode()}"
+
+
+def _hint(modality: Modality) -> str:
+    return (
+        "give a path, URL, data: URI or a file's bytes; docs/python.md lists the objects "
+        f"that {modality.name} media may also be"
+    )
 
 
 def _call_sampling(sampling: Mapping[str, Any]) -> dict[str, Any] | None:
@@ -559,7 +666,13 @@ def _call_sampling(sampling: Mapping[str, Any]) -> dict[str, Any] | None:
     return settings or None
 
 
-def _item(value: ItemLike, index: int, modality: Modality) -> Item:
+def _release(held: Iterable[str]) -> None:
+    from mmrun.media import objects
+
+    objects.release(held)
+
+
+def _item(value: ItemLike, index: int, modality: Modality, held: list[str]) -> Item:
     """An item of a call; one that cannot be read is an item with its problem (its result
     is an error)."""
     if isinstance(value, Item):
@@ -574,13 +687,13 @@ def _item(value: ItemLike, index: int, modality: Modality) -> Item:
             problem=f"an item is a media source, an Item or a dict, not {type(value).__name__}",
         )
     try:
-        return _row_item(value, index, modality)
+        return _row_item(value, index, modality, held)
     except UsageError as exc:
         ident = value.get("id", index)
         return Item(str(ident), index, (), problem=str(exc))
 
 
-def _row_item(row: Mapping[str, Any], index: int, modality: Modality) -> Item:
+def _row_item(row: Mapping[str, Any], index: int, modality: Modality, held: list[str]) -> Item:
     from mmrun import structured
     from mmrun.sampling import check_sampling
 
@@ -590,7 +703,7 @@ def _row_item(row: Mapping[str, Any], index: int, modality: Modality) -> Item:
     unknown = sorted(set(row) - allowed)
     if unknown:
         raise UsageError(f"{where} has unknown field {unknown[0]!r}")
-    media = _media(row.get(name, []), f"{where} {name}")
+    media = _media(row.get(name, []), f"{where} {name}", modality, held)
     ident = row.get("id", index)
     question = row.get("question")
     if question is not None and not isinstance(question, str):
@@ -611,9 +724,9 @@ def _row_item(row: Mapping[str, Any], index: int, modality: Modality) -> Item:
     return Item(
         str(ident),
         index,
-        tuple(source for source, _ in media),
+        tuple(given.source for given in media),
         question,
         dict(meta) if meta is not None else None,
-        names=tuple(n for _, n in media) if any(s != n for s, n in media) else None,
+        names=tuple(g.name for g in media) if any(g.source != g.name for g in media) else None,
         sampling=sampling,
     )

@@ -76,6 +76,10 @@ def _no_check(spec: LoaderSpec) -> ItemCheck | None:
     return None
 
 
+def _no_objects(value: Any, label: str) -> Decoded | None:
+    return None
+
+
 def openai_url(part: Mapping[str, Any]) -> str | None:
     """The source an OpenAI content part names, ``{"type": T, T: {"url": ...}}`` or
     ``{"type": T, T: "..."}`` (a URL, a data URI or a path); None where it names none."""
@@ -165,6 +169,11 @@ class Modality:
         parts is refused.
     openai_source: ``part -> source``: the URL, data URI or path one of those parts names,
         None where it names none; ``openai_url`` by default.
+    from_object: ``(value, label) -> (item, info)``: media given as a Python object (the
+        Python API: a PIL image, an array of pixels, samples or frames) as ``decode`` would
+        have returned them; None for a value that is not one item of this modality (a list is
+        then taken as several items); raises :class:`mmrun.errors.UsageError` (one line) for
+        one it takes but cannot use (a wrong shape or element type). By default none is taken.
     """
 
     name: str
@@ -197,6 +206,7 @@ class Modality:
     feature_type: str = ""
     openai_parts: tuple[str, ...] = ()
     openai_source: Callable[[Mapping[str, Any]], str | None] = openai_url
+    from_object: Callable[[Any, str], Decoded | None] = _no_objects
 
     def with_options(self, values: Mapping[str, Any]) -> Modality:
         """This modality configured by a run's option values (defaults where missing)."""

@@ -12,6 +12,7 @@ from pathlib import Path
 from typing import Any
 
 from mmrun.errors import DownloadError, MediaError
+from mmrun.media import objects
 from mmrun.media.budget import memory_ticket, reserve
 from mmrun.media.download import DOWNLOAD_WORKERS, Downloader, ProgressFn
 from mmrun.media.limits import positive_number
@@ -87,6 +88,9 @@ class MediaResolver:
         return [unique[source.text] for source in sources]
 
     def resolve(self, source: Source) -> MediaItem:
+        if source.kind == "object":  # decoded already, when the call gave it
+            held = objects.take(source.text)
+            return MediaItem(held.label, None, held.sha256, held.size_bytes, held.data, held.info)
         path: Path | None = None
         if source.make is not None and source.cache_name is not None:
             path = self.downloader.made(source.cache_name, source.make)

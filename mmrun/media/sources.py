@@ -15,6 +15,7 @@ from pathlib import Path
 from mmrun.errors import MediaError, shown
 from mmrun.media.budget import reserve
 from mmrun.media.limits import DEFAULT_MAX_MB, positive_number
+from mmrun.media.objects import SCHEME as OBJECT_SCHEME
 from mmrun.registry import Modality
 
 BASE_URL_ENV = "MMRUN_ASSETS_BASE_URL"
@@ -26,8 +27,9 @@ class Source:
     """Where one media item comes from: what the user typed, and how to get it."""
 
     text: str
-    kind: str  # "asset", "path", "url", "data"
+    kind: str  # "asset", "path", "url", "data", "object"
     location: str  # the URL for assets and URLs, the path for files, the URI for data
+    # (an "object": media given as a Python object, held by mmrun.media.objects)
     fallbacks: tuple[str, ...] = ()  # URLs tried in order when ``location`` fails (assets)
     cache_name: str | None = None  # an asset's mirror name: its cache key, whatever its URL
     make: Callable[[Path], None] | None = None  # an asset mmrun writes itself (Asset.make)
@@ -63,6 +65,8 @@ def parse_source(text: str, modality: Modality) -> Source:
         return Source(text, "url", text)
     if scheme == "data":
         return Source(text, "data", text)
+    if scheme == OBJECT_SCHEME:
+        return Source(text, "object", text)
     if scheme == "file":
         return Source(text, "path", file_url_path(text))
     if len(scheme) > 1 and "://" in text:

@@ -8,7 +8,7 @@ from pathlib import Path
 from typing import Any
 
 from mmrun.modalities.audio.checks import clip_length_check
-from mmrun.modalities.audio.decode import decode_audio
+from mmrun.modalities.audio.decode import audio_from_object, decode_audio
 from mmrun.plugins import Register
 from mmrun.registry import Asset, LoaderSpec, Modality, openai_url
 
@@ -72,6 +72,7 @@ AUDIO = Modality(
     seed=0,
     default_model="ultravox",
     decode=decode_audio,
+    from_object=audio_from_object,
     chat_part=_chat_part,
     short_option="-a",
     extensions=(".wav", ".flac", ".ogg", ".oga", ".opus", ".mp3", ".aif", ".aiff"),

@@ -4,10 +4,11 @@ decoding memory budget; the clip mixed down to mono float32."""
 
 from __future__ import annotations
 
+import numbers
 from typing import Any
 
 from mmrun.capture import Captured, library_output
-from mmrun.errors import MediaError
+from mmrun.errors import MediaError, UsageError
 from mmrun.media.budget import forget_locals, memory_ticket, reserve
 
 AUDIO_HINT = "give a WAV, FLAC, MP3, Ogg (Vorbis or Opus) or AIFF file"
@@ -209,3 +210,70 @@ def _decode_audio(data: bytes, label: str) -> tuple[Any, int]:
             hint="check the file, or export it again",
         )
     return np.ascontiguousarray(waveform), rate
+
+
+# Integer samples as libsndfile reads PCM: full scale is 1.0.
+_PCM_SCALE = {"int16": 32768.0, "int32": 2147483648.0}
+
+
+def audio_from_object(value: Any, label: str) -> tuple[Any, dict[str, Any]] | None:
+    """A clip given as a Python object (``Modality.from_object``): ``(samples, sample_rate)``,
+    as vLLM's own examples pass audio, the samples a 1-D array (mono) of floats, or of int16
+    or int32 PCM; a float32 copy, as ``decode_audio`` returns a file's. None for anything else
+    (a list of clips is several items)."""
+    from mmrun.media.objects import is_array
+
+    if is_array(value):
+        raise UsageError(
+            f"{label}: audio samples need their sample rate",
+            hint="give (samples, sample_rate), e.g. (waveform, 16000)",
+        )
+    if not (isinstance(value, tuple | list) and len(value) == 2 and is_array(value[0])):
+        return None
+    samples, given = value
+    if isinstance(given, bool) or not isinstance(given, numbers.Real):
+        raise UsageError(
+            f"{label}: the sample rate of (samples, sample_rate) is a {type(given).__name__}",
+            hint="give the rate in Hz as a number, e.g. (waveform, 16000)",
+        )
+    hz = float(given)
+    if not (MIN_SAMPLE_RATE <= hz <= MAX_SAMPLE_RATE and hz.is_integer()):
+        raise UsageError(
+            f"{label}: a sample rate of {hz:,g} Hz",
+            hint=f"give a whole number of Hz from {MIN_SAMPLE_RATE:,} to {MAX_SAMPLE_RATE:,}",
+        )
+    waveform = _waveform(samples, label)
+    rate = int(hz)
+    return (waveform, rate), {
+        "duration_s": round(waveform.shape[0] / rate, 3),
+        "sample_rate": rate,
+    }
+
+
+def _waveform(samples: Any, label: str) -> Any:
+    import numpy as np
+
+    from mmrun.media.objects import described
+
+    array = np.asarray(samples)
+    floats = np.issubdtype(array.dtype, np.floating)
+    if array.ndim != 1 or not (floats or array.dtype.name in _PCM_SCALE):
+        raise UsageError(
+            f"{label}: audio samples are a 1-D array (mono) of floats, int16 or int32, "
+            f"not {described(array)}",
+            hint="mix it down to mono first: the mean over its channel axis"
+            if array.ndim == 2
+            else "give the clip's samples as a numpy array",
+        )
+    if array.size == 0:
+        raise UsageError(f"{label}: the audio array holds no samples", hint="give a non-empty clip")
+    if floats:
+        waveform = array.astype(np.float32)  # a copy: the caller's array may change
+        if not np.isfinite(waveform).all():
+            raise UsageError(
+                f"{label}: the audio samples hold not-a-number or infinite values",
+                hint="check the samples",
+            )
+    else:
+        waveform = (array / _PCM_SCALE[array.dtype.name]).astype(np.float32)
+    return np.ascontiguousarray(waveform)

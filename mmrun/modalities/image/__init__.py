@@ -7,7 +7,7 @@ from importlib import import_module
 from pathlib import Path
 from typing import Any
 
-from mmrun.modalities.image.decode import decode_image
+from mmrun.modalities.image.decode import decode_image, image_from_object
 from mmrun.modalities.image.resize import ImageResize
 from mmrun.plugins import Register
 from mmrun.registry import Asset, LoaderSpec, Modality
@@ -125,6 +125,7 @@ IMAGE = Modality(
     seed=0,
     default_model="phi3_v",
     decode=decode_image,
+    from_object=image_from_object,
     chat_part=_chat_part,
     short_option="-i",
     extensions=(".jpg", ".jpeg", ".png", ".webp", ".gif", ".bmp", ".tif", ".tiff"),

@@ -9,7 +9,7 @@ import warnings
 from typing import Any
 
 from mmrun.capture import Captured, library_output
-from mmrun.errors import MediaError
+from mmrun.errors import MediaError, UsageError
 from mmrun.media.budget import forget_locals, memory_ticket, reserve
 
 MAX_IMAGE_PIXELS = 178_956_970  # Pillow's own decompression-bomb threshold (2x its warning)
@@ -164,3 +164,40 @@ def _too_many_pixels(label: str, size: str) -> MediaError:
         "decodes (a decompression bomb?)",
         hint="downscale the image first",
     )
+
+
+def image_from_object(value: Any, label: str) -> tuple[Any, dict[str, Any]] | None:
+    """An image given as a Python object (``Modality.from_object``): a PIL image, or an array
+    of height x width x 3 uint8 (RGB) pixels; a copy in RGB, so that the caller's object may
+    change after the call. None for anything else."""
+    from mmrun.media.objects import is_array, is_pil_image
+
+    if is_pil_image(value):
+        if value.width * value.height > MAX_IMAGE_PIXELS:
+            raise _too_many_pixels(label, f"{value.width}x{value.height} pixels")
+        rgb = value.convert("RGB") if value.mode != "RGB" else value.copy()
+    elif is_array(value):
+        rgb = _array_image(value, label)
+    else:
+        return None
+    return rgb, {"width": rgb.width, "height": rgb.height}
+
+
+def _array_image(value: Any, label: str) -> Any:
+    import numpy as np
+    from PIL import Image
+
+    from mmrun.media.objects import described
+
+    array = np.asarray(value)
+    shape = array.shape
+    if array.ndim != 3 or shape[2] != 3 or array.dtype != np.uint8 or 0 in shape:
+        raise UsageError(
+            f"{label}: an image array is height x width x 3 of uint8 (RGB), not {described(array)}",
+            hint="convert it, e.g. PIL.Image.fromarray(array).convert('RGB')"
+            if array.dtype == np.uint8
+            else "scale it to 0-255 and convert it with array.astype('uint8')",
+        )
+    if shape[0] * shape[1] > MAX_IMAGE_PIXELS:
+        raise _too_many_pixels(label, f"{shape[1]}x{shape[0]} pixels")
+    return Image.fromarray(np.ascontiguousarray(array))  # a copy, in mode RGB

@@ -23,6 +23,7 @@ from mmrun.modalities.video.frames import (
     decode_clip,
     decode_clip_file,
     encode_clip,
+    frames_from_object,
     sampling_from,
     write_sample_clip,
 )
@@ -67,6 +68,10 @@ def _decode_file(path: str, label: str, sampling: FrameSampling) -> Decoded:
     return decode_clip_file(path, label, sampling)
 
 
+def _from_object(value: Any, label: str, sampling: FrameSampling) -> Decoded | None:
+    return frames_from_object(value, label, sampling)
+
+
 def _chat_part(item: Any, spec: LoaderSpec) -> dict[str, Any]:
     """The sampled frames as a ``video_url`` part (a small Motion-JPEG clip, at the rate the
     frames were sampled at, so that the model sees the same span of time)."""
@@ -84,6 +89,7 @@ def _configure(modality: Modality, values: Mapping[str, Any]) -> Modality:
         modality,
         decode=functools.partial(_decode, sampling=sampling),
         decode_file=functools.partial(_decode_file, sampling=sampling),
+        from_object=functools.partial(_from_object, sampling=sampling),
     )
 
 
@@ -113,6 +119,7 @@ VIDEO = Modality(
     default_model="qwen2_5_vl",
     decode=functools.partial(_decode, sampling=FrameSampling()),
     decode_file=functools.partial(_decode_file, sampling=FrameSampling()),
+    from_object=functools.partial(_from_object, sampling=FrameSampling()),
     chat_part=_chat_part,
     short_option="",
     extensions=(".mp4", ".avi", ".mov", ".mkv", ".webm"),

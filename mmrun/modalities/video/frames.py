@@ -13,17 +13,22 @@ frames in time (Qwen2.5-VL, Qwen3-VL, GLM-4.1V) see where each frame was taken.
 from __future__ import annotations
 
 import math
+import numbers
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from mmrun.capture import library_output
-from mmrun.errors import MediaError, MissingDependencyError
+from mmrun.errors import MediaError, MissingDependencyError, UsageError
 from mmrun.media.budget import reserve
 
 # vLLM's single-image and video example samples 16 frames per clip (its --num-frames).
 DEFAULT_NUM_FRAMES = 16
+# Frames given as Python objects without their rate are taken at 2 a second: the rate of the
+# stand-in clips vLLM builds for its video models, and of the frames Qwen's video processors
+# sample by default.
+GIVEN_FRAMES_FPS = 2.0
 # The frames vLLM's video loader reads of a clip in a chat request (VideoMediaIO's default
 # num_frames), where the sampled frames reach it as a small clip (encode_clip).
 CHAT_MAX_FRAMES = 32
@@ -178,6 +183,10 @@ def decode_clip_file(path: str, label: str, sampling: FrameSampling) -> tuple[An
     clip for the output (with ``num_frames``, the frames asked for, where the clip has fewer:
     it gives every frame it has)."""
     frames, metadata = sample_frames(path, sampling, label)
+    return (frames, metadata), _clip_info(frames, metadata, sampling)
+
+
+def _clip_info(frames: Any, metadata: Mapping[str, Any], sampling: FrameSampling) -> dict[str, Any]:
     count, height, width = frames.shape[:3]
     info = {
         "frames": metadata["total_num_frames"],
@@ -189,7 +198,116 @@ def decode_clip_file(path: str, label: str, sampling: FrameSampling) -> tuple[An
     }
     if sampling.fps is None and count < sampling.num_frames:
         info["num_frames"] = sampling.num_frames  # a clip with fewer frames than asked for
-    return (frames, metadata), info
+    return info
+
+
+def frames_from_object(
+    value: Any, label: str, sampling: FrameSampling
+) -> tuple[Any, dict[str, Any]] | None:
+    """A clip given as a Python object (``Modality.from_object``): its frames, a
+    T x H x W x 3 array of uint8 (RGB) or a list of PIL images or H x W x 3 arrays, or
+    ``(frames, fps)`` with the rate they were taken at (else ``GIVEN_FRAMES_FPS``). Sampled
+    and shrunk as a file's frames are, with the same metadata. None for anything else (a
+    list of clips is several items)."""
+    fps: float = GIVEN_FRAMES_FPS
+    frames = value
+    if isinstance(value, tuple) and len(value) == 2 and isinstance(value[1], numbers.Real):
+        frames, fps = value
+        if isinstance(fps, bool) or not 0 < fps < math.inf:
+            raise UsageError(
+                f"{label}: a frame rate of {fps} in (frames, fps)",
+                hint="give the frames' rate as a positive number of frames a second",
+            )
+    given = _given_frames(frames, label)
+    if given is None:
+        return None
+    import numpy as np
+
+    total = len(given)
+    wanted = sampling.indices(total, float(fps))
+    # A copy: the caller's frames may change after the call.
+    sampled = np.stack([_shrunk(_rgb(given[i]), sampling) for i in wanted])
+    metadata = {
+        "total_num_frames": total,
+        "fps": float(fps),
+        "duration": total / fps,
+        "video_backend": "opencv",
+        "frames_indices": wanted,
+        "do_sample_frames": False,
+    }
+    return (sampled, metadata), _clip_info(sampled, metadata, sampling)
+
+
+def _given_frames(frames: Any, label: str) -> Any:
+    """Frames given as a T x H x W x 3 uint8 array or a list of frames of one size, checked;
+    None for what is no clip (a list of clips)."""
+    import numpy as np
+
+    from mmrun.media.objects import described, is_array, is_pil_image
+
+    if is_pil_image(frames) or (is_array(frames) and len(frames.shape) == 3):
+        raise UsageError(
+            f"{label} is one image, not a clip's frames",
+            hint="give the frames as a T x H x W x 3 uint8 array or a list of images",
+        )
+    if is_array(frames):
+        array = np.asarray(frames)
+        if array.ndim != 4 or array.shape[3] != 3 or array.dtype != np.uint8 or 0 in array.shape:
+            raise UsageError(
+                f"{label}: video frames are a T x H x W x 3 array of uint8 (RGB), "
+                f"not {described(array)}",
+                hint="convert them, e.g. frames.astype('uint8') for values 0-255",
+            )
+        return array
+    if not isinstance(frames, list | tuple) or not frames:
+        return None
+    if not all(is_pil_image(f) or (is_array(f) and len(f.shape) == 3) for f in frames):
+        return None  # a list of clips
+    sizes = sorted({_frame_size(f, f"{label} frame {i}") for i, f in enumerate(frames)})
+    if len(sizes) > 1:
+        (w0, h0), (w1, h1) = sizes[0], sizes[-1]
+        raise UsageError(
+            f"{label}: the frames differ in size ({w0}x{h0} and {w1}x{h1})",
+            hint="give frames of one size",
+        )
+    return frames
+
+
+def _frame_size(frame: Any, label: str) -> tuple[int, int]:
+    """A frame's width and height; UsageError for an array that is no RGB frame."""
+    import numpy as np
+
+    from mmrun.media.objects import described, is_pil_image
+
+    if is_pil_image(frame):
+        return int(frame.width), int(frame.height)
+    array = np.asarray(frame)
+    if array.shape[2] != 3 or array.dtype != np.uint8 or 0 in array.shape:
+        raise UsageError(
+            f"{label}: a frame is an H x W x 3 array of uint8 (RGB), not {described(array)}",
+            hint="convert it, e.g. frame.astype('uint8') for values 0-255",
+        )
+    return int(array.shape[1]), int(array.shape[0])
+
+
+def _rgb(frame: Any) -> Any:
+    import numpy as np
+
+    from mmrun.media.objects import is_pil_image
+
+    if is_pil_image(frame):
+        return np.asarray(frame.convert("RGB") if frame.mode != "RGB" else frame)
+    return np.asarray(frame)
+
+
+def _shrunk(frame: Any, sampling: FrameSampling) -> Any:
+    """A frame shrunk to ``max_pixels`` as a file's frames are."""
+    height, width = frame.shape[:2]
+    size = sampling.frame_size(width, height)
+    if size == (width, height):
+        return frame
+    cv2 = _cv2()
+    return cv2.resize(frame, size, interpolation=cv2.INTER_AREA)
 
 
 def encode_clip(frames: Any, fps: float) -> bytes:
