@@ -181,10 +181,32 @@ def _numba_in_process() -> None:
         ffi.lib._fntab.setdefault("__dict__", {})
 
 
+def _one_layer_phi4_vision_tower() -> None:
+    """Build Phi-4-multimodal's SigLIP tower with one layer of its 27.
+
+    vLLM builds that tower from a hard-coded config (1152 wide, 448-pixel crops), not from the
+    checkpoint's, so the tiny phi4_mm checkpoint cannot shrink it; with ``dynamic_hd`` 4 each
+    image is up to five crops of 1,025 patches, and on a 2-core CPU a generate run of the row
+    took about ten minutes in that tower alone. Its width, patch grid and output (the image
+    tokens the prompt's placeholders expand to) stay as they are; the weights are random in
+    any case (``load_format="dummy"``). Runs of their own (``python -m mmrun``) keep the full
+    tower."""
+    with contextlib.suppress(ImportError):
+        from vllm.model_executor.models import phi4mm
+
+        build = phi4mm.get_navit_vision_model
+
+        def one_layer(layer_idx: int = -1, **kwargs: Any) -> Any:
+            return build(layer_idx=0, **kwargs)
+
+        phi4mm.get_navit_vision_model = one_layer
+
+
 def _serve(conn: Connection, path: list[str]) -> None:
     sys.path[:0] = path
     os.environ["VLLM_ENABLE_V1_MULTIPROCESSING"] = "0"
     _numba_in_process()
+    _one_layer_phi4_vision_tower()
     from mmrun import engine
 
     real_start, real_close = engine.start, engine.Engine.close

@@ -10,7 +10,7 @@ import json
 import os
 import subprocess
 import sys
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
@@ -20,6 +20,14 @@ from tests.e2e.cli_worker import CliWorker
 from tests.helpers.media import write_clip
 
 pytestmark = pytest.mark.e2e
+
+
+@pytest.fixture
+def worker(cli_worker: CliWorker) -> Iterator[CliWorker]:
+    """The session's CLI worker (vLLM imported once); the engine a test started is stopped
+    after it."""
+    yield cli_worker
+    cli_worker.release()
 
 
 @pytest.mark.parametrize(
@@ -51,17 +59,18 @@ pytestmark = pytest.mark.e2e
     ],
 )
 def test_a_clip_through_the_real_engine(
-    key: str, method: str, tiny_checkpoint: Callable[[str, str], TinyCheckpoint], tmp_path: Path
+    key: str,
+    method: str,
+    tiny_checkpoint: Callable[[str, str], TinyCheckpoint],
+    tmp_path: Path,
+    worker: CliWorker,
 ) -> None:
     checkpoint = tiny_checkpoint("video", key)
     clip = write_clip(tmp_path / "clip.mp4")
     engine_args = {**checkpoint.engine_args, "enforce_eager": True}
     flags = [f"--engine-arg={k}={json.dumps(v)}" for k, v in engine_args.items()]
-    proc = subprocess.run(
+    run = worker.run(
         [
-            sys.executable,
-            "-m",
-            "mmrun",
             "video",
             "-m",
             key,
@@ -82,13 +91,10 @@ def test_a_clip_through_the_real_engine(
             "--trust-remote-code",
             *flags,
         ],
-        capture_output=True,
-        text=True,
-        env={**os.environ, "HF_HUB_OFFLINE": "1"},
-        timeout=900,
+        {"HF_HUB_OFFLINE": "1"},
     )
-    assert proc.returncode == 0, proc.stderr[-3000:]
-    doc = json.loads(proc.stdout)
+    assert run.returncode == 0, run.stderr[-3000:]
+    doc = json.loads(run.stdout)
     assert doc["modality"] == "video"
     assert doc["media"][0]["frames"] == 16 and doc["media"][0]["duration_s"] == 2.0
     assert doc["media"][0]["sampled_frames"] == 8
