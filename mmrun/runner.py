@@ -27,7 +27,7 @@ from mmrun.outcome import Completion, Hooks, ItemError, Outcome, Sink, Stats
 from mmrun.plan import Plan
 from mmrun.prefetch import MediaPipeline, Ready
 from mmrun.request import Prompt
-from mmrun.restarts import EngineLost, Restarts
+from mmrun.restarts import EngineLost, Restarts, Verdict
 from mmrun.structured import checked
 
 
@@ -470,18 +470,30 @@ def _restart(
 ) -> Any:
     """After the engine died: its prompts back in the queue (the cause, once known, an error
     line instead), a new engine started after the back-off; None when nothing is left to do.
-    Raises the engine's error past the restart limit."""
-    verdict = restarts.died(lost)
-    for ready in verdict.convicted:
-        outcome = runner.builder.prepare(ready, engine=False)[0]
-        outcome.error = ItemError(
-            "engine",
-            f"the engine died each time this prompt ran alone ({lost.error.message})",
-        )
-        sink(outcome)
-    pipeline.put_back(verdict.requeue)
-    if pipeline.done():
-        return None
+    A new engine that fails to start (killed while it loads, as the OOM killer does) is one
+    more death in a row. Raises the engine's error past the restart limit."""
+    while True:
+        verdict = restarts.died(lost)
+        for ready in verdict.convicted:
+            outcome = runner.builder.prepare(ready, engine=False)[0]
+            outcome.error = ItemError(
+                "engine",
+                f"the engine died each time this prompt ran alone ({lost.error.message})",
+            )
+            sink(outcome)
+        pipeline.put_back(verdict.requeue)
+        if pipeline.done():
+            return None
+        _announce(runner, lost, verdict, restarts)
+        time.sleep(verdict.backoff_s)
+        try:
+            return runner.start(None, abort_on_media=False, again=True)
+        except EngineError as exc:
+            died = EngineDied(f"it failed to start again: {exc.message}", hint=exc.hint)
+            lost = EngineLost(died, [])
+
+
+def _announce(runner: Runner, lost: EngineLost, verdict: Verdict, restarts: Restarts) -> None:
     count = (
         f"restart {verdict.restart} of at most {restarts.limit} in a row"
         if verdict.restart
@@ -495,8 +507,6 @@ def _restart(
         + (f"; its log: {log}" if log else ""),
         warning=True,
     )
-    time.sleep(verdict.backoff_s)
-    return runner.start(None, abort_on_media=False, again=True)
 
 
 def _raise_first_problem(builder: RequestBuilder, futures: Sequence[Future[MediaItem]]) -> None:

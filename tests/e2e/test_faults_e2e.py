@@ -41,13 +41,18 @@ def line_count(path: Path) -> int:
 
 def kill_engine_core_at(proc: subprocess.Popen[str], out: Path, at: list[int]) -> list[int]:
     """SIGKILL the run's engine core each time its output reaches the next count of ``at``
-    lines (a new engine core each time); the pids killed."""
+    lines, once that engine core has written a result (a new engine core each time, killed
+    while it generates, not while it loads); the pids killed."""
     killed: list[int] = []
     deadline = time.monotonic() + 1200
     for count in at:
+        seen_at: int | None = None  # the lines written when this engine core was first seen
         while proc.poll() is None and time.monotonic() < deadline:
             cores = [p for p in engine_cores(proc.pid) if p.pid not in killed]
-            if line_count(out) >= count and cores:
+            lines = line_count(out)
+            if cores and seen_at is None:
+                seen_at = lines
+            if cores and seen_at is not None and lines >= count and lines > seen_at:
                 for core in cores:
                     os.kill(core.pid, signal.SIGKILL)
                     killed.append(core.pid)

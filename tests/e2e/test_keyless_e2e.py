@@ -85,3 +85,57 @@ def test_a_checkpoint_without_m_runs_as_its_key_or_with_its_own_template(
     assert all(o["completion_tokens"] > 0 for o in keyed["outputs"])
     assert answers(found) == answers(keyed)
     assert answers(own) == answers(keyed)
+
+
+def test_a_clip_or_a_recording_with_a_checkpoint_and_no_m(
+    tiny_checkpoint: Any, cli_worker: CliWorker, tmp_path: Path
+) -> None:
+    """The video and audio commands find the key as the image command does: a clip on the tiny
+    Qwen2.5-VL (its own template with -m auto too, greedy texts equal to the keyed chat run),
+    and a recording on the tiny Qwen2-Audio (a generate-only row: the key found gives the keyed
+    run's texts)."""
+    import soundfile
+
+    from tests.helpers.media import write_clip
+    from tests.helpers.published import speech
+
+    video = tiny_checkpoint("video", "qwen2_5_vl")
+    clip = write_clip(tmp_path / "clip.mp4")
+    audio = tiny_checkpoint("audio", "qwen2_audio")
+    wav = tmp_path / "hello.wav"
+    soundfile.write(wav, speech("hello there"), 16000)
+
+    def common(modality: str, checkpoint: Any, *media: str) -> list[str]:
+        engine = [f"--engine-arg={k}={json.dumps(v)}" for k, v in checkpoint.engine_args.items()]
+        return [
+            modality, "--model", str(checkpoint.path), *media, "--num-prompts", "2",
+            "--max-tokens", "8", "--json", "--engine-arg", "enforce_eager=true", "-tp", "1",
+            *engine,
+        ]  # fmt: skip
+
+    clips = common("video", video, "--video", str(clip), "--num-frames", "8")
+    recordings = common("audio", audio, "--audio", str(wav))
+    try:
+        keyed_clip, _ = run(cli_worker, *clips, "-m", "qwen2_5_vl", "--method", "chat")
+        found_clip, _ = run(cli_worker, *clips, "--method", "chat")
+        own_clip, _ = run(cli_worker, *clips, "-m", GENERIC_KEY)
+        cli_worker.release()
+        keyed_audio, _ = run(cli_worker, *recordings, "-m", "qwen2_audio")
+        found_audio, found_run = run(cli_worker, *recordings)
+    finally:
+        cli_worker.release()
+
+    def answers(doc: dict[str, Any]) -> list[tuple[str, int, int]]:
+        return [(o["text"], o["prompt_tokens"], o["completion_tokens"]) for o in doc["outputs"]]
+
+    assert found_clip["model"]["key"] == "qwen2_5_vl" and found_clip["modality"] == "video"
+    assert (own_clip["model"]["key"], own_clip["method"]) == (GENERIC_KEY, "chat")
+    assert all(o["completion_tokens"] > 0 for o in keyed_clip["outputs"])
+    assert answers(found_clip) == answers(keyed_clip)
+    assert answers(own_clip) == answers(keyed_clip)
+
+    choice = f"--model {audio.path} is a Qwen2AudioForConditionalGeneration: using -m qwen2_audio"
+    assert (found_audio["model"]["key"], found_audio["model"]["choice"]) == ("qwen2_audio", choice)
+    assert f"mmrun: {choice}" in found_run.stderr.splitlines()
+    assert all(o["completion_tokens"] > 0 for o in keyed_audio["outputs"])
+    assert answers(found_audio) == answers(keyed_audio)

@@ -140,6 +140,46 @@ def test_a_batch_whose_engine_dies_three_times_finishes_with_every_id_once(
     assert sidecar["last_run"]["restarts"] == 3 and sidecar["last_run"]["done"] == 30
 
 
+def test_an_engine_killed_while_it_starts_again_is_one_more_death_in_a_row(
+    fake_vllm: Any,
+    no_backoff: None,
+    tmp_path: Path,
+    capfd: pytest.CaptureFixture[str],
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """The OOM killer may take the new engine while it loads: that restart counts as a death
+    and the next one runs the batch to its end."""
+    fake_vllm.die_at = {3}
+    starts: list[int] = []
+    real_init = fake_vllm.__init__
+
+    def init(self: Any, **engine_args: Any) -> None:
+        starts.append(1)
+        if len(starts) == 2:
+            raise RuntimeError("Engine core initialization failed. See root cause above.")
+        real_init(self, **engine_args)
+
+    monkeypatch.setattr(fake_vllm, "__init__", init)
+    out = tmp_path / "out.jsonl"
+    result = run("--input", str(manifest(tmp_path, 12)), "-o", str(out))
+    assert result.exit_code == 0, result.stderr
+    assert sorted(r["id"] for r in lines(out)) == sorted(f"q{i}" for i in range(12))
+    assert len(starts) == 3
+    died = [
+        line
+        for line in capfd.readouterr().err.splitlines()
+        if line.startswith("mmrun: the engine died")
+    ]
+    assert len(died) == 2, died
+    assert "(restart 1 of at most 3 in a row)" in died[0]
+    assert died[1].startswith(
+        "mmrun: the engine died (it failed to start again: vLLM failed: RuntimeError: Engine "
+        "core initialization failed."
+    ), died[1]
+    assert "0 prompt(s) back in the queue" in died[1]
+    assert "(restart 2 of at most 3 in a row)" in died[1]
+
+
 def test_a_prompt_that_kills_the_engine_becomes_an_error_line_and_the_rest_go_on(
     fake_vllm: Any, no_backoff: None, tmp_path: Path
 ) -> None:
