@@ -93,7 +93,7 @@ def test_a_clip_or_a_recording_with_a_checkpoint_and_no_m(
     """The video and audio commands find the key as the image command does: a clip on the tiny
     Qwen2.5-VL (its own template with -m auto too, greedy texts equal to the keyed chat run),
     and a recording on the tiny Qwen2-Audio (a generate-only row: the key found gives the keyed
-    run's texts)."""
+    run's texts; -m auto runs it by chat with its own template)."""
     import soundfile
 
     from tests.helpers.media import write_clip
@@ -122,6 +122,8 @@ def test_a_clip_or_a_recording_with_a_checkpoint_and_no_m(
         cli_worker.release()
         keyed_audio, _ = run(cli_worker, *recordings, "-m", "qwen2_audio")
         found_audio, found_run = run(cli_worker, *recordings)
+        cli_worker.release()
+        own_audio, _ = run(cli_worker, *recordings, "-m", GENERIC_KEY)
     finally:
         cli_worker.release()
 
@@ -139,3 +141,8 @@ def test_a_clip_or_a_recording_with_a_checkpoint_and_no_m(
     assert f"mmrun: {choice}" in found_run.stderr.splitlines()
     assert all(o["completion_tokens"] > 0 for o in keyed_audio["outputs"])
     assert answers(found_audio) == answers(keyed_audio)
+    # No audio row runs by chat: the checkpoint's own template renders the conversation, and
+    # vLLM expands its audio into more prompt tokens than the keyed prompt's text has.
+    assert (own_audio["model"]["key"], own_audio["method"]) == (GENERIC_KEY, "chat")
+    assert all(o["completion_tokens"] > 0 for o in own_audio["outputs"])
+    assert min(o["prompt_tokens"] for o in own_audio["outputs"]) > 30
