@@ -15,6 +15,7 @@ from typing import Any
 import pytest
 
 from tests.helpers.http import PNG, QuietHTTPServer, ScriptedServer, reply
+from tests.helpers.stand_in import FAKE_VLLM, load_stand_in_vllm
 
 # The fast tests' time limit, a pytest hook: none of them can hold the suite for good.
 from tests.helpers.time_limit import pytest_runtest_call  # noqa: F401
@@ -163,25 +164,13 @@ def fast_retries(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(download, "RETRY_BACKOFF_S", 0.01)
 
 
-FAKE_VLLM = Path(__file__).parent / "helpers" / "fake_vllm"
-
-
 @pytest.fixture
 def fake_vllm(monkeypatch: pytest.MonkeyPatch, engine_env: None) -> Iterator[Any]:
     """The stand-in vLLM (tests/helpers/fake_vllm) as ``vllm`` in this process; its ``LLM``
     class, whose attributes set its behaviour. Removed after the test."""
-    import importlib.util
-
     from mmrun.support import vllm_info
 
-    spec = importlib.util.spec_from_file_location(
-        "vllm",
-        FAKE_VLLM / "vllm" / "__init__.py",
-        submodule_search_locations=[str(FAKE_VLLM / "vllm")],
-    )
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
+    module = load_stand_in_vllm()
     monkeypatch.setitem(sys.modules, "vllm", module)
     llm = module.LLM
     monkeypatch.setattr(llm, "fail_start", None)

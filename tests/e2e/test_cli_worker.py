@@ -13,8 +13,8 @@ from pathlib import Path
 import pytest
 
 from mmrun.tiny import TinyCheckpoint
-from tests.conftest import FAKE_VLLM
 from tests.e2e.cli_worker import CliWorker
+from tests.helpers.stand_in import FAKE_VLLM
 
 
 @pytest.fixture(scope="module")

@@ -9,7 +9,6 @@ test_every_doc_command_is_listed until it is listed here with how it is checked.
 from __future__ import annotations
 
 import contextlib
-import importlib.util
 import json
 import os
 import re
@@ -30,9 +29,9 @@ import pytest
 
 from tests.helpers.cli import Result, in_process
 from tests.helpers.http import QuietHTTPServer
+from tests.helpers.stand_in import load_stand_in_vllm
 
 ROOT = Path(__file__).parents[2]
-FAKE_VLLM = ROOT / "tests" / "helpers" / "fake_vllm"
 FENCE = re.compile(r"^```(?:console|bash|shell|sh)\n(.*?)^```", re.S | re.M)
 DOCS = ("README.md", *sorted(f"docs/{p.name}" for p in (ROOT / "docs").glob("*.md")))
 
@@ -502,14 +501,7 @@ def stand_in_vllm() -> Iterator[None]:
     from mmrun import engine
     from mmrun.support import vllm_info
 
-    spec = importlib.util.spec_from_file_location(
-        "vllm",
-        FAKE_VLLM / "vllm" / "__init__.py",
-        submodule_search_locations=[str(FAKE_VLLM / "vllm")],
-    )
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
+    module = load_stand_in_vllm()
     environ = dict(os.environ)
     with pytest.MonkeyPatch.context() as patch:
         patch.setitem(sys.modules, "vllm", module)
