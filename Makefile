@@ -85,10 +85,17 @@ vllm-envs:
 # Not part of `make test` (nor CI): the tests marked outside_ci, i.e. the rows that only an
 # older vLLM runs (it builds their environments first) and the rows too slow for CI.
 test-outside-ci: install vllm-envs
-	MMRUN_TEST_OUTSIDE_CI=1 $(BIN)/python -m pytest -m outside_ci
+	MMRUN_TEST_OUTSIDE_CI=1 $(PYTEST) -m outside_ci
+
+# The suite runs in TEST_WORKERS processes (pytest-xdist), a test file per process at a time
+# (module fixtures, such as a served model, start once). Most of an end-to-end test's time is
+# vLLM's import and engine start in one Python thread, so two workers on a 2-core machine
+# finish the suite well ahead of one. TEST_WORKERS=0 runs it in this process.
+TEST_WORKERS ?= 2
+PYTEST := $(BIN)/python -m pytest -n $(TEST_WORKERS) --dist loadfile
 
 test: install docs-check chromium espeak-ng
-	$(BIN)/python -m pytest
+	$(PYTEST)
 
 docs:
 	$(BIN)/python -m tools.docs
@@ -114,10 +121,10 @@ demo:
 	$(BIN)/python -m tools.demo
 
 test-fast: chromium espeak-ng
-	$(BIN)/python -m pytest -m "not e2e"
+	$(PYTEST) -m "not e2e"
 
 test-e2e: espeak-ng
-	$(BIN)/python -m pytest -m e2e
+	$(PYTEST) -m e2e
 
 # The CPU figures (about 15 minutes): bench/cpu/results.json and the CPU section of
 # docs/performance.md.
