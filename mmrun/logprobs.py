@@ -51,7 +51,7 @@ def chat_logprobs(tokens: Sequence[TokenLogprob], top: int) -> dict[str, Any]:
 def completion_logprobs(tokens: Sequence[TokenLogprob], top: int) -> dict[str, Any]:
     """A text completion choice's ``logprobs`` (``top``: the request's ``logprobs``)."""
     offsets: list[int] = []
-    for i, step in enumerate(tokens):
+    for i in range(len(tokens)):
         offsets.append(offsets[-1] + len(tokens[i - 1].token) if i else 0)
     return {
         "text_offset": offsets,

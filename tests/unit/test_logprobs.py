@@ -49,7 +49,12 @@ def test_a_text_completion_lists_k_plus_one_tokens_and_the_text_offsets() -> Non
 def test_a_servers_choices_and_log_probabilities_are_read_back() -> None:
     def choice(text: str, tokens: list[str]) -> dict[str, object]:
         content = [
-            {"token": t, "logprob": -1.0, "bytes": [], "top_logprobs": [{"token": t, "logprob": -1.0}]}
+            {
+                "token": t,
+                "logprob": -1.0,
+                "bytes": [],
+                "top_logprobs": [{"token": t, "logprob": -1.0}],
+            }
             for t in tokens
         ]
         return {
