@@ -391,8 +391,12 @@ class ServerRequestBuilder(RequestBuilder):
         sampling: Mapping[str, Any] | None = None,
     ) -> Any:
         """The chat completion's sampling fields: vLLM's server takes SamplingParams' fields
-        by their names (``structured_outputs`` as its plain fields)."""
+        by their names (``structured_outputs`` as its plain fields; ``logprobs: k`` as
+        ``logprobs: true, top_logprobs: k``)."""
         fields = dict(self.plan.sampling if sampling is None else sampling)
+        if fields.get("logprobs") is not None:  # the chat completion's own fields for them
+            fields["top_logprobs"] = fields.pop("logprobs")
+            fields["logprobs"] = True
         if stop_token_ids:
             fields["stop_token_ids"] = list(stop_token_ids)
         if seed is not None:

@@ -17,12 +17,29 @@ Stage = Literal["media", "request", "engine", "output"]
 
 
 @dataclass(frozen=True)
+class TokenLogprob:
+    """One generated token's log probability, as vLLM's ``CompletionOutput.logprobs`` has it:
+    the token's text, its log probability (None where vLLM gave none for the step), and the
+    step's tokens as vLLM lists them (the sampled token first, then the most likely, each with
+    its log probability)."""
+
+    token: str
+    logprob: float | None
+    top: tuple[tuple[str, float], ...] = ()
+
+
+@dataclass(frozen=True)
 class Completion:
     """One prompt's result, from vLLM's own counts; ``parsed``: the decoded answer of a prompt
     constrained to JSON (mmrun.structured), None otherwise; ``cached_tokens``: the prompt's
     tokens found in the engine's prefix cache, ``created_cache_tokens`` the prompt's tokens
     it wrote to that cache, and ``multimodal_tokens`` the prompt's media placeholder tokens by
-    modality (a vLLM server's count), each where vLLM tells (None otherwise)."""
+    modality (a vLLM server's count), each where vLLM tells (None otherwise).
+
+    ``logprobs``: each generated token's log probability, where the prompt asked for them
+    (sampling ``logprobs``: ``top_logprobs`` more tokens a step); ``others``: a prompt
+    sampled ``n`` times, its outputs after the first (their own text, counts and log
+    probabilities; their prompt counts are the first's)."""
 
     text: str
     prompt_tokens: int
@@ -32,6 +49,19 @@ class Completion:
     cached_tokens: int | None = None
     created_cache_tokens: int | None = None
     multimodal_tokens: dict[str, int] | None = None
+    logprobs: tuple[TokenLogprob, ...] | None = None
+    top_logprobs: int = 0
+    others: tuple[Completion, ...] = ()
+
+    @property
+    def choices(self) -> tuple[Completion, ...]:
+        """Every output of the prompt, the first one first."""
+        return (self, *self.others)
+
+    @property
+    def generated_tokens(self) -> int:
+        """The tokens generated over every output (vLLM's usage ``completion_tokens``)."""
+        return sum(choice.completion_tokens for choice in self.choices)
 
 
 @dataclass(frozen=True)
@@ -85,7 +115,7 @@ class Stats:
         self.done += 1
         if outcome.completion is not None:
             self.prompt_tokens += outcome.completion.prompt_tokens
-            self.completion_tokens += outcome.completion.completion_tokens
+            self.completion_tokens += outcome.completion.generated_tokens
 
 
 @dataclass

@@ -13,7 +13,8 @@ import json
 from typing import TYPE_CHECKING, Any
 
 from mmrun.item import Item
-from mmrun.outcome import ItemError, Outcome
+from mmrun.logprobs import shaped
+from mmrun.outcome import Completion, ItemError, Outcome
 from mmrun.version import __version__
 
 if TYPE_CHECKING:
@@ -123,6 +124,32 @@ def settings_digest(item: Item) -> str | None:
     return hashlib.sha256(text.encode()).hexdigest()[:16]
 
 
+def _choices(completion: Completion, text_completion: bool) -> dict[str, Any]:
+    """A line's ``logprobs`` (where its prompt asked for them: in the shape of vLLM's chat
+    completions, or of its text completions for an OpenAI ``/v1/completions`` line) and
+    ``choices`` (where it sampled ``n`` > 1 outputs: each one, the first first)."""
+    fields: dict[str, Any] = {}
+    if completion.logprobs is not None:
+        fields["logprobs"] = shaped(completion.logprobs, completion.top_logprobs, text_completion)
+    if completion.others:
+        fields["choices"] = [
+            {
+                "index": i,
+                "text": choice.text,
+                "completion_tokens": choice.completion_tokens,
+                "finish_reason": choice.finish_reason,
+                "parsed": choice.parsed,
+                **(
+                    {"logprobs": shaped(choice.logprobs, choice.top_logprobs, text_completion)}
+                    if choice.logprobs is not None
+                    else {}
+                ),
+            }
+            for i, choice in enumerate(completion.choices)
+        ]
+    return fields
+
+
 def timestamp(seconds: float) -> str:
     """A moment as UTC ISO-8601 with milliseconds: ``2026-12-02T07:14:35.123Z``."""
     moment = datetime.datetime.fromtimestamp(seconds, datetime.timezone.utc)
@@ -142,13 +169,15 @@ def line(
         "question": outcome.question,
         "text": completion.text if completion else None,
         "prompt_tokens": completion.prompt_tokens if completion else None,
-        "completion_tokens": completion.completion_tokens if completion else None,
+        "completion_tokens": completion.generated_tokens if completion else None,
         "finish_reason": completion.finish_reason if completion else None,
         "parsed": completion.parsed if completion else None,
         "meta": outcome.item.meta,
         "settings": settings_digest(outcome.item),
         "error": _error_json(error),
     }
+    if completion is not None:
+        row |= _choices(completion, text_completion=outcome.item.raw_prompt is not None)
     if finished_at is not None:
         row["finished_at"] = timestamp(finished_at)
     if dry_run and outcome.item.sampling:

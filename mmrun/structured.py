@@ -264,9 +264,25 @@ def checked(
     completion: Completion, constraint: Mapping[str, Any] | None
 ) -> tuple[Completion, ItemError | None]:
     """The completion, with ``parsed`` set for a JSON constraint, and the error (stage
-    ``output``) of an answer that is not what the constraint allows."""
+    ``output``) of an answer that is not what the constraint allows: with ``n`` outputs, each
+    one checked, the first that fails named by its index."""
     if not constraint:
         return completion, None
+    first, error = _checked_one(completion, constraint)
+    others = []
+    for index, other in enumerate(completion.others, start=1):
+        other, problem = _checked_one(other, constraint)
+        others.append(other)
+        if error is None and problem is not None:
+            error = ItemError("output", f"choice {index}: {problem.message}")
+    if others:
+        first = dataclasses.replace(first, others=tuple(others))
+    return first, error
+
+
+def _checked_one(
+    completion: Completion, constraint: Mapping[str, Any]
+) -> tuple[Completion, ItemError | None]:
     problem: str | None = None
     text = completion.text
     if constraint.get("json") is not None or constraint.get("json_object"):

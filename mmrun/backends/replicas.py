@@ -30,7 +30,7 @@ from typing import Any
 from mmrun.devices import Replica
 from mmrun.errors import EngineError
 from mmrun.item import Item
-from mmrun.outcome import Completion, Hooks, ItemError, Outcome, Sink, Stats
+from mmrun.outcome import Hooks, ItemError, Outcome, Sink, Stats
 from mmrun.plan import Plan, Recipe
 
 # How many prompts a replica asks for at a time (it asks again as soon as it has room).
@@ -126,18 +126,7 @@ def _outcome_message(outcome: Outcome) -> dict[str, Any]:
     done = outcome.completion
     return {
         "id": outcome.item.id,
-        "completion": None
-        if done is None
-        else [
-            done.text,
-            done.prompt_tokens,
-            done.completion_tokens,
-            done.finish_reason,
-            done.parsed,
-            done.cached_tokens,
-            done.created_cache_tokens,
-            done.multimodal_tokens,
-        ],
+        "completion": done,  # a frozen dataclass of plain values: pickled as it is
         "error": None if outcome.error is None else [outcome.error.stage, outcome.error.message],
         "question": outcome.question,
     }
@@ -355,7 +344,7 @@ def _outcome(item: Item, payload: Mapping[str, Any], run: _Running) -> Outcome:
     return Outcome(
         item=item,
         question=payload["question"],
-        completion=None if completion is None else Completion(*completion),
+        completion=completion,
         error=None if error is None else ItemError(error[0], error[1]),
         replica=run.replica.index,
     )

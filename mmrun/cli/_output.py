@@ -421,7 +421,7 @@ class BatchProgress:
         if outcome.error is not None:
             self._failed += 1
         if outcome.completion is not None:
-            self._tokens += outcome.completion.completion_tokens
+            self._tokens += outcome.completion.generated_tokens
         if self._first is None:
             self._first, self._first_tokens = now, self._tokens
         if self._bar is not None:

@@ -4,6 +4,7 @@ shape requests as vLLM's examples do, submit them and collect each result as it 
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import importlib
 import os
 import threading
@@ -35,7 +36,7 @@ from mmrun.engine.processes import (
     watch_engine_core,
 )
 from mmrun.errors import MissingDependencyError, UsageError
-from mmrun.outcome import Completion
+from mmrun.outcome import Completion, TokenLogprob
 from mmrun.request import Prompt
 from mmrun.vllm_internals import (
     engine_core,
@@ -254,6 +255,8 @@ class Engine:
         self._closed = threading.Event()
         self._exits: list[int | None] = []  # the engine core processes', once they ended
         self._processes: list[Any] = []
+        # The log probabilities each request in flight asked for (SamplingParams.logprobs).
+        self._logprobs: dict[str, int | None] = {}
         if self._streaming:
             self._processes = engine_core_processes(engine_core(llm))
             watch_engine_core(llm, self._closed, self._exits)
@@ -266,6 +269,7 @@ class Engine:
             self._ids += 1
             request_id = f"w{self._ids}"
             self._pending.append((request_id, request, params, lora, template if chat else "-"))
+            self._logprobs[request_id] = getattr(params, "logprobs", None)
             self.in_flight += 1
             return request_id
         try:
@@ -280,7 +284,9 @@ class Engine:
                 raise self._died(exc) from exc
             raise RequestRejected(one_line(exc)) from exc
         self.in_flight += 1
-        return output_request_id(str(ids[0]))
+        request_id = output_request_id(str(ids[0]))
+        self._logprobs[request_id] = getattr(params, "logprobs", None)
+        return request_id
 
     def _died(self, exc: BaseException) -> Exception:
         """mmrun's error for the engine that stopped. vLLM may tell of the death before the
@@ -318,7 +324,8 @@ class Engine:
             if not getattr(output, "finished", False):
                 continue
             self.in_flight -= 1
-            finished.append((str(output.request_id), _finished(output)))
+            request_id = str(output.request_id)
+            finished.append((request_id, self._finished(request_id, output)))
         return finished
 
     def _run_pending(self) -> list[Finished]:
@@ -355,7 +362,16 @@ class Engine:
                 return [(batch[0][0], one_line(exc))]
             half = len(batch) // 2
             return self._call(batch[:half]) + self._call(batch[half:])
-        return [(rid, _finished(out)) for (rid, *_), out in zip(batch, outputs, strict=True)]
+        return [
+            (rid, self._finished(rid, out)) for (rid, *_), out in zip(batch, outputs, strict=True)
+        ]
+
+    def _finished(self, request_id: str, output: Any) -> Completion | str:
+        return _finished(output, self._logprobs.pop(request_id, None), self._decode)
+
+    def _decode(self, token_id: int) -> str:
+        """A token's text, as vLLM's server decodes one that its log probabilities leave out."""
+        return str(self.llm.get_tokenizer().decode([token_id]))
 
     def close(self) -> None:
         """Stop the engine now (the results are in)."""
@@ -363,17 +379,66 @@ class Engine:
         shutdown(self.llm, now=True)
 
 
-def _finished(output: Any) -> Completion | str:
-    best = output.outputs[0]
-    if best.finish_reason in ("abort", "error"):
-        return f"vLLM ended the request ({best.finish_reason})"
-    return Completion(
-        text=best.text,
+def _finished(
+    output: Any, top_logprobs: int | None = None, decode: Callable[[int], str] | None = None
+) -> Completion | str:
+    """A finished request's outputs (``n`` of them where it sampled several), each with its
+    tokens' log probabilities where it asked for them (``top_logprobs``: SamplingParams'
+    ``logprobs``); ``decode`` turns a token id into its text where vLLM gave none."""
+    outputs = sorted(output.outputs, key=lambda o: getattr(o, "index", 0))
+    for choice in outputs:
+        if choice.finish_reason in ("abort", "error"):
+            return f"vLLM ended the request ({choice.finish_reason})"
+    first, *others = (_choice(choice, top_logprobs, decode) for choice in outputs)
+    return dataclasses.replace(
+        first,
         prompt_tokens=len(output.prompt_token_ids or []),
-        completion_tokens=len(best.token_ids),
-        finish_reason=best.finish_reason,
         cached_tokens=getattr(output, "num_cached_tokens", None),
         created_cache_tokens=getattr(output, "num_cache_creation_tokens", None),
+        others=tuple(others),
+    )
+
+
+def _choice(
+    choice: Any, top_logprobs: int | None, decode: Callable[[int], str] | None
+) -> Completion:
+    """One of a request's outputs (vLLM's CompletionOutput)."""
+    logprobs = None
+    if top_logprobs is not None and choice.logprobs is not None:
+        logprobs = tuple(
+            _token_logprob(token_id, step, decode)
+            for token_id, step in zip(choice.token_ids, choice.logprobs, strict=False)
+        )
+    return Completion(
+        text=choice.text,
+        prompt_tokens=0,
+        completion_tokens=len(choice.token_ids),
+        finish_reason=choice.finish_reason,
+        logprobs=logprobs,
+        top_logprobs=top_logprobs or 0,
+    )
+
+
+def _token_logprob(
+    token_id: int, step: Mapping[int, Any] | None, decode: Callable[[int], str] | None
+) -> TokenLogprob:
+    """A generated token's log probability from vLLM's step of ``Logprob``s (token id ->
+    logprob, rank, decoded_token), the token's text decoded where vLLM left it out (as vLLM's
+    server does)."""
+
+    def text(tid: int, logprob: Any) -> str:
+        decoded = getattr(logprob, "decoded_token", None)
+        if decoded is not None:
+            return str(decoded)
+        return decode(tid) if decode is not None else ""
+
+    own = None if step is None else step.get(token_id)
+    if step is None or own is None:
+        return TokenLogprob(decode(token_id) if decode is not None else "", None)
+    return TokenLogprob(
+        text(token_id, own),
+        float(own.logprob),
+        tuple((text(tid, lp), float(lp.logprob)) for tid, lp in step.items()),
     )
 
 

@@ -12,6 +12,7 @@ answering at all ends the run (its unanswered prompts are not written, a rerun r
 from __future__ import annotations
 
 import base64
+import dataclasses
 import http.client
 import io
 import json
@@ -25,7 +26,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from mmrun.errors import EngineError, UsageError
-from mmrun.outcome import Completion, ItemError
+from mmrun.outcome import Completion, ItemError, TokenLogprob
 
 CHAT_PATH = "/v1/chat/completions"
 TRIES = 4
@@ -277,24 +278,53 @@ def encoded_messages(messages: Sequence[Mapping[str, Any]]) -> list[dict[str, An
 
 
 def completion(body: Any) -> Completion | ItemError:
-    """A chat completion's first choice, with the server's own token counts (and its prompt's
-    cache and media counts, where it writes ``prompt_tokens_details``)."""
+    """A chat completion's choices (the first, and the others of a request for ``n``), with
+    the server's own token counts (and its prompt's cache and media counts, where it writes
+    ``prompt_tokens_details``) and each choice's log probabilities where it wrote them."""
     try:
-        choice = body["choices"][0]
+        first, *others = (_choice(choice) for choice in body["choices"])
         usage = body.get("usage") or {}
         details = usage.get("prompt_tokens_details") or {}
-        text = choice["message"].get("content") or ""
-        return Completion(
-            text=text,
+        # The server counts the tokens of every choice together: the first choice's count is
+        # what the others' (their log probabilities' length, where written) leave of it.
+        generated = int(usage.get("completion_tokens") or 0)
+        first = dataclasses.replace(
+            first, completion_tokens=generated - sum(o.completion_tokens for o in others)
+        )
+        return dataclasses.replace(
+            first,
             prompt_tokens=int(usage.get("prompt_tokens") or 0),
-            completion_tokens=int(usage.get("completion_tokens") or 0),
-            finish_reason=choice.get("finish_reason"),
             cached_tokens=_count(details.get("cached_tokens")),
             created_cache_tokens=_count(details.get("created_cache_tokens")),
             multimodal_tokens=_counts(details.get("multimodal_tokens")),
+            others=tuple(others),
         )
     except (KeyError, IndexError, TypeError, AttributeError, ValueError):
         return ItemError("engine", f"the server's answer is not a chat completion: {body!r:.200}")
+
+
+def _choice(choice: Mapping[str, Any]) -> Completion:
+    """One choice of a server's chat completion. A choice carries no token count of its own:
+    here, its log probabilities' length where the server wrote them, else 0."""
+    content = (choice.get("logprobs") or {}).get("content")
+    tokens = None
+    if content is not None:
+        tokens = tuple(
+            TokenLogprob(
+                str(entry["token"]),
+                float(entry["logprob"]),
+                tuple((str(t["token"]), float(t["logprob"])) for t in entry["top_logprobs"]),
+            )
+            for entry in content
+        )
+    return Completion(
+        text=choice["message"].get("content") or "",
+        prompt_tokens=0,
+        completion_tokens=len(tokens or ()),
+        finish_reason=choice.get("finish_reason"),
+        logprobs=tokens,
+        top_logprobs=max((len(t.top) for t in tokens or ()), default=0),
+    )
 
 
 def _count(value: Any) -> int | None:

@@ -259,6 +259,21 @@ def prompt_details(completion: Completion | None, text_completion: bool) -> dict
     return {"cached_tokens": cached, "created_cache_tokens": created, "multimodal_tokens": media}
 
 
+def _choice(choice: Mapping[str, Any], text_completion: bool) -> dict[str, Any]:
+    """One of a result line's choices (the line itself where it has one) as vLLM's server
+    writes it: its text (or message), its log probabilities and why it ended."""
+    out: dict[str, Any] = {"index": choice["index"]}
+    if text_completion:
+        out["text"] = choice.get("text")
+    else:
+        out["message"] = {"role": "assistant", "content": choice.get("text")}
+    return out | {
+        "logprobs": choice.get("logprobs"),
+        "finish_reason": choice.get("finish_reason"),
+        "stop_reason": None,
+    }
+
+
 def output_line(
     row: Mapping[str, Any],
     model: str,
@@ -269,7 +284,8 @@ def output_line(
     """A result line (``mmrun.batch/2``) as vLLM run-batch's ``BatchRequestOutput``: a chat
     completion, or a text completion (``text_completion``: a ``/v1/completions`` line).
     ``completion``: the engine's counts of the prompt's cache and media tokens, where it
-    tells (its usage's ``prompt_tokens_details``)."""
+    tells (its usage's ``prompt_tokens_details``). A line of ``n`` outputs answers with its
+    ``n`` choices, its ``completion_tokens`` theirs together (as vLLM's usage counts them)."""
     error = row.get("error")
     request_id = f"vllm-batch-{uuid.uuid4().hex}"
     if error is not None:
@@ -284,18 +300,14 @@ def output_line(
         }
     prompt_tokens = row.get("prompt_tokens") or 0
     completion_tokens = row.get("completion_tokens") or 0
-    choice: dict[str, Any] = {"index": 0}
-    if text_completion:
-        choice["text"] = row.get("text")
-    else:
-        choice["message"] = {"role": "assistant", "content": row.get("text")}
-    choice |= {"logprobs": None, "finish_reason": row.get("finish_reason"), "stop_reason": None}
     body = {
         "id": f"{'cmpl' if text_completion else 'chatcmpl'}-{uuid.uuid4().hex}",
         "object": "text_completion" if text_completion else "chat.completion",
         "created": int(time.time()),
         "model": model,
-        "choices": [choice],
+        "choices": [
+            _choice(c, text_completion) for c in row.get("choices") or [{**row, "index": 0}]
+        ],
         "usage": {
             "prompt_tokens": prompt_tokens,
             "total_tokens": prompt_tokens + completion_tokens,

@@ -7,9 +7,12 @@ them (``ChatCompletionRequest.to_sampling_params`` and ``CompletionRequest``'s, 
   its constraint (mmrun.structured), checked like ``--json-schema``.
 - A field the line leaves out (or sets to null) is the run's (``--max-tokens``,
   ``--temperature``, ``--sampling-arg``), not vLLM's server default.
+- ``n`` samples that many outputs (SamplingParams.n); a chat line's ``logprobs: true`` with
+  ``top_logprobs: k``, and a completion line's ``logprobs: k``, ask for each token's log
+  probability and k more (SamplingParams.logprobs).
 - A field that changes nothing at the value given (``stream: false``, ``n: 1``,
   ``logprobs: false``, ``model``, ``user``, ...) is accepted.
-- Any other field, or a value mmrun cannot honor (``n`` above 1, ``logprobs``, ``tools``,
+- Any other field, or a value mmrun cannot honor (``prompt_logprobs``, ``tools``,
   ``stream: true``, a per-request chat template, ...), is that line's error: never dropped.
 """
 
@@ -69,7 +72,6 @@ _NEUTRAL: dict[str, Callable[[Any], bool]] = {
     "cache_salt": lambda value: True,
     "stream": _default(False),
     "stream_options": _empty,
-    "n": _default(1),
     "top_logprobs": _default(0),
     "prompt_logprobs": _default(),
     "echo": _default(False),
@@ -104,10 +106,7 @@ _NEUTRAL: dict[str, Callable[[Any], bool]] = {
 _SPECIAL_TOKENS = {CHAT_URL: False, COMPLETIONS_URL: True}
 # What a line must drop or change, for the fields mmrun cannot honor at any other value.
 _WHY = {
-    "n": "mmrun writes one answer per request: give n 1, or one line per answer",
-    "logprobs": "mmrun writes no log probabilities: drop logprobs",
-    "top_logprobs": "mmrun writes no log probabilities: drop top_logprobs",
-    "prompt_logprobs": "mmrun writes no log probabilities: drop prompt_logprobs",
+    "prompt_logprobs": "mmrun writes no log probabilities of the prompt: drop prompt_logprobs",
     "stream": "a batch is not streamed: drop stream",
     "tools": "mmrun runs no tool calls: drop tools",
     "tool_choice": "mmrun runs no tool calls: drop tool_choice",
@@ -128,7 +127,12 @@ def body_settings(body: Mapping[str, Any], url: str) -> dict[str, Any] | None:
             continue
         if name in SAMPLING:
             settings[name] = _logit_bias(value) if name == "logit_bias" else value
-        elif name in ("max_tokens", "max_completion_tokens", "response_format"):
+        elif name in ("max_tokens", "max_completion_tokens", "response_format", "logprobs"):
+            continue
+        elif name == "n":
+            if value != 1:
+                settings["n"] = value
+        elif name == "top_logprobs" and url == CHAT_URL:
             continue
         elif name == "structured_outputs":
             settings[name] = dict(value) if isinstance(value, dict) else value
@@ -139,6 +143,9 @@ def body_settings(body: Mapping[str, Any], url: str) -> dict[str, Any] | None:
         limit = body.get("max_tokens")
     if limit is not None:
         settings["max_tokens"] = limit
+    asked = _logprobs(body, url)
+    if asked is not None:
+        settings["logprobs"] = asked
     check_sampling(settings, "body")
     constraint = _constraint(body.get("response_format"), settings.pop("structured_outputs", None))
     if constraint is not None:
@@ -146,10 +153,40 @@ def body_settings(body: Mapping[str, Any], url: str) -> dict[str, Any] | None:
     return settings or None
 
 
+def _logprobs(body: Mapping[str, Any], url: str) -> int | None:
+    """SamplingParams' ``logprobs`` from a line's fields, as vLLM's requests turn them into
+    it: a completion's ``logprobs`` (how many more tokens a step), a chat's ``top_logprobs``
+    where its ``logprobs`` is true. None where the line asks for none."""
+    value = body.get("logprobs")
+    if url == COMPLETIONS_URL:
+        return _count("logprobs", value)
+    if value is not None and not isinstance(value, bool):
+        raise UsageError(f"body logprobs={json.dumps(value)}: a chat's logprobs is true or false")
+    top = _count("top_logprobs", body.get("top_logprobs"))
+    if not value:
+        if top:
+            raise UsageError(
+                f"body top_logprobs={top}: log probabilities need logprobs true",
+                hint="give logprobs true, or drop top_logprobs",
+            )
+        return None
+    return top or 0
+
+
+def _count(name: str, value: Any) -> int | None:
+    """A number of log probabilities: an integer from 0, or -1 (all of them), as vLLM takes."""
+    if value is None:
+        return None
+    if isinstance(value, bool) or not isinstance(value, int) or value < -1:
+        raise UsageError(
+            f"body {name} must be an integer of at least 0 (or -1: every token), "
+            f"got {json.dumps(value)}"
+        )
+    return value
+
+
 def _neutral(name: str, value: Any, url: str) -> bool:
     """Whether a field that is not a setting changes nothing at this value."""
-    if name == "logprobs":  # chat: a flag; completions: how many (any number asks for some)
-        return url == CHAT_URL and value is False
     if name == "add_special_tokens":
         return bool(value == _SPECIAL_TOKENS[url])
     return _NEUTRAL.get(name, lambda v: False)(value)

@@ -165,6 +165,12 @@ def check_numbers(opts: RunOptions, modality: Modality) -> None:
     # Before anything starts: a misspelled key or a value vLLM refuses would otherwise be found
     # after a minute or more of engine start (or, for sampling, at the first request).
     check_sampling(opts.sampling_args, "--sampling-arg")
+    if opts.sampling_args.get("n", 1) != 1:
+        raise UsageError(
+            f"--sampling-arg n={opts.sampling_args['n']}: a run samples one answer per prompt",
+            hint="give n in a manifest line's sampling or an OpenAI batch line's body: "
+            "their result lines list every choice",
+        )
     vllm_args.check_engine_args(opts.engine_args)
 
 

@@ -1,8 +1,10 @@
 """One OpenAI batch file through vLLM's own `vllm run-batch` and through mmrun, on the real
-engine and the tiny Qwen2.5-VL checkpoint: each `custom_id` gets the same text, the same token
-counts and the same finish reason. Its lines set their own settings (max_completion_tokens,
-max_tokens, temperature, seed, top_p, top_k, stop, a JSON schema as response_format) and carry
-their images as `data:` URLs and `file://` URLs (run-batch's `--allowed-local-media-path`).
+engine and the tiny Qwen2.5-VL checkpoint: each `custom_id` gets the same texts, the same token
+counts and the same finish reasons. Its lines set their own settings (max_completion_tokens,
+max_tokens, temperature, seed, top_p, top_k, stop, a JSON schema as response_format, `n: 2`
+sampled with a seed, whose choices vLLM seeds seed + index, and `logprobs: true` with
+`top_logprobs: 2`, whose tokens match and whose values match to 1e-3) and carry their images as
+`data:` URLs and `file://` URLs (run-batch's `--allowed-local-media-path`).
 
 The installed vLLM's run-batch (0.32) routes no `/v1/completions` lines (vLLM 0.34 does): those
 are read and answered by mmrun in tests/unit/test_openai_batch.py. run-batch starts with the
@@ -87,6 +89,16 @@ def batch_file(folder: Path) -> Path:
             seed=7,
         ),
         request("stopped", "Say more.", local.as_uri(), max_tokens=12, temperature=0, stop=["e"]),
+        request("two", "Name it.", data_url, max_tokens=6, temperature=1.0, seed=11, n=2),
+        request(
+            "logprobs",
+            "What colour?",
+            local.as_uri(),
+            max_tokens=6,
+            temperature=0,
+            logprobs=True,
+            top_logprobs=2,
+        ),
     ]
     lines[3]["body"]["messages"].insert(0, {"role": "system", "content": "Be brief."})
     path = folder / "batch.jsonl"
@@ -109,20 +121,44 @@ def vllm_flags(engine_args: dict[str, Any]) -> list[str]:
 
 
 def answers(path: Path) -> dict[str, dict[str, Any]]:
-    """Each line's text, token counts and finish reason, by custom_id."""
+    """Each line's texts, token counts, finish reasons and log probabilities' tokens, by
+    custom_id (the log probabilities' values apart: see ``logprob_values``)."""
     got = {}
     for row in map(json.loads, path.read_text().splitlines()):
         assert row["error"] is None, row
         body = row["response"]["body"]
         usage = body["usage"]
         assert isinstance(usage["prompt_tokens_details"]["cached_tokens"], int), usage
-        choice = body["choices"][0]
         got[row["custom_id"]] = {
-            "text": choice["message"]["content"],
+            "choices": [
+                {
+                    "index": choice["index"],
+                    "text": choice["message"]["content"],
+                    "finish_reason": choice["finish_reason"],
+                    "tokens": None
+                    if choice["logprobs"] is None
+                    else [
+                        (step["token"], step["bytes"], [t["token"] for t in step["top_logprobs"]])
+                        for step in choice["logprobs"]["content"]
+                    ],
+                }
+                for choice in body["choices"]
+            ],
             "prompt_tokens": usage["prompt_tokens"],
             "completion_tokens": usage["completion_tokens"],
-            "finish_reason": choice["finish_reason"],
         }
+    return got
+
+
+def logprob_values(path: Path) -> dict[str, list[float]]:
+    """Each line's log probabilities (each token's, then its top tokens'), by custom_id."""
+    got = {}
+    for row in map(json.loads, path.read_text().splitlines()):
+        values = []
+        for choice in row["response"]["body"]["choices"]:
+            for step in (choice["logprobs"] or {}).get("content") or []:
+                values += [step["logprob"], *(t["logprob"] for t in step["top_logprobs"])]
+        got[row["custom_id"]] = values
     return got
 
 
@@ -161,8 +197,19 @@ def test_a_batch_file_gives_vllm_run_batchs_texts_and_token_counts_per_custom_id
     assert vllm.returncode == 0, vllm.stderr[-3000:]
 
     expected = answers(theirs)
-    assert sorted(expected) == ["greedy", "sampled", "schema", "stopped"]
+    assert sorted(expected) == ["greedy", "logprobs", "sampled", "schema", "stopped", "two"]
     assert answers(mine) == expected
     assert expected["greedy"]["completion_tokens"] <= 20  # each line's own settings held
     assert expected["sampled"]["completion_tokens"] <= 8
-    assert json.loads(expected["schema"]["text"])["colour"] in ("red", "green", "blue")
+    schema = expected["schema"]["choices"][0]["text"]
+    assert json.loads(schema)["colour"] in ("red", "green", "blue")
+    # n: 2 gives two choices, their tokens counted together
+    assert [c["index"] for c in expected["two"]["choices"]] == [0, 1]
+    assert 2 <= expected["two"]["completion_tokens"] <= 12
+    # logprobs: each generated token with its 2 top tokens, values as run-batch's
+    tokens = expected["logprobs"]["choices"][0]["tokens"]
+    assert tokens and all(len(top) == 2 for _, _, top in tokens)
+    values, theirs_values = logprob_values(mine), logprob_values(theirs)
+    assert sorted(values) == sorted(theirs_values) and theirs_values["logprobs"]
+    for custom_id, wanted in theirs_values.items():
+        assert values[custom_id] == pytest.approx(wanted, abs=1e-3), custom_id

@@ -81,6 +81,12 @@ def chat(**fields: Any) -> dict[str, Any]:
         ),
         (chat(tools=[], tool_choice="none", add_special_tokens=False), CHAT_URL, None),
         (chat(logit_bias={"50256": -100}), CHAT_URL, {"logit_bias": {50256: -100.0}}),
+        # n outputs, and log probabilities as SamplingParams.logprobs (a chat: top_logprobs)
+        (chat(n=2, temperature=1), CHAT_URL, {"n": 2, "temperature": 1}),
+        (chat(logprobs=True, top_logprobs=2), CHAT_URL, {"logprobs": 2}),
+        (chat(logprobs=True), CHAT_URL, {"logprobs": 0}),
+        ({"model": "m", "prompt": "Once", "logprobs": 3}, COMPLETIONS_URL, {"logprobs": 3}),
+        ({"model": "m", "prompt": "Once", "logprobs": 0}, COMPLETIONS_URL, {"logprobs": 0}),
         (
             {"model": "m", "prompt": "Once", "max_tokens": 7, "add_special_tokens": True},
             COMPLETIONS_URL,
@@ -98,19 +104,36 @@ def test_a_lines_body_fields_are_its_settings_as_run_batch_applies_them(
     ("body", "url", "message"),
     [
         (
-            chat(n=2),
+            chat(n=0),
             CHAT_URL,
-            "body n=2: mmrun writes one answer per request: give n 1, or one line per answer",
+            "body n must be an integer of at least 1, got 0 (e.g. n=...)",
         ),
         (
-            chat(logprobs=True),
+            chat(top_logprobs=2),
             CHAT_URL,
-            "body logprobs=true: mmrun writes no log probabilities: drop logprobs",
+            "body top_logprobs=2: log probabilities need logprobs true (give logprobs true, "
+            "or drop top_logprobs)",
         ),
         (
-            {"prompt": "x", "logprobs": 0},
+            chat(logprobs=2),
+            CHAT_URL,
+            "body logprobs=2: a chat's logprobs is true or false",
+        ),
+        (
+            chat(logprobs=True, top_logprobs=-2),
+            CHAT_URL,
+            "body top_logprobs must be an integer of at least 0 (or -1: every token), got -2",
+        ),
+        (
+            {"prompt": "x", "logprobs": True},
             COMPLETIONS_URL,
-            "body logprobs=0: mmrun writes no log probabilities: drop logprobs",
+            "body logprobs must be an integer of at least 0 (or -1: every token), got true",
+        ),
+        (
+            chat(prompt_logprobs=1),
+            CHAT_URL,
+            "body prompt_logprobs=1: mmrun writes no log probabilities of the prompt: drop "
+            "prompt_logprobs",
         ),
         (chat(stream=True), CHAT_URL, "body stream=true: a batch is not streamed: drop stream"),
         (
@@ -201,7 +224,7 @@ def batch(tmp_path: Path) -> Path:
             "b", image_chat("Which colour?", "rgb.jpg", max_tokens=5, response_format=JSON_SCHEMA)
         ),
         line("c", {"model": "m", "prompt": "Once upon a time", "max_tokens": 7}, COMPLETIONS_URL),
-        line("d", image_chat("Describe it.", "rgb.jpg", n=3)),
+        line("d", image_chat("Describe it.", "rgb.jpg", prompt_logprobs=1)),
         line("e", {"model": "m", "input": "x"}, "/v1/embeddings"),
         line("f", {"model": "m", "prompt": [1, 2, 3]}, COMPLETIONS_URL),
     ]
@@ -220,7 +243,8 @@ def test_the_reader_gives_each_line_its_settings_or_its_problem(batch: Path) -> 
     assert items["c"].raw_prompt == "Once upon a time" and items["c"].sources == ()
     assert items["c"].sampling == {"max_tokens": 7} and items["c"].messages is None
     assert items["d"].problem == (
-        "request d: body n=3: mmrun writes one answer per request: give n 1, or one line per answer"
+        "request d: body prompt_logprobs=1: mmrun writes no log probabilities of the prompt: "
+        "drop prompt_logprobs"
     )
     assert items["e"].problem == (
         "request e is not a chat completion or a completion with a body (mmrun runs "
@@ -305,8 +329,8 @@ def test_each_line_runs_with_its_own_settings_and_answers_in_run_batchs_shapes(
         "body": None,
     }
     assert rows["d"]["error"]["error"]["message"] == (
-        "request: request d: body n=3: mmrun writes one answer per request: give n 1, or one "
-        "line per answer"
+        "request: request d: body prompt_logprobs=1: mmrun writes no log probabilities of the "
+        "prompt: drop prompt_logprobs"
     )
     again = run("--input", str(batch), "-o", str(out), "--output-format", "openai")
     assert again.exit_code == EXIT_PARTIAL and "0 done, 0 failed, 6 skipped" in again.stderr
@@ -373,3 +397,157 @@ def test_prompt_token_details_carry_vllm_s_fields_for_each_endpoint() -> None:
     uncounted = Completion("x", 40, 2, "stop")
     assert prompt_details(uncounted, text_completion=False) is None
     assert prompt_details(None, text_completion=False) is None
+
+
+@pytest.fixture
+def sampled(tmp_path: Path) -> Path:
+    """Lines that ask for n outputs and for log probabilities (a chat, a completion)."""
+    (tmp_path / "rgb.jpg").write_bytes(RGB.read_bytes())
+    lines = [
+        line("n3", image_chat("How many?", "rgb.jpg", n=3, temperature=1, seed=5)),
+        line("lp", image_chat("Which colour?", "rgb.jpg", logprobs=True, top_logprobs=2)),
+        line("clp", {"model": "m", "prompt": "Once", "logprobs": 1}, COMPLETIONS_URL),
+    ]
+    path = tmp_path / "sampled.jsonl"
+    path.write_text("".join(lines))
+    return path
+
+
+# The stand-in's answers: tokens 1 and 2 ("t1" at -0.25, "t2" at -0.5), each step followed by
+# the k others it lists ("alt0" at -1.0, "alt1" at -2.0).
+T1, T2, ALT0, ALT1 = ([116, 49], [116, 50], [97, 108, 116, 48], [97, 108, 116, 49])
+CHAT_LOGPROBS = {
+    "content": [
+        {
+            "token": "t1",
+            "logprob": -0.25,
+            "bytes": T1,
+            "top_logprobs": [
+                {"token": "t1", "logprob": -0.25, "bytes": T1},
+                {"token": "alt0", "logprob": -1.0, "bytes": ALT0},
+            ],
+        },
+        {
+            "token": "t2",
+            "logprob": -0.5,
+            "bytes": T2,
+            "top_logprobs": [
+                {"token": "t2", "logprob": -0.5, "bytes": T2},
+                {"token": "alt0", "logprob": -1.0, "bytes": ALT0},
+            ],
+        },
+    ]
+}
+# A completion's: the sampled token and the k most likely, by text (OpenAI's completions).
+COMPLETION_LOGPROBS = {
+    "text_offset": [0, 2],
+    "token_logprobs": [-0.25, -0.5],
+    "tokens": ["t1", "t2"],
+    "top_logprobs": [{"t1": -0.25, "alt0": -1.0}, {"t2": -0.5, "alt0": -1.0}],
+}
+
+
+def test_n_outputs_and_log_probabilities_answer_in_run_batchs_shapes(
+    sampled: Path, tmp_path: Path, fake_vllm: Any
+) -> None:
+    out = tmp_path / "out.jsonl"
+    result = run("--input", str(sampled), "-o", str(out), "--output-format", "openai")
+    assert result.exit_code == 0, result.stderr
+    params = {
+        (r["prompt"] if isinstance(r, dict) else r[0]["content"][0]["text"]): p.kwargs
+        for r, p in zip(fake_vllm.submitted, fake_vllm.sampled, strict=True)
+    }
+    assert params["How many?"]["n"] == 3 and params["How many?"]["seed"] == 5
+    assert params["Which colour?"]["logprobs"] == 2 and "n" not in params["Which colour?"]
+    assert params["Once"]["logprobs"] == 1
+
+    rows = {r["custom_id"]: r["response"]["body"] for r in map(json.loads, out.open())}
+    answer = "  answer to 'How many?'\n"
+    assert rows["n3"]["choices"] == [
+        {
+            "index": i,
+            "message": {"role": "assistant", "content": text},
+            "logprobs": None,
+            "finish_reason": "length",
+            "stop_reason": None,
+        }
+        for i, text in enumerate([answer, answer + " #1", answer + " #2"])
+    ]
+    # vLLM's usage: the tokens of every choice together (2 + 3 + 4)
+    usage = rows["n3"]["usage"]
+    assert (usage["prompt_tokens"], usage["completion_tokens"], usage["total_tokens"]) == (
+        11,
+        9,
+        20,
+    )
+    assert rows["lp"]["choices"][0]["logprobs"] == CHAT_LOGPROBS
+    assert rows["lp"]["usage"]["completion_tokens"] == 2
+    assert rows["clp"]["choices"] == [
+        {
+            "index": 0,
+            "text": "  answer to 'Once'\n",
+            "logprobs": COMPLETION_LOGPROBS,
+            "finish_reason": "length",
+            "stop_reason": None,
+        }
+    ]
+
+
+def test_mmruns_own_lines_carry_the_choices_and_log_probabilities(
+    sampled: Path, fake_vllm: Any
+) -> None:
+    """``text`` stays the first output; ``choices`` is there only for n > 1, ``logprobs`` only
+    where the line asked for them."""
+    result = run("--input", str(sampled), "--json")
+    assert result.exit_code == 0, result.stderr
+    rows = {r["id"]: r for r in map(json.loads, result.stdout.splitlines())}
+    answer = "  answer to 'How many?'\n"
+    assert rows["n3"]["text"] == answer and rows["n3"]["completion_tokens"] == 9
+    assert rows["n3"]["choices"] == [
+        {
+            "index": i,
+            "text": answer + suffix,
+            "completion_tokens": tokens,
+            "finish_reason": "length",
+            "parsed": None,
+        }
+        for i, (suffix, tokens) in enumerate([("", 2), (" #1", 3), (" #2", 4)])
+    ]
+    assert "logprobs" not in rows["n3"]
+    assert rows["lp"]["logprobs"] == CHAT_LOGPROBS and "choices" not in rows["lp"]
+    assert rows["clp"]["logprobs"] == COMPLETION_LOGPROBS
+
+
+def test_the_dry_run_shows_n_and_log_probabilities(sampled: Path) -> None:
+    result = run("--input", str(sampled), "--dry-run", "--json")
+    assert result.exit_code == 0, result.stderr
+    rows = {r["id"]: r["sampling"] for r in map(json.loads, result.stdout.splitlines())}
+    assert rows == {
+        "n3": {"n": 3, "temperature": 1, "seed": 5},
+        "lp": {"logprobs": 2},
+        "clp": {"logprobs": 1},
+    }
+
+
+def test_each_of_n_constrained_outputs_is_checked() -> None:
+    from mmrun.outcome import Completion
+    from mmrun.structured import checked
+
+    good, bad = Completion('{"colour": "red"}', 9, 5, "stop"), Completion("red", 0, 1, "stop")
+    done, error = checked(
+        Completion('{"colour": "x"}', 9, 5, "stop", others=(good, bad)), {"json": SCHEMA}
+    )
+    assert [c.parsed for c in done.choices] == [{"colour": "x"}, {"colour": "red"}, None]
+    assert error is not None and error.message == (
+        "choice 2: the answer is not JSON (Expecting value at column 1)"
+    )
+
+
+def test_sampling_arg_n_is_refused_on_the_command_line() -> None:
+    result = run("--sampling-arg", "n=2", "--dry-run")
+    assert result.exit_code == EXIT_USAGE
+    assert result.stderr.splitlines() == [
+        "mmrun: error: --sampling-arg n=2: a run samples one answer per prompt (give n in a "
+        "manifest line's sampling or an OpenAI batch line's body: their result lines list "
+        "every choice)"
+    ]

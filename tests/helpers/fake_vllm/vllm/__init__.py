@@ -24,6 +24,8 @@ Behaviour is set with class attributes in-process, or these variables in a subpr
   engine dies once, as one whose core process was killed from outside.
 - A prompt (or chat question) containing BLANK is answered with whitespace alone, one
   containing EMPTY with nothing, as a model that stops at once.
+- SamplingParams ``n`` gives n outputs (the i-th: the answer with " #i", 2 + i tokens);
+  ``logprobs`` k gives each token's log probabilities (see ``_logprobs``).
 """
 
 from __future__ import annotations
@@ -40,23 +42,56 @@ __version__ = "0.0.0+fake"
 class SamplingParams:
     def __init__(self, **kwargs: Any) -> None:
         self.kwargs = kwargs
+        self.n = kwargs.get("n", 1)
+        self.logprobs = kwargs.get("logprobs")
 
     def __repr__(self) -> str:
         return f"SamplingParams({self.kwargs})"
 
 
+class Logprob:
+    """As vllm.logprobs.Logprob."""
+
+    def __init__(self, logprob: float, rank: int, decoded_token: str | None) -> None:
+        self.logprob = logprob
+        self.rank = rank
+        self.decoded_token = decoded_token
+
+
+def _logprobs(token_ids: list[int], top: int | None) -> list[dict[int, Logprob]] | None:
+    """As vLLM's: each step the sampled token first (token t: "t<t>", log probability
+    -0.25 t), then ``top`` others (token 100 + r: "alt<r>", -1 - r)."""
+    if top is None:
+        return None
+    return [
+        {
+            token: Logprob(-0.25 * token, 1, f"t{token}"),
+            **{100 + r: Logprob(-1.0 - r, r + 1, f"alt{r}") for r in range(top)},
+        }
+        for token in token_ids
+    ]
+
+
 class _Completion:
-    def __init__(self, text: str, token_ids: list[int]) -> None:
+    def __init__(
+        self, text: str, token_ids: list[int], index: int = 0, top: int | None = None
+    ) -> None:
+        self.index = index
         self.text = text
         self.token_ids = token_ids
+        self.logprobs = _logprobs(token_ids, top)
         self.finish_reason = "length"
 
 
 class _Output:
-    def __init__(self, request_id: str, prompt_tokens: int, text: str) -> None:
+    def __init__(self, request_id: str, prompt_tokens: int, text: str, params: Any = None) -> None:
         self.request_id = request_id
         self.prompt_token_ids = list(range(prompt_tokens))
-        self.outputs = [_Completion(text, [1, 2])]
+        n, top = getattr(params, "n", 1), getattr(params, "logprobs", None)
+        # With n > 1, the i-th output (from 1) is the first's text with " #i" and i more tokens.
+        self.outputs = [_Completion(text, [1, 2], 0, top)] + [
+            _Completion(f"{text} #{i}", [1, 2, *range(3, 3 + i)], i, top) for i in range(1, n)
+        ]
         self.finished = True
         self.poison = False
         self.num_cached_tokens = 0  # as vLLM 0.32: the prompt tokens its prefix cache held
@@ -168,7 +203,7 @@ class LLM:
         answer = _constrained(params) or f"  answer to {text[-24:]!r}\n"
         if "BLANK" in text or "EMPTY" in text:
             answer = " \n" if "BLANK" in text else ""
-        output = _Output(request_id, 10 + count, answer)
+        output = _Output(request_id, 10 + count, answer, params)
         output.poison = "POISON" in text
         self.queue.append(output)
         # As vLLM 0.32: enqueue answers with the internal id, the outputs carry the counter's.
