@@ -12,7 +12,7 @@ import base64
 import copy
 import dataclasses
 import time
-from collections.abc import Generator, Iterable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Generator, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from types import TracebackType
@@ -23,11 +23,13 @@ from mmrun.item import Item
 from mmrun.restarts import EngineLost
 
 if TYPE_CHECKING:
+    from mmrun.batch import Batch
     from mmrun.outcome import Hooks, Outcome, Sink, Stats
     from mmrun.plan import Plan
     from mmrun.planning import RunOptions
     from mmrun.registry import Modality, Registry
     from mmrun.runner import Runner
+    from mmrun.runner import RunResult as RunResult
 
 
 class SavesImage(Protocol):
@@ -74,8 +76,17 @@ OPTIONS = frozenset(
         "json_object",
         "modality_options",
         "companions",
+        # Where the engines run (the command line's -dp, --backend, --replicas, --server,
+        # --api-key, --max-restarts): in this process unless one of them says otherwise.
+        "data_parallel_size",
+        "backend",
+        "replicas",
+        "server",
+        "api_key",
+        "max_restarts",
     }
 )
+BACKENDS = ("local", "ray")
 CONSTRAINTS = ("json_schema", "choice", "regex", "grammar", "json_object")
 
 
@@ -159,6 +170,26 @@ class Result:
         )
 
 
+def open_batch(plan: Plan) -> Batch:
+    """A batch of ``plan`` (a command line's, as ``mmrun.planning.plan`` made it), its output
+    file opened and resumed: ``run`` gives its prompts to the plan's backend (one engine
+    here, ``-dp N`` replicas, Ray or a server) and each result line to a callback, as
+    ``Model.write`` does with its model's engine."""
+    from mmrun.batch import Batch
+
+    return Batch(plan)
+
+
+def run_plan(plan: Plan, hooks: Hooks | None = None) -> tuple[RunResult, Any]:
+    """A plan's prompts named on the command line, every one answered or an error raised
+    (a dry run starts no engine). The result, and the engine still running (the caller
+    shows the results, then closes it), or None."""
+    from mmrun.runner import run_named
+    from mmrun.templates import HFTemplateRenderer
+
+    return run_named(plan, HFTemplateRenderer, hooks)
+
+
 def request_for(
     key: str,
     question: str | None = None,
@@ -175,9 +206,7 @@ def request_for(
     ``json_schema``, ``engine_args``, ...)."""
     from mmrun.planning import plan
     from mmrun.plugins import get_registry
-    from mmrun.runner import run_named
     from mmrun.support import vllm_info
-    from mmrun.templates import HFTemplateRenderer
 
     registry = get_registry()
     name = _modality_of(registry, key, modality)
@@ -193,7 +222,7 @@ def request_for(
                 hint="name the media of one prompt",
             )
         _rehold(given, the_plan.modality)
-        result, _ = run_named(the_plan, HFTemplateRenderer)
+        result, _ = run_plan(the_plan)
     finally:
         _release(held)
     from mmrun.records import document
@@ -244,7 +273,7 @@ class Model:
         registry = get_registry()
         name = _modality_of(registry, key, modality)
         opts = _options(name, key, (), None, options, dry_run=False)
-        base = plan(opts, registry, vllm_info())
+        base = plan(opts, registry, vllm_info(), _gpus(opts))
         # A call may ask for JSON: the engine leaves no free whitespace, as for such a run.
         structured.compact_json(base.engine_args, opts.engine_args)
         self.plan: Plan = dataclasses.replace(
@@ -258,9 +287,16 @@ class Model:
         self._resolver: Any = None
         self._busy = False
         self._died = False
+        # -dp N replicas or Ray: each call starts its engines and stops them at its end.
+        self._spread = bool(self.plan.engines.layout) or self.plan.engines.backend != "local"
+        self._opened = False
 
     def open(self) -> Model:
-        """Start the engine (once); the model itself."""
+        """Start the engine (once); the model itself. With ``data_parallel_size`` or
+        ``backend="ray"``, each call starts the engines it runs on."""
+        if self._spread:
+            self._opened = True
+            return self
         if self._engine is not None:
             return self
         from mmrun.engine import configure_environment
@@ -280,6 +316,7 @@ class Model:
 
     def close(self) -> None:
         """Stop the engine; its processes end and its memory is returned."""
+        self._opened = False
         engine, self._engine = self._engine, None
         resolver, self._resolver = self._resolver, None
         if resolver is not None:
@@ -340,6 +377,9 @@ class Model:
             raise
         stream = (_item(x, i, self.modality, held) for i, x in enumerate(items))
         call = {**self.plan.sampling, **(own or {})}
+        if runner is None:
+            plan = dataclasses.replace(self.plan, sampling=call)
+            return _results(self._spread_outcomes(plan, stream, held))
         return _results(self._outcomes(runner, stream, call, held))
 
     def write(
@@ -370,7 +410,6 @@ class Model:
         sampling: Mapping[str, Any],
         held: list[str],
     ) -> list[Result]:
-        from mmrun.batch import Batch
         from mmrun.outcome import Hooks
         from mmrun.plan import Items, Output
 
@@ -389,20 +428,28 @@ class Model:
             sampling=call,
             output=Output(str(path), None, overwrite, retry_errors),
         )
-        batch = Batch(plan)
+        batch = open_batch(plan)
         results: list[Result] = []
         try:
             batch.run(
                 lambda _outcome, _row, written: results.append(Result.from_line(written)),
-                Hooks(),
-                backend=_Loaded(self, runner, call),
+                self._hooks or Hooks(),
+                backend=None if runner is None else _Loaded(self, runner, call),
+                quiet=True,
             )
         finally:
             batch.close()
+            batch.stop_engines()
         batch.export()
         return results
 
-    def _ready(self) -> Runner:
+    def _ready(self) -> Runner | None:
+        """The runner of the model's engine; None where each call starts its own engines."""
+        if self._spread:
+            if not self._opened:
+                raise UsageError("the model is not open", hint="use `with Model(...) as model:`")
+            self._check_idle()
+            return None
         if self._died and self._runner is not None:  # the engine died during an earlier call
             from mmrun.engine.output import engine_output
 
@@ -411,12 +458,37 @@ class Model:
             self._died = False
         if self._engine is None or self._runner is None:
             raise UsageError("the model is not open", hint="use `with Model(...) as model:`")
+        self._check_idle()
+        return self._runner
+
+    def _check_idle(self) -> None:
         if self._busy:
             raise UsageError(
                 "a run() of this model is still being read",
                 hint="read it to the end (or close it) before the next call",
             )
-        return self._runner
+
+    def _spread_outcomes(
+        self, plan: Plan, stream: Iterator[Item], held: list[str]
+    ) -> Generator[Outcome, None, None]:
+        """A call on engines of its own (-dp N replicas, Ray), each outcome as it comes: the
+        backend runs in a thread, and stops taking prompts when the caller stops reading."""
+        from mmrun.backends import backend_for
+        from mmrun.outcome import Hooks
+
+        self._check_idle()
+        self._busy = True
+        feed = _Feed(stream)
+        backend = backend_for(plan, quiet=True)
+        worker = _Worker(lambda emit: backend.run(iter(feed), emit, self._hooks or Hooks()))
+        try:
+            yield from worker.outcomes()
+        finally:
+            feed.stop()
+            worker.join()
+            backend.close()
+            self._busy = False
+            _release(held)
 
     def _outcomes(
         self,
@@ -467,6 +539,60 @@ def _results(outcomes: Generator[Outcome, None, None]) -> Iterator[Result]:
             yield Result.of(outcome)
     finally:
         outcomes.close()  # a caller who stops reading ends the call's prompts now
+
+
+class _Feed:
+    """A call's items, handed to a backend until the caller stops reading."""
+
+    def __init__(self, items: Iterator[Item]) -> None:
+        self._items = items
+        self._stopped = False
+
+    def __iter__(self) -> Iterator[Item]:
+        for item in self._items:
+            if self._stopped:
+                return
+            yield item
+
+    def stop(self) -> None:
+        self._stopped = True
+
+
+class _Worker:
+    """A backend's run in a thread of its own; its outcomes read here as they come."""
+
+    _END = object()
+
+    def __init__(self, run: Callable[[Sink], Any]) -> None:
+        import queue
+        import threading
+
+        self._box: queue.SimpleQueue[Any] = queue.SimpleQueue()
+        self._error: list[BaseException] = []
+        self._run = run
+        self._thread = threading.Thread(target=self._work, name="mmrun-backend", daemon=True)
+        self._thread.start()
+
+    def _work(self) -> None:
+        try:
+            self._run(self._box.put)
+        except BaseException as exc:  # raised in the caller's thread
+            self._error.append(exc)
+        finally:
+            self._box.put(self._END)
+
+    def outcomes(self) -> Iterator[Outcome]:
+        while (got := self._box.get()) is not self._END:
+            yield got
+        if self._error:
+            raise self._error[0]
+
+    def join(self) -> None:
+        """Wait for the backend's end, dropping the outcomes no one reads any more."""
+        while self._thread.is_alive():
+            self._thread.join(timeout=0.1)
+            while not self._box.empty():
+                self._box.get()
 
 
 class _Loaded:
@@ -532,6 +658,10 @@ def _options(
             f"unknown option {unknown[0]!r}", hint=f"use one of: {', '.join(sorted(OPTIONS))}"
         )
     given = dict(options)
+    if given.get("backend", "local") not in BACKENDS:
+        raise UsageError(
+            f"unknown backend {given['backend']!r}", hint=f"use one of: {', '.join(BACKENDS)}"
+        )
     if "choice" in given:
         given["choice"] = tuple(given["choice"])
     if "companions" in given:
@@ -544,6 +674,13 @@ def _options(
         dry_run=dry_run,
         **given,
     )
+
+
+def _gpus(opts: RunOptions) -> list[str]:
+    """The GPUs visible to this process, where ``data_parallel_size`` splits them."""
+    from mmrun.devices import visible_gpus
+
+    return visible_gpus() if opts.data_parallel_size > 1 else []
 
 
 class _Given(NamedTuple):

@@ -23,10 +23,10 @@ from mmrun.engine.output import terminal_stderr
 from mmrun.errors import shown
 
 if TYPE_CHECKING:
+    from mmrun.api import RunResult
     from mmrun.outcome import Outcome
     from mmrun.plan import Plan
     from mmrun.request import Prompt
-    from mmrun.runner import RunResult
 
 NO_COLOR_ENV = "NO_COLOR"
 # What the terminal shows, dim, for an answer that is empty or only whitespace (--json and

@@ -1,6 +1,6 @@
 """A batch run's view: each prompt's result as it finishes (to stdout as JSON lines or the
 terminal view, where no ``-o`` file takes them), a progress bar, and the closing summary
-line. The batch itself (resume, output file, backends) is mmrun.batch."""
+line. The batch itself (resume, output file, backends) is the library's (mmrun.api.open_batch)."""
 
 from __future__ import annotations
 
@@ -8,7 +8,7 @@ import sys
 import time
 from typing import Any, TextIO
 
-from mmrun.batch import Batch
+from mmrun.api import open_batch
 from mmrun.cli._output import (
     BatchProgress,
     StartProgress,
@@ -28,7 +28,7 @@ from mmrun.plan import Plan
 def run_batch(plan: Plan, *, json_out: bool, quiet: bool, verbose: bool = False) -> int:
     """Run a batch; the exit code (0: every prompt has a result; 3: some failed)."""
     err = stderr_console()
-    batch = Batch(plan)
+    batch = open_batch(plan)
     progress = None if quiet else BatchProgress(err, plan.items.total)
     starting = None if quiet else StartProgress(err, spinner=not verbose)
     results: list[TextIO] = []  # standard output, as it was before the engine's redirection

@@ -137,6 +137,7 @@ def _output_format(value: str | None) -> str | None:
 
 
 def _run_named(the_plan: Any, *, json_out: bool, quiet: bool, verbose: bool = False) -> None:
+    from mmrun.api import run_plan
     from mmrun.cli._output import (
         DownloadProgress,
         StartProgress,
@@ -149,8 +150,6 @@ def _run_named(the_plan: Any, *, json_out: bool, quiet: bool, verbose: bool = Fa
     from mmrun.engine.output import engine_output
     from mmrun.outcome import Hooks
     from mmrun.records import document
-    from mmrun.runner import run_named
-    from mmrun.templates import HFTemplateRenderer
 
     err = stderr_console()
     starting = None if quiet else StartProgress(err, spinner=not verbose)
@@ -168,7 +167,7 @@ def _run_named(the_plan: Any, *, json_out: bool, quiet: bool, verbose: bool = Fa
     hooks = Hooks(on_engine_start=announce, on_started=started, on_progress=progress)
     try:
         with engine_output(quiet, verbose):
-            result, engine = run_named(the_plan, HFTemplateRenderer, hooks)
+            result, engine = run_plan(the_plan, hooks)
     finally:
         if starting is not None:
             starting.stop()

@@ -132,11 +132,10 @@ def _run_tiny(
     step: Callable[[str, Callable[[], Any]], Any],
 ) -> dict[str, Any]:
     """Two prompts of a tiny checkpoint through vLLM, as ``mmrun MODALITY`` runs them."""
+    from mmrun.api import run_plan
     from mmrun.planning import RunOptions, plan
     from mmrun.plugins import get_registry
-    from mmrun.runner import run_named
     from mmrun.support import vllm_info
-    from mmrun.templates import HFTemplateRenderer
 
     opts = RunOptions(
         modality=modality,
@@ -151,7 +150,7 @@ def _run_tiny(
     the_plan = plan(opts, get_registry(), vllm_info())
     result, engine = step(
         f"run {key} through vLLM (generate, 2 prompts)",
-        partial(run_named, the_plan, HFTemplateRenderer),
+        partial(run_plan, the_plan),
     )
     if engine is not None:
         engine.close()

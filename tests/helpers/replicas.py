@@ -36,3 +36,24 @@ def first_dies_after_asking(
             answer = [f"answer to {item.id}", 3, 2, "stop"]
             message = {"id": item.id, "completion": answer, "error": None, "question": "q"}
             conn.send(("outcome", message))
+
+
+def every_one_answers(
+    conn: Any, recipe: Any, replica: Any, quiet: bool, verbose: bool = False
+) -> None:
+    """Each replica answers each prompt it is given with its id, the replica's index and
+    the max_tokens of the plan it was started with (its recipe's sampling)."""
+    conn.send(("ready", None))
+    while True:
+        conn.send(("want", 2))
+        kind, items = conn.recv()
+        if kind == "end":
+            conn.send(("done", None))
+            os._exit(0)
+        if not items:
+            time.sleep(0.05)
+        for item in items:
+            text = f"{item.id} by {replica.index}, max {recipe.sampling.get('max_tokens')}"
+            message = {"id": item.id, "completion": [text, 3, 2, "stop"], "error": None}
+            conn.send(("outcome", {**message, "question": "q"}))
+            time.sleep(0.02)  # the other replica asks in the meantime

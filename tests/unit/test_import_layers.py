@@ -85,3 +85,43 @@ def test_only_the_engine_handle_imports_vllm() -> None:
         if module == "vllm" or module.startswith("vllm.")
     ]
     assert found == []
+
+
+# What runs prompts: the command line reaches it through mmrun.api only (docs/architecture.md),
+# so that the Python API and the commands run the same path. `mmrun serve` starts vLLM's own
+# server and waits for it (mmrun.serving), which runs no prompt of mmrun's.
+RUNNING = (
+    "mmrun.runner",
+    "mmrun.batch",
+    "mmrun.backends",
+    "mmrun.prefetch",
+    "mmrun.builder",
+    "mmrun.templates",
+    "mmrun.engine.handle",
+    "mmrun.engine.processes",
+    "mmrun.engine.server",
+)
+SERVE_ONLY = {"mmrun.cli.serve": ("mmrun.engine.server",)}
+
+
+def runs_prompts(module: str) -> bool:
+    return any(module == m or module.startswith(f"{m}.") for m in RUNNING)
+
+
+def test_the_cli_runs_prompts_through_the_api_only() -> None:
+    found = [
+        f"{name}:{line} imports {module}"
+        for name, path in package_files()
+        if name.startswith("mmrun.cli")
+        for line, module, _ in imports(path)
+        if runs_prompts(module) and module not in SERVE_ONLY.get(name, ())
+    ]
+    assert found == []
+
+
+def test_the_cli_rule_sees_an_import_of_the_runner(tmp_path: Path) -> None:
+    """The rule above reads nested imports too: it can fail."""
+    path = tmp_path / "cli_module.py"
+    path.write_text("def run() -> None:\n    from mmrun.runner import run_named\n")
+    assert [module for _, module, _ in imports(path) if runs_prompts(module)] == ["mmrun.runner"]
+    assert not runs_prompts("mmrun.api") and not runs_prompts("mmrun.batching")

@@ -27,7 +27,7 @@ from tests.helpers.cli import in_process
 ROOT = Path(__file__).resolve().parents[2]
 # The python snippets each page holds: a new one fails here until it is counted (and then it
 # runs below like the others).
-COUNTS = {"docs/python.md": 8, "README.md": 0}
+COUNTS = {"docs/python.md": 9, "README.md": 0}
 _CHECKED = re.compile(r"^(?P<indent>\s*)print\((?P<expr>.*)\)\s+# -> (?P<shown>.*)$")
 
 
@@ -164,6 +164,15 @@ def sandbox(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     return tmp_path
 
 
+@pytest.fixture
+def replicas_import_the_stand_in(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A snippet's replica processes (``data_parallel_size``) start with this process's
+    ``sys.path``: the stand-in vLLM is what they import."""
+    from tests.helpers.stand_in import FAKE_VLLM
+
+    monkeypatch.syspath_prepend(str(FAKE_VLLM))
+
+
 @pytest.fixture(scope="module")
 def tiny_qwen(tmp_path_factory: pytest.TempPathFactory) -> str:
     from mmrun.tiny.qwen_vl import build_qwen2_5_vl
@@ -225,6 +234,7 @@ def test_every_claim_belongs_to_a_snippet() -> None:
 def test_the_snippet_runs_and_prints_what_it_shows(
     snippet: Snippet,
     fake_vllm: Any,
+    replicas_import_the_stand_in: None,
     no_hub: dict[str, str],
     sandbox: Path,
     capsys: pytest.CaptureFixture[str],
