@@ -10,6 +10,8 @@ import socket
 import time
 from typing import Any
 
+from mmrun.outcome import Completion
+
 
 def first_dies_after_asking(
     conn: Any, recipe: Any, replica: Any, quiet: bool, verbose: bool = False
@@ -33,7 +35,7 @@ def first_dies_after_asking(
         if not items:
             time.sleep(0.05)
         for item in items:
-            answer = [f"answer to {item.id}", 3, 2, "stop"]
+            answer = Completion(f"answer to {item.id}", 3, 2, "stop")
             message = {"id": item.id, "completion": answer, "error": None, "question": "q"}
             conn.send(("outcome", message))
 
@@ -54,6 +56,6 @@ def every_one_answers(
             time.sleep(0.05)
         for item in items:
             text = f"{item.id} by {replica.index}, max {recipe.sampling.get('max_tokens')}"
-            message = {"id": item.id, "completion": [text, 3, 2, "stop"], "error": None}
+            message = {"id": item.id, "completion": Completion(text, 3, 2, "stop"), "error": None}
             conn.send(("outcome", {**message, "question": "q"}))
             time.sleep(0.02)  # the other replica asks in the meantime
