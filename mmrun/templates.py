@@ -159,13 +159,17 @@ class RememberedRenderer:
     rendered them: a later run of the same checkpoint reads them back instead of loading
     its processor or tokenizer (importing transformers and torch: seconds on a CPU), which
     is what a ``--server`` run would otherwise spend before its first request. What it
-    reads back is what ``inner`` answered, byte for byte; a failure is not remembered."""
+    reads back is what ``inner`` answered, byte for byte; a failure is not remembered.
+
+    The file is append-only, one JSON line per answer (a run with a question per prompt
+    appends a line per question); a line cut short by a crash is skipped, and a file that
+    grew past twice ``_MAX_RENDERS`` lines is rewritten with the newest answers."""
 
     def __init__(self, inner: Any, model: str, trust_remote_code: bool = False) -> None:
         self.inner = inner
         self._lock = threading.Lock()
         self._path: Path | None = None
-        self._memo: dict[str, Any] = {"render": {}, "token_id": {}}
+        self._memo: dict[str, dict[str, Any]] = {"render": {}, "token_id": {}, "eos": {}}
         fingerprint = checkpoint_fingerprint(model)
         if fingerprint is None:
             return
@@ -177,13 +181,35 @@ class RememberedRenderer:
             ]
         )
         digest = hashlib.sha256(key.encode()).hexdigest()[:32]
-        self._path = cache_dir() / "templates" / f"{digest}.json"
-        with contextlib.suppress(OSError, ValueError):
-            memo = json.loads(self._path.read_text())
-            if isinstance(memo, dict) and isinstance(memo.get("render"), dict):
-                self._memo = {"render": memo["render"], "token_id": memo.get("token_id") or {}}
-                if isinstance(memo.get("eos_token_id"), int):
-                    self._memo["eos_token_id"] = memo["eos_token_id"]
+        self._path = cache_dir() / "templates" / f"{digest}.jsonl"
+        self._read()
+
+    def _read(self) -> None:
+        assert self._path is not None
+        try:
+            lines = self._path.read_text(encoding="utf-8").splitlines()
+        except (OSError, ValueError):
+            return
+        for line in lines:
+            try:
+                kind, key, value = json.loads(line)
+            except (ValueError, TypeError):  # a line cut short
+                continue
+            if kind in self._memo and isinstance(key, str):
+                self._memo[kind][key] = value
+        if len(lines) > 2 * _MAX_RENDERS:
+            self._compact()
+
+    def _compact(self) -> None:
+        assert self._path is not None
+        for table in self._memo.values():
+            while len(table) > _MAX_RENDERS:
+                table.pop(next(iter(table)))
+        rows = [[kind, k, v] for kind, table in self._memo.items() for k, v in table.items()]
+        with contextlib.suppress(OSError):
+            partial = self._path.with_name(f"{self._path.name}.{os.getpid()}.tmp")
+            partial.write_text("".join(json.dumps(row) + "\n" for row in rows), encoding="utf-8")
+            os.replace(partial, self._path)
 
     def render(
         self,
@@ -210,26 +236,28 @@ class RememberedRenderer:
         return found
 
     def eos_token_id(self) -> int:
-        known = self._memo.get("eos_token_id")
+        known = self._memo["eos"].get("eos")
         if isinstance(known, int):
             return known
         found = int(self.inner.eos_token_id())
-        self._remember("eos_token_id", None, found)
+        self._remember("eos", "eos", found)
         return found
 
-    def _remember(self, kind: str, key: str | None, value: Any) -> None:
+    def _remember(self, kind: str, key: str, value: Any) -> None:
         with self._lock:
-            if key is None:
-                self._memo[kind] = value
-            else:
-                table = self._memo[kind]
-                table[key] = value
-                while len(table) > _MAX_RENDERS:
-                    table.pop(next(iter(table)))
+            table = self._memo[kind]
+            table[key] = value
+            while len(table) > _MAX_RENDERS:
+                table.pop(next(iter(table)))
             if self._path is None:
                 return
             with contextlib.suppress(OSError):  # a cache that cannot be written: not kept
                 self._path.parent.mkdir(parents=True, exist_ok=True)
-                partial = self._path.with_name(f"{self._path.name}.{os.getpid()}.tmp")
-                partial.write_text(json.dumps(self._memo))
-                os.replace(partial, self._path)
+                # One line appended (after a line that a killed run left unfinished): runs of
+                # the same checkpoint beside this one append theirs without losing these.
+                line = (json.dumps([kind, key, value]) + "\n").encode()
+                with self._path.open("a+b") as file:
+                    end = file.seek(0, os.SEEK_END)
+                    if end and os.pread(file.fileno(), 1, end - 1) != b"\n":
+                        line = b"\n" + line
+                    file.write(line)

@@ -3,8 +3,8 @@ for each checkpoint served (the tiny Qwen2.5-VL for its image and video rows, th
 Qwen2-Audio), and ``mmrun image|video|audio --server URL`` runs against it:
 
 - its answers are those of mmrun's own engine (greedy texts and prompt token counts; image
-  by chat and generate, a clip and a recording by chat), that engine run in the session's
-  CLI worker;
+  by chat and generate, a clip by chat, a recording by generate), that engine run in the
+  session's CLI worker;
 - three calls against one server: the later ones send their first request within seconds
   (no engine start, no processor loaded for a prompt an earlier call rendered);
 - faults over the real server: a wrong API key, a refused port, one prompt the server
@@ -308,7 +308,8 @@ def test_a_clip_answers_as_the_local_engine(
 def test_a_recording_answers_as_the_local_engine(
     qwen_audio: Served, worker: CliWorker, tmp_path: Path
 ) -> None:
-    """Qwen2-Audio by chat (Whisper's server only transcribes: mmrun refuses it)."""
+    """Qwen2-Audio by generate, its only method (mmrun's prompt, each clip as a float WAV: the
+    samples mmrun decoded). Whisper's server only transcribes: mmrun refuses it."""
     import numpy as np
     import soundfile
 
@@ -319,7 +320,7 @@ def test_a_recording_answers_as_the_local_engine(
         t = np.arange(16000 * (1 + i)) / 16000
         soundfile.write(folder / f"tone{hz}.wav", 0.3 * np.sin(2 * np.pi * hz * t), 16000)
     args = [*client_args(qwen_audio, "audio"), "--audio", str(folder / "*.wav")]
-    args += ["--method", "chat", "--max-tokens", "8"]
+    args += ["--method", "generate", "--max-tokens", "8"]
     out, local = tmp_path / "server.jsonl", tmp_path / "local.jsonl"
     run = against(server.url, args, out)
     assert run.returncode == 0, run.stderr[-3000:]

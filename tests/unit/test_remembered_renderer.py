@@ -4,6 +4,7 @@ file or another transformers version asks again, and failures are not remembered
 
 from __future__ import annotations
 
+import json
 import os
 from collections.abc import Sequence
 from pathlib import Path
@@ -137,3 +138,26 @@ def test_an_unwritable_cache_still_answers(
     monkeypatch.setenv("MMRUN_CACHE_DIR", str(blocker))
     memo = RememberedRenderer(Counting(), str(checkpoint))
     assert memo.render(MESSAGES, source="processor") == "<processor>Hi?|None"
+
+
+def test_a_line_cut_short_is_skipped_and_a_long_file_is_rewritten(
+    checkpoint: Path, isolated_cache: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    memo = RememberedRenderer(Counting(), str(checkpoint))
+    memo.render(MESSAGES, source="processor")
+    (path,) = (isolated_cache / "templates").iterdir()
+    with path.open("a") as file:
+        file.write('["render", "cut')  # a run killed as it wrote
+    again = Counting()
+    assert RememberedRenderer(again, str(checkpoint)).render(MESSAGES, source="processor")
+    assert again.asked == []
+
+    monkeypatch.setattr("mmrun.templates._MAX_RENDERS", 2)
+    many = RememberedRenderer(Counting(), str(checkpoint))
+    for i in range(6):
+        asked = [{"role": "user", "content": [{"type": "text", "text": f"q{i}"}]}]
+        many.render(asked, source="processor")
+    assert len(path.read_text().splitlines()) == 8  # appended: 1, 1 cut short, 6
+    RememberedRenderer(Counting(), str(checkpoint))  # reads it, rewrites the newest two
+    kept = [json.loads(line)[2] for line in path.read_text().splitlines()]
+    assert kept == ["<processor>q4|None", "<processor>q5|None"]
