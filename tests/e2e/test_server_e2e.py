@@ -40,8 +40,8 @@ pytestmark = [pytest.mark.e2e, pytest.mark.engine_processes]
 
 READY_TIMEOUT_S = 600
 API_KEY = "mmrun-e2e-key"
-# A later call against a running server: its first result within this many seconds (about
-# 2 s measured on an idle 2-core machine; a cold in-process run starts an engine first).
+# A later call against a running server: its first result within this many seconds (1.2 to
+# 3 s measured on a busy 2-core machine, where a cold in-process run took 93 s: its engine).
 WARM_FIRST_RESULT_S = 10.0
 
 
