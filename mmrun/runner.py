@@ -26,7 +26,7 @@ from mmrun.media import MediaItem, MediaResolver, prefetch_budget
 from mmrun.outcome import Completion, Hooks, ItemError, Outcome, Sink, Stats
 from mmrun.plan import Plan
 from mmrun.prefetch import MediaPipeline, Ready
-from mmrun.request import Prompt
+from mmrun.request import Prompt, TemplateRenderer
 from mmrun.restarts import EngineLost, Restarts, Verdict
 from mmrun.structured import checked
 
@@ -48,6 +48,15 @@ class RunResult:
     prompt_note: str | None = None
 
 
+def _settle(future: Future[None], work: Callable[[], None]) -> None:
+    try:
+        work()
+    except BaseException as exc:  # raised where the caller waits for it
+        future.set_exception(exc)
+    else:
+        future.set_result(None)
+
+
 class Runner:
     """One engine's run of a plan's prompts."""
 
@@ -55,10 +64,21 @@ class Runner:
         self.plan = plan
         self.hooks = hooks or Hooks()
         kind = RequestBuilder if plan.engines.server is None else ServerRequestBuilder
-        self.builder = kind(plan, renderers(plan.model, plan.spec.trust_remote_code))
+        self.builder = kind(plan, self._renderer(renderers))
         self.timings: dict[str, float] = {}
         self.t0 = time.perf_counter()
         self.server_seqs: int | None = None  # a --server's max_num_seqs, where it tells
+
+    def _renderer(self, renderers: RendererFactory) -> TemplateRenderer:
+        """The plan's template renderer; a --server run's remembers its answers across runs
+        (mmrun.templates.RememberedRenderer): a run against a server then loads no processor
+        for the prompts a run before it rendered."""
+        from mmrun.templates import HFTemplateRenderer, RememberedRenderer
+
+        renderer = renderers(self.plan.model, self.plan.spec.trust_remote_code)
+        if self.plan.engines.server is None or not isinstance(renderer, HFTemplateRenderer):
+            return renderer
+        return RememberedRenderer(renderer, self.plan.model, self.plan.spec.trust_remote_code)
 
     def window(self, replica: bool = False) -> int:
         """How many prompts may be in the engine at once: enough to keep its scheduler full
@@ -157,11 +177,19 @@ class Runner:
         client = server.Client(target)
         adapter = self.plan.spec.lora.name if self.plan.spec.lora is not None else None
         template = self.plan.method == "generate" or self.plan.spec.chat_template is not None
+        # The first prompt (the processor it may load) is built while the server is asked.
+        warmed: Future[None] = Future()
+        first = pipeline.peek() if pipeline else None
+        threading.Thread(
+            target=lambda: _settle(warmed, lambda: self.builder.warm(first)),
+            name="mmrun-warm",
+            daemon=True,
+        ).start()
         served = server.connect(client, self.plan.model, adapter, request_template=template)
         seqs = server.server_seqs(client)
         if seqs is not None:
             self.server_seqs = seqs
-        self.builder.warm(pipeline.peek() if pipeline else None)
+        warmed.result()
         self.timings["engine_start_s"] = time.perf_counter() - t_start
         return server.ServerEngine(client, served, senders=self.window())
 
