@@ -78,6 +78,62 @@ def two_models(args: dict[str, Any]) -> dict[str, Any]:
     return {"models": figures}
 
 
+def one_row(args: dict[str, Any]) -> dict[str, Any]:
+    """One row (``key`` on ``modality``'s media) by each of its ``methods``, a Model per
+    method, over ``paths`` in one ``run`` call, the items at the places ``objects`` lists given
+    as the media themselves (read here from their files): each method's lines and its seconds
+    (engine start included)."""
+    items: list[Any] = list(args["paths"])
+    for place in args["objects"]:
+        items[place] = {args["modality"]: media_object(args["modality"], args["paths"][place])}
+    lines: dict[str, list[dict[str, Any]]] = {}
+    seconds: dict[str, float] = {}
+    for method in args["methods"]:
+        t0 = time.perf_counter()
+        with mmrun.Model(
+            args["key"],
+            modality=args["modality"],
+            model=args["model"],
+            engine_args=args["engine_args"],
+            tensor_parallel_size=1,
+            method=method,
+            max_tokens=args["max_tokens"],
+            sampling_args=args.get("sampling_args") or {},
+            modality_options=args.get("modality_options") or {},
+        ) as model:
+            lines[method] = [result.to_dict() for result in model.run(items)]
+        seconds[method] = round(time.perf_counter() - t0, 2)
+    return {"lines": lines, "seconds": seconds}
+
+
+def media_object(modality: str, path: str) -> Any:
+    """The file's media as the Python object a program would hold: a PIL image, an audio
+    clip's ``(samples, rate)``, a clip's ``(frames, fps)`` (every frame, RGB)."""
+    if modality == "image":
+        from PIL import Image
+
+        with Image.open(path) as image:
+            return image.copy()
+    if modality == "audio":
+        import soundfile
+
+        samples, rate = soundfile.read(path, dtype="float32")
+        return samples, rate
+    import cv2
+    import numpy as np
+
+    capture = cv2.VideoCapture(path)
+    fps = float(capture.get(cv2.CAP_PROP_FPS))
+    frames = []
+    while True:
+        ok, frame = capture.read()
+        if not ok:
+            break
+        frames.append(cv2.cvtColor(frame, cv2.COLOR_BGR2RGB))
+    capture.release()
+    return np.stack(frames), fps
+
+
 if __name__ == "__main__":
-    call = {"three_calls": three_calls, "two_models": two_models}[sys.argv[1]]
+    call = {"three_calls": three_calls, "two_models": two_models, "one_row": one_row}[sys.argv[1]]
     print(json.dumps(call(json.loads(sys.argv[2]))))
