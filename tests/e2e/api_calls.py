@@ -98,6 +98,7 @@ def one_row(args: dict[str, Any]) -> dict[str, Any]:
             tensor_parallel_size=1,
             method=method,
             max_tokens=args["max_tokens"],
+            temperature=0.0,
             sampling_args=args.get("sampling_args") or {},
             modality_options=args.get("modality_options") or {},
         ) as model:
