@@ -90,12 +90,15 @@ test-outside-ci: install vllm-envs
 # The suite runs in TEST_WORKERS processes (pytest-xdist), a test file per process at a time
 # (module fixtures, such as a served model, start once). Most of an end-to-end test's time is
 # vLLM's import and engine start in one Python thread, so two workers on a 2-core machine
-# finish the suite well ahead of one. TEST_WORKERS=0 runs it in this process.
+# finish the suite well ahead of one. The tests marked `alone` (wall-time bounds, the order of
+# threads) run afterwards, one at a time. TEST_WORKERS=0 runs everything in this process.
 TEST_WORKERS ?= 2
 PYTEST := $(BIN)/python -m pytest -n $(TEST_WORKERS) --dist loadfile
+PYTEST_ALONE := $(BIN)/python -m pytest
 
 test: install docs-check chromium espeak-ng
-	$(PYTEST)
+	$(PYTEST) -m "not alone"
+	$(PYTEST_ALONE) -m alone
 
 docs:
 	$(BIN)/python -m tools.docs
@@ -121,10 +124,12 @@ demo:
 	$(BIN)/python -m tools.demo
 
 test-fast: chromium espeak-ng
-	$(PYTEST) -m "not e2e"
+	$(PYTEST) -m "not e2e and not alone"
+	$(PYTEST_ALONE) -m "alone and not e2e"
 
 test-e2e: espeak-ng
-	$(PYTEST) -m e2e
+	$(PYTEST) -m "e2e and not alone"
+	$(PYTEST_ALONE) -m "e2e and alone"
 
 # The CPU figures (about 15 minutes): bench/cpu/results.json and the CPU section of
 # docs/performance.md.

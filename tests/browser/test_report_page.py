@@ -189,6 +189,7 @@ def test_the_compare_page_shows_both_answers(
     tab.page.screenshot(path=str(artifacts / "compare.png"))
 
 
+@pytest.mark.alone
 def test_a_100000_item_report_opens_in_bounded_time_and_dom(
     tab: Tab, tmp_path: Path, artifacts: Path
 ) -> None:

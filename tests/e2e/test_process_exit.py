@@ -325,6 +325,7 @@ def gone_within(tree: Tree, seconds: float) -> list[str]:
 
 
 @pytest.mark.e2e
+@pytest.mark.alone
 def test_a_download_that_fails_while_the_engine_starts_stops_it(
     run_mmrun: Callable[..., subprocess.Popen[str]], media_server: Any
 ) -> None:
@@ -347,6 +348,7 @@ def test_a_download_that_fails_while_the_engine_starts_stops_it(
 
 
 @pytest.mark.e2e
+@pytest.mark.alone
 def test_a_finished_run_exits_at_once_and_leaves_nothing_behind(
     run_mmrun: Callable[..., subprocess.Popen[str]], request: pytest.FixtureRequest
 ) -> None:

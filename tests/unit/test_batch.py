@@ -281,6 +281,7 @@ def test_each_prompt_samples_with_its_own_seed_whatever_its_place(
     assert set(named.values()) == {9}
 
 
+@pytest.mark.alone
 def test_the_first_prompt_is_built_while_the_engine_starts(
     fake_vllm: Any, photos: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:

@@ -88,6 +88,7 @@ def test_hf_variables_reach_the_template_renderer_untouched(
     assert json.loads(result.stdout)["prompt"] == "USER: <image>\nQ ASSISTANT:"
 
 
+@pytest.mark.alone
 def test_offline_without_a_cached_processor_fails_fast_in_one_line(
     media_dir: Path, tmp_path: Path
 ) -> None:

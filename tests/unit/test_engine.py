@@ -462,6 +462,7 @@ def _start_fake(monkeypatch: pytest.MonkeyPatch, llm: type, **kwargs: Any) -> No
     engine.start({"model": "m"}, **kwargs)
 
 
+@pytest.mark.alone
 def test_vllms_processor_is_loaded_while_its_engine_core_starts(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:

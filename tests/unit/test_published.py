@@ -10,6 +10,9 @@ from __future__ import annotations
 import base64
 import io
 import json
+import shutil
+import tempfile
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -259,12 +262,21 @@ def test_a_manifest_field_of_base64_is_the_image_it_encodes(tmp_path: Path) -> N
 # --- conversation records ------------------------------------------------------------------
 
 
+@pytest.fixture
+def short_tmp() -> Iterator[Path]:
+    """A folder whose paths stay short enough to be shown whole in an error message (a test
+    worker's tmp_path may be longer than mmrun.errors.shown keeps)."""
+    folder = Path(tempfile.mkdtemp(prefix="published-"))
+    yield folder
+    shutil.rmtree(folder, ignore_errors=True)
+
+
 def test_llava_json_asks_the_first_question_without_its_marker_and_keeps_the_answer(
-    tmp_path: Path,
+    short_tmp: Path,
 ) -> None:
-    path = published.llava_json(tmp_path)
+    path = published.llava_json(short_tmp)
     done = mmrun(
-        *IMAGE_RUN, "--input", str(path), "--media-root", str(tmp_path / "images"), "--dry-run",
+        *IMAGE_RUN, "--input", str(path), "--media-root", str(short_tmp / "images"), "--dry-run",
         "--json",
     )  # fmt: skip
     assert done.exit_code == 0, done.stderr
@@ -273,14 +285,14 @@ def test_llava_json_asks_the_first_question_without_its_marker_and_keeps_the_ans
     assert two_turns["question"] == "What colour is the square?"
     assert two_turns["prompt"] == "<s>[INST]What colour is the square?\n[IMG][/INST]"
     assert two_turns["meta"] == {"reference": "The square is green.", "turns": 2}
-    assert two_turns["media"] == [str(tmp_path / "images/coco/train2017/000000033471.jpg")]
+    assert two_turns["media"] == [str(short_tmp / "images/coco/train2017/000000033471.jpg")]
     assert marker_after["question"] == "Describe the picture."
     assert marker_after["error"] is None and two_turns["error"] is None
     # Without the image folder, the paths are the JSON file's folder's: each record fails.
     alone = mmrun(*IMAGE_RUN, "--input", str(path), "--dry-run", "--json")
     assert alone.exit_code == EXIT_PARTIAL
     assert lines(alone.stdout)["000000052846"]["error"]["message"] == (
-        f"no such file: {tmp_path / 'coco/train2017/000000052846.jpg'} (check the path)"
+        f"no such file: {short_tmp / 'coco/train2017/000000052846.jpg'} (check the path)"
     )
 
 
@@ -365,9 +377,9 @@ def test_a_bad_conversation_file_is_one_line(tmp_path: Path, text: str, fragment
 
 
 def test_common_voice_clips_are_found_under_the_media_root_and_scored_by_wer(
-    tmp_path: Path, fake_vllm: Any
+    short_tmp: Path, fake_vllm: Any
 ) -> None:
-    tsv = published.common_voice(tmp_path)
+    tsv = published.common_voice(short_tmp)
     clips = tsv.parent / "clips"
     args = (*AUDIO_RUN, "--input", str(tsv), "--columns", "audio=path", "--keep-columns",
             "sentence")  # fmt: skip
@@ -379,7 +391,7 @@ def test_common_voice_clips_are_found_under_the_media_root_and_scored_by_wer(
     dry = mmrun(*args, "--media-root", str(clips), "--dry-run", "--json")
     assert dry.exit_code == 0, dry.stderr
     assert lines(dry.stdout)["0"]["media"] == [str(clips / "common_voice_en_4100.mp3")]
-    out = tmp_path / "cv.jsonl"
+    out = short_tmp / "cv.jsonl"
     done = mmrun(*args, "--media-root", str(clips), "-o", str(out))
     assert done.exit_code == 0, done.stderr
     rows = lines(out.read_text())
