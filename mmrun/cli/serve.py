@@ -143,6 +143,7 @@ def _plan(
     every modality served."""
     import dataclasses
 
+    from mmrun import structured
     from mmrun.planning import RunOptions, parse_key_values, plan
     from mmrun.plugins import get_registry
     from mmrun.support import vllm_info
@@ -177,17 +178,20 @@ def _plan(
         for name in names
     ]
     first = plans[0]
-    if "limit_mm_per_prompt" in engine_args:
-        return first
-    # A modality without default media (video) plans no item: it takes --items, else one.
-    limits: dict[str, Any] = {}
-    for each in plans:
-        own = each.spec.media_key or each.modality.engine_key or each.modality.name
-        for kind, count in each.engine_args.get("limit_mm_per_prompt", {}).items():
-            if kind == own and not count:
-                count = items or 1
-            limits[kind] = max(int(limits.get(kind, 0)), int(count))
-    merged = {**first.engine_args, "limit_mm_per_prompt": limits}
+    merged = dict(first.engine_args)
+    # The server's JSON answers as compact as a JSON run of mmrun's own engine (its whitespace
+    # setting is the engine's, not a request's).
+    structured.compact_json(merged, engine_args)
+    if "limit_mm_per_prompt" not in engine_args:
+        # A modality without default media (video) plans no item: it takes --items, else one.
+        limits: dict[str, Any] = {}
+        for each in plans:
+            own = each.spec.media_key or each.modality.engine_key or each.modality.name
+            for kind, count in each.engine_args.get("limit_mm_per_prompt", {}).items():
+                if kind == own and not count:
+                    count = items or 1
+                limits[kind] = max(int(limits.get(kind, 0)), int(count))
+        merged["limit_mm_per_prompt"] = limits
     return dataclasses.replace(first, engine_args=merged)
 
 

@@ -30,11 +30,13 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+import jsonschema
 import psutil
 import pytest
 
 from mmrun.tiny import TinyCheckpoint
 from tests.e2e.cli_worker import CliWorker
+from tests.e2e.test_structured_e2e import SCHEMA
 
 pytestmark = [pytest.mark.e2e, pytest.mark.engine_processes]
 
@@ -350,6 +352,26 @@ def test_later_calls_against_one_server_answer_within_seconds(qwen: Served, tmp_
         later.append(seconds)
     print(f"first result: call 1 {first_s:.2f} s, calls 2 and 3 {later[0]:.2f} s, {later[1]:.2f} s")
     assert max(later) < WARM_FIRST_RESULT_S, (first_s, later)
+
+
+# --- structured outputs over the real server ---------------------------------------------
+
+
+def test_a_structured_batch_against_the_server_keeps_its_schema(
+    qwen: Served, tmp_path: Path
+) -> None:
+    server = qwen.server()
+    folder = images(tmp_path / "images", 4)
+    out = tmp_path / "out.jsonl"
+    args = [*client_args(qwen, "image"), "-i", str(folder), "--max-tokens", "40"]
+    run = against(server.url, [*args, "--json-schema", json.dumps(SCHEMA)], out)
+    assert run.returncode == 0, (run.stderr[-2000:], out.read_text()[:2000])
+    answered = rows(out)
+    assert sorted(answered) == sorted(str(p) for p in folder.iterdir())
+    for row in answered.values():
+        assert row["error"] is None, row
+        assert row["parsed"] == json.loads(row["text"])
+        jsonschema.validate(row["parsed"], SCHEMA)
 
 
 # --- faults over the real server --------------------------------------------------------

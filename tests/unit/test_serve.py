@@ -49,6 +49,9 @@ def test_the_key_s_engine_arguments_and_media_limits_become_flags() -> None:
         "--seed",
         "0",
         "--enforce-eager",
+        # JSON answers without free whitespace, as mmrun's own JSON runs.
+        "--structured-outputs-config",
+        '{"backend":"guidance","disable_any_whitespace":true}',
         "--host",
         "127.0.0.1",
         "--port",
@@ -61,6 +64,12 @@ def test_one_modality_and_more_items_per_request() -> None:
     command = dry_run("-m", "qwen2_5_vl", "--modality", "image", "--items", "4", "--model", "org/m")
     assert command[command.index("--limit-mm-per-prompt") + 1] == '{"image":4,"audio":0,"video":0}'
     assert command[command.index("--model") + 1] == "org/m"
+
+
+def test_the_user_s_structured_outputs_config_is_kept() -> None:
+    mine = '{"backend":"xgrammar"}'
+    command = dry_run("-m", "qwen2_5_vl", "--engine-arg", f"structured_outputs_config={mine}")
+    assert command[command.index("--structured-outputs-config") + 1] == mine
 
 
 def test_a_key_s_chat_template_goes_as_a_file(state: Path) -> None:
