@@ -87,10 +87,13 @@ class MediaPipeline:
         self.futures: list[Future[MediaItem]] = []
         self.keep_futures = True
 
-    def fill(self) -> None:
+    def fill(self, in_flight: int | None = None) -> None:
         """Submit items until ``ahead`` are waiting. The item stream may yield None: nothing
-        right now, more may come (a replica waiting on its coordinator)."""
+        right now, more may come (a replica waiting on its coordinator). ``in_flight``: submit
+        none while that many items' media are still resolving."""
         while not self._exhausted and len(self._queue) < self._limit():
+            if in_flight is not None and self._resolving() >= in_flight:
+                return
             item = next(self._items, _END)
             if item is _END:
                 self._exhausted = True
@@ -107,6 +110,13 @@ class MediaPipeline:
                 self._queue.append((item, ItemError("media", str(exc), exc)))
                 continue
             self._queue.append((item, futures))
+
+    def _resolving(self) -> int:
+        return sum(
+            1
+            for _, work in self._queue
+            if isinstance(work, list) and not all(future.done() for future in work)
+        )
 
     def _limit(self) -> int:
         """How many items may wait ahead: ``ahead``, fewer when their decoded media would

@@ -76,6 +76,7 @@ def start(
     warm_up: Callable[[], None] | None = None,
     env: Iterable[tuple[str, str]] = (),
     timings: dict[str, float] | None = None,
+    imported: threading.Event | None = None,
 ) -> Any:
     """Create ``vllm.LLM`` from the composed engine arguments, in this process's environment
     with ``env`` added (variables it sets already keep their values). Setting ``abort`` while it
@@ -84,7 +85,8 @@ def start(
     work that the first request would otherwise wait for (mmrun's first prompt, which loads
     the model's processor or tokenizer), done in a thread during the start, after vLLM's own
     frontend has loaded the model's processor there (see ``warm_up_when_forked``; the seconds
-    that took go to ``timings["frontend_warm_s"]``)."""
+    that took go to ``timings["frontend_warm_s"]``). ``imported``: set once vLLM is imported
+    (or the start failed before), for work that should not compete with that import."""
     aborted = abort.is_set if abort is not None else lambda: False
     if aborted():
         raise StartAborted
@@ -93,7 +95,11 @@ def start(
     use_private_rpc_dir()
     use_engine_log()
     threads = use_frontend_threads(engines_on_host) or users_gpu_threads()
-    vllm = import_vllm()  # seconds, and not interrupted by ``abort``: checked again after it
+    try:
+        vllm = import_vllm()  # seconds, and not interrupted by ``abort``: checked after it
+    finally:
+        if imported is not None:
+            imported.set()
     if aborted():
         raise StartAborted
     size_the_cpu_kv_cache(engine_args)
