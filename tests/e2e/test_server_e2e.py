@@ -4,7 +4,7 @@ Qwen2-Audio), and ``mmrun image|video|audio --server URL`` runs against it:
 
 - its answers are those of mmrun's own engine (greedy texts and prompt token counts; image
   by chat and generate, a clip by chat, a recording by generate), that engine run in the
-  session's CLI worker;
+  CLI worker (tests/e2e/cli_worker.py);
 - three calls against one server: the later ones send their first request within seconds
   (no engine start, no processor loaded for a prompt an earlier call rendered);
 - faults over the real server: a wrong API key, a refused port, one prompt the server

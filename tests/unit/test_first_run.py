@@ -418,9 +418,9 @@ class _Clock:
 def _done(tokens: int) -> Any:
     from types import SimpleNamespace
 
-    return SimpleNamespace(
-        error=None, completion=SimpleNamespace(completion_tokens=tokens, prompt_tokens=10)
-    )
+    from mmrun.outcome import Completion
+
+    return SimpleNamespace(error=None, completion=Completion("x", 10, tokens, "length"))
 
 
 def test_batch_rates_come_from_the_results_not_from_the_start() -> None:
