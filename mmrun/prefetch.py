@@ -86,11 +86,15 @@ class MediaPipeline:
         # the engine has started: they hold decoded media).
         self.futures: list[Future[MediaItem]] = []
         self.keep_futures = True
+        # What fill(in_flight=N) submitted and is still resolving (a few items: N at most).
+        self._unresolved: list[list[Future[MediaItem]]] = []
 
     def fill(self, in_flight: int | None = None) -> None:
         """Submit items until ``ahead`` are waiting. The item stream may yield None: nothing
         right now, more may come (a replica waiting on its coordinator). ``in_flight``: submit
         none while that many items' media are still resolving."""
+        if in_flight is None:
+            self._unresolved.clear()
         while not self._exhausted and len(self._queue) < self._limit():
             if in_flight is not None and self._resolving() >= in_flight:
                 return
@@ -110,13 +114,13 @@ class MediaPipeline:
                 self._queue.append((item, ItemError("media", str(exc), exc)))
                 continue
             self._queue.append((item, futures))
+            if in_flight is not None:
+                self._unresolved.append(futures)
 
     def _resolving(self) -> int:
-        return sum(
-            1
-            for _, work in self._queue
-            if isinstance(work, list) and not all(future.done() for future in work)
-        )
+        """Items submitted under an ``in_flight`` bound whose media are not all resolved."""
+        self._unresolved = [w for w in self._unresolved if not all(f.done() for f in w)]
+        return len(self._unresolved)
 
     def _limit(self) -> int:
         """How many items may wait ahead: ``ahead``, fewer when their decoded media would
