@@ -8,6 +8,7 @@ from __future__ import annotations
 import os
 import socket
 import time
+from collections.abc import Callable
 from typing import Any
 
 from mmrun.outcome import Completion
@@ -25,19 +26,7 @@ def first_dies_after_asking(
         conn.send(("want", 8))
         time.sleep(60)  # until the coordinator kills it
         os._exit(1)
-    conn.send(("ready", None))
-    while True:
-        conn.send(("want", 8))
-        kind, items = conn.recv()
-        if kind == "end":
-            conn.send(("done", None))
-            os._exit(0)
-        if not items:
-            time.sleep(0.05)
-        for item in items:
-            answer = Completion(f"answer to {item.id}", 3, 2, "stop")
-            message = {"id": item.id, "completion": answer, "error": None, "question": "q"}
-            conn.send(("outcome", message))
+    answer_each(conn, 8, lambda item: f"answer to {item.id}")
 
 
 def every_one_answers(
@@ -45,9 +34,17 @@ def every_one_answers(
 ) -> None:
     """Each replica answers each prompt it is given with its id, the replica's index and
     the max_tokens of the plan it was started with (its recipe's sampling)."""
+    max_tokens = recipe.sampling.get("max_tokens")
+    # A pause after each answer: the other replica asks in the meantime.
+    answer_each(conn, 2, lambda item: f"{item.id} by {replica.index}, max {max_tokens}", 0.02)
+
+
+def answer_each(conn: Any, want: int, text: Callable[[Any], str], pause: float = 0.0) -> None:
+    """Ask for ``want`` prompts at a time and answer each with ``text(item)``, until the
+    coordinator says the end (``pause`` seconds after each answer)."""
     conn.send(("ready", None))
     while True:
-        conn.send(("want", 2))
+        conn.send(("want", want))
         kind, items = conn.recv()
         if kind == "end":
             conn.send(("done", None))
@@ -55,7 +52,9 @@ def every_one_answers(
         if not items:
             time.sleep(0.05)
         for item in items:
-            text = f"{item.id} by {replica.index}, max {recipe.sampling.get('max_tokens')}"
-            message = {"id": item.id, "completion": Completion(text, 3, 2, "stop"), "error": None}
-            conn.send(("outcome", {**message, "question": "q"}))
-            time.sleep(0.02)  # the other replica asks in the meantime
+            answer = Completion(text(item), 3, 2, "stop")
+            conn.send(
+                ("outcome", {"id": item.id, "completion": answer, "error": None, "question": "q"})
+            )
+            if pause:
+                time.sleep(pause)
