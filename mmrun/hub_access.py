@@ -38,6 +38,18 @@ PROBE_TIMEOUT_S = 5.0
 _TRUE = {"1", "ON", "YES", "TRUE"}  # what huggingface_hub reads as true
 
 
+def hub_cache_dir() -> str:
+    """The Hugging Face cache as the environment names it now (huggingface_hub reads it once,
+    at import): HF_HUB_CACHE, else HF_HOME/hub, else its default."""
+    cache = os.environ.get("HF_HUB_CACHE")
+    if cache:
+        return cache
+    home = os.environ.get("HF_HOME") or os.path.join(
+        os.environ.get("XDG_CACHE_HOME") or os.path.expanduser("~/.cache"), "huggingface"
+    )
+    return os.path.join(home, "hub")
+
+
 def offline() -> bool:
     return os.environ.get(OFFLINE_ENV, "").strip().upper() in _TRUE
 

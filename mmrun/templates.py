@@ -20,7 +20,7 @@ from typing import Any
 
 from mmrun.cache import cache_dir
 from mmrun.errors import DownloadError, MediaError, TemplateUnavailableError
-from mmrun.hub_access import check_reachable, offline, offline_hint
+from mmrun.hub_access import check_reachable, hub_cache_dir, offline, offline_hint
 from mmrun.request import Message, TemplateSource
 
 
@@ -133,12 +133,9 @@ def checkpoint_fingerprint(model: str) -> str | None:
 def _hub_commit(model: str) -> str | None:
     if model.count("/") != 1:
         return None
-    hub = os.environ.get("HF_HUB_CACHE") or os.path.join(
-        os.environ.get("HF_HOME")
-        or os.path.join(os.environ.get("XDG_CACHE_HOME") or "~/.cache", "huggingface"),
-        "hub",
+    ref = (
+        Path(hub_cache_dir()).expanduser() / f"models--{model.replace('/', '--')}" / "refs" / "main"
     )
-    ref = Path(hub).expanduser() / f"models--{model.replace('/', '--')}" / "refs" / "main"
     try:
         commit = ref.read_text().strip()
     except OSError:

@@ -5,11 +5,11 @@ and pyarrow reads them as any local table (by row group, bounded memory)."""
 
 from __future__ import annotations
 
-import os
 from pathlib import Path
 from typing import Any
 
 from mmrun.errors import DownloadError, MissingDependencyError, UsageError
+from mmrun.hub_access import hub_cache_dir
 
 PREFIX = "hf://datasets/"
 # datasets' packaged builders mmrun reads with its own table readers.
@@ -92,7 +92,7 @@ def _snapshot(repo: str, revision: str | None) -> Path:
             repo_id=repo,
             repo_type="dataset",
             revision=revision,
-            cache_dir=_cache_dir(),
+            cache_dir=hub_cache_dir(),
             local_files_only=offline(),
         )
         return Path(path)
@@ -111,15 +111,3 @@ def _snapshot(repo: str, revision: str | None) -> Path:
         ) from exc
     except OSError as exc:
         raise DownloadError(f"cannot fetch the data set {repo}: {exc}") from exc
-
-
-def _cache_dir() -> str:
-    """The Hugging Face cache as the environment names it now (huggingface_hub reads it once,
-    at import): HF_HUB_CACHE, else HF_HOME/hub, else its default."""
-    cache = os.environ.get("HF_HUB_CACHE")
-    if cache:
-        return cache
-    home = os.environ.get("HF_HOME") or os.path.join(
-        os.environ.get("XDG_CACHE_HOME") or os.path.expanduser("~/.cache"), "huggingface"
-    )
-    return os.path.join(home, "hub")
