@@ -128,9 +128,13 @@ def _choices(completion: Completion, text_completion: bool) -> dict[str, Any]:
     """A line's ``logprobs`` (where its prompt asked for them: in the shape of vLLM's chat
     completions, or of its text completions for an OpenAI ``/v1/completions`` line) and
     ``choices`` (where it sampled ``n`` > 1 outputs: each one, the first first)."""
-    fields: dict[str, Any] = {}
-    if completion.logprobs is not None:
-        fields["logprobs"] = shaped(completion.logprobs, completion.top_logprobs, text_completion)
+
+    def logprobs(choice: Completion) -> dict[str, Any]:
+        if choice.logprobs is None:
+            return {}
+        return {"logprobs": shaped(choice.logprobs, choice.top_logprobs, text_completion)}
+
+    fields = logprobs(completion)
     if completion.others:
         fields["choices"] = [
             {
@@ -139,11 +143,7 @@ def _choices(completion: Completion, text_completion: bool) -> dict[str, Any]:
                 "completion_tokens": choice.completion_tokens,
                 "finish_reason": choice.finish_reason,
                 "parsed": choice.parsed,
-                **(
-                    {"logprobs": shaped(choice.logprobs, choice.top_logprobs, text_completion)}
-                    if choice.logprobs is not None
-                    else {}
-                ),
+                **logprobs(choice),
             }
             for i, choice in enumerate(completion.choices)
         ]
