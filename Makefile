@@ -91,8 +91,7 @@ test-outside-ci: install vllm-envs
 # (module fixtures, such as a served model, start once). Most of an end-to-end test's time is
 # vLLM's import and engine start in one Python thread, so two workers on a 2-core machine
 # finish the suite well ahead of one. The tests marked `alone` (wall-time bounds, the order of
-# threads, the pace of a run) run afterwards, one at a time. TEST_WORKERS=0 runs everything in
-# this process.
+# threads) run afterwards, one at a time. TEST_WORKERS=0 runs everything in this process.
 TEST_WORKERS ?= 2
 PYTEST := $(BIN)/python -m pytest -n $(TEST_WORKERS) --dist loadfile
 PYTEST_ALONE := $(BIN)/python -m pytest

@@ -11,19 +11,15 @@ from __future__ import annotations
 
 import json
 import os
-import signal
 import subprocess
-import threading
-import time
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any
 
 import pytest
 
 from mmrun.errors import EXIT_FAILURE, EXIT_PARTIAL
 from mmrun.tiny import TinyCheckpoint
-from tests.e2e.test_scale_out_e2e import ENV, IN_PROCESS, command, engine_cores, manifest, rows
+from tests.e2e.test_scale_out_e2e import ENV, IN_PROCESS, command, manifest, rows
 
 pytestmark = [pytest.mark.e2e, pytest.mark.engine_processes]
 
@@ -35,35 +31,72 @@ def qwen(tiny_checkpoint: Callable[[str, str], TinyCheckpoint]) -> TinyCheckpoin
     return tiny_checkpoint("image", "qwen2_5_vl")
 
 
-def line_count(path: Path) -> int:
-    return path.read_bytes().count(b"\n") if path.exists() else 0
+# A vLLM plugin (loaded in every vLLM process, from an entry point of the vllm.general_plugins
+# group) that SIGKILLs the engine core process (the model runs in a worker process under it)
+# at the AT-th call of Qwen2.5-VL's vision encoder in it, while other prompts are generating:
+# mid-batch whatever the run's pace, up to TIMES deaths in all (one line each in FILE).
+# KILL_ENGINE_CORE="AT,TIMES,FILE".
+KILL_PLUGIN = """
+import os
+import signal
+
+def engine_core():
+    pid = os.getpid()
+    while pid > 1:
+        with open(f"/proc/{pid}/comm") as comm:
+            if "EngineCor" in comm.read():
+                return pid
+        with open(f"/proc/{pid}/stat") as stat:
+            pid = int(stat.read().rsplit(")", 1)[1].split()[1])
+    raise RuntimeError("no engine core process above this one")
+
+def register():
+    spec = os.environ.get("KILL_ENGINE_CORE")
+    if not spec:
+        return
+    at, times, record = spec.split(",", 2)
+    from vllm.model_executor.models import qwen2_5_vl
+
+    model = qwen2_5_vl.Qwen2_5_VLForConditionalGeneration
+    original = model._process_image_input
+    calls = [0]
+
+    def process(self, image_input):
+        calls[0] += 1
+        if calls[0] == int(at):
+            with open(record, "a+") as deaths:
+                deaths.seek(0)
+                if deaths.read().count("\\n") < int(times):
+                    deaths.write(f"{os.getpid()}\\n")
+                    deaths.flush()
+                    os.fsync(deaths.fileno())
+                    os.kill(engine_core(), signal.SIGKILL)
+        return original(self, image_input)
+
+    model._process_image_input = process
+"""
 
 
-def kill_engine_core_at(proc: subprocess.Popen[str], out: Path, at: list[int]) -> list[int]:
-    """SIGKILL the run's engine core each time its output reaches the next count of ``at``
-    lines, once that engine core has written a result (a new engine core each time, killed
-    while it generates, not while it loads); the pids killed."""
-    killed: list[int] = []
-    deadline = time.monotonic() + 1200
-    for count in at:
-        seen_at: int | None = None  # the lines written when this engine core was first seen
-        while proc.poll() is None and time.monotonic() < deadline:
-            cores = [p for p in engine_cores(proc.pid) if p.pid not in killed]
-            lines = line_count(out)
-            if cores and seen_at is None:
-                seen_at = lines
-            if cores and seen_at is not None and lines >= count and lines > seen_at:
-                for core in cores:
-                    os.kill(core.pid, signal.SIGKILL)
-                    killed.append(core.pid)
-                break
-            time.sleep(0.05)
-    return killed
+def plugin_env(name: str, source: str, folder: Path, **variables: str) -> dict[str, str]:
+    """ENV with the vLLM plugin ``source`` installed (as module ``name``) under ``folder``."""
+    folder.mkdir()
+    (folder / f"{name}.py").write_text(source)
+    info = folder / f"{name}-0.0.dist-info"
+    info.mkdir()
+    (info / "METADATA").write_text(f"Metadata-Version: 2.1\nName: {name}\nVersion: 0.0\n")
+    (info / "entry_points.txt").write_text(f"[vllm.general_plugins]\n{name} = {name}:register\n")
+    path = os.pathsep.join(filter(None, [str(folder), ENV.get("PYTHONPATH")]))
+    return {**ENV, "PYTHONPATH": path, **variables}
 
 
-# Alone: its kills land at result counts, and a second test process's load changes how far a
-# restarted engine gets before the killer sees it (seen: the batch ended after one kill).
-@pytest.mark.alone
+def kill_engine_core(folder: Path, at: int, times: int) -> tuple[dict[str, str], Path]:
+    """The environment of a run whose engine core kills itself (KILL_PLUGIN), and the file
+    where each death is recorded."""
+    record = folder / "deaths"
+    env = plugin_env("kill_plugin", KILL_PLUGIN, folder, KILL_ENGINE_CORE=f"{at},{times},{record}")
+    return env, record
+
+
 def test_an_engine_core_killed_three_times_mid_batch_costs_nothing(
     qwen: TinyCheckpoint, tmp_path: Path
 ) -> None:
@@ -78,30 +111,21 @@ def test_an_engine_core_killed_three_times_mid_batch_costs_nothing(
     )
     assert base.returncode == 0, base.stderr[-3000:]
     out = tmp_path / "out.jsonl"
+    # Each engine core dies at its 6th encoder call, three times; the fourth one finishes.
+    env, record = kill_engine_core(tmp_path / "plugin", at=6, times=3)
     # Not --quiet: the restarts are announced on stderr.
     args = [a for a in ARGS if a != "--quiet"]
-    proc = subprocess.Popen(
+    proc = subprocess.run(
         command(qwen, "--input", str(source), "-o", str(out), *args, seqs=2),
-        env=ENV,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
+        env=env,
+        capture_output=True,
         text=True,
-        start_new_session=True,
+        timeout=1200,
     )
-    err: list[str] = []
-    reader = threading.Thread(target=lambda: err.extend(proc.stderr or []), daemon=True)
-    reader.start()
-    try:
-        killed = kill_engine_core_at(proc, out, [10, 25, 40])
-        proc.wait(timeout=1200)
-    finally:
-        if proc.poll() is None:
-            os.killpg(proc.pid, signal.SIGKILL)
-    reader.join(10)
-    stderr = "".join(err)
-    assert len(killed) == 3, stderr[-3000:]
+    stderr = proc.stderr
+    assert record.is_file() and len(record.read_text().splitlines()) == 3, stderr[-3000:]
     assert proc.returncode == 0, stderr[-3000:]
-    died = [line for line in err if line.startswith("mmrun: the engine died")]
+    died = [line for line in stderr.splitlines() if line.startswith("mmrun: the engine died")]
     assert len(died) == 3, stderr[-3000:]
     assert all(
         line.startswith(
@@ -147,18 +171,6 @@ def register():
 """
 
 
-def poison_plugin(folder: Path) -> Path:
-    folder.mkdir()
-    (folder / "poison_plugin.py").write_text(POISON_PLUGIN)
-    info = folder / "poison_plugin-0.0.dist-info"
-    info.mkdir()
-    (info / "METADATA").write_text("Metadata-Version: 2.1\nName: poison-plugin\nVersion: 0.0\n")
-    (info / "entry_points.txt").write_text(
-        "[vllm.general_plugins]\npoison = poison_plugin:register\n"
-    )
-    return folder
-
-
 def grid_of(qwen: TinyCheckpoint, image: Path) -> str:
     from PIL import Image
     from transformers import AutoProcessor
@@ -179,12 +191,9 @@ def test_a_prompt_that_kills_the_engine_every_time_becomes_an_error_line(
     lines = source.read_text().splitlines()
     lines.insert(3, json.dumps({"id": "poison", "image": str(poison)}))
     source.write_text("\n".join(lines) + "\n")
-    plugin = poison_plugin(tmp_path / "plugin")
-    env: dict[str, Any] = {
-        **ENV,
-        "PYTHONPATH": os.pathsep.join(filter(None, [str(plugin), ENV.get("PYTHONPATH")])),
-        "POISON_GRID": grid_of(qwen, poison),
-    }
+    env = plugin_env(
+        "poison_plugin", POISON_PLUGIN, tmp_path / "plugin", POISON_GRID=grid_of(qwen, poison)
+    )
     out = tmp_path / "out.jsonl"
     args = [a for a in ARGS if a != "--quiet"]
     proc = subprocess.run(
@@ -218,21 +227,17 @@ def test_no_restarts_stops_at_the_first_death_in_one_line_and_the_batch_resumes(
 ) -> None:
     source = manifest(tmp_path / "data", 24)
     out = tmp_path / "out.jsonl"
-    proc = subprocess.Popen(
+    # The engine core dies at its 3rd encoder call.
+    env, record = kill_engine_core(tmp_path / "plugin", at=3, times=1)
+    proc = subprocess.run(
         command(qwen, "--input", str(source), "-o", str(out), *ARGS, "--max-restarts", "0"),
-        env=ENV,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
+        env=env,
+        capture_output=True,
         text=True,
-        start_new_session=True,
+        timeout=600,
     )
-    try:
-        killed = kill_engine_core_at(proc, out, [3])
-        _, stderr = proc.communicate(timeout=600)
-    finally:
-        if proc.poll() is None:
-            os.killpg(proc.pid, signal.SIGKILL)
-    assert killed, "the run ended before its engine core could be killed"
+    stderr = proc.stderr
+    assert record.is_file(), "the run ended before its engine core was killed"
     assert proc.returncode == EXIT_FAILURE, stderr[-3000:]
     assert stderr.count("\n") == 1, stderr  # --quiet: the error line alone
     assert stderr.startswith(
