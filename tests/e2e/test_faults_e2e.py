@@ -10,7 +10,6 @@ that process is what dies.
 from __future__ import annotations
 
 import json
-import os
 import subprocess
 from collections.abc import Callable
 from pathlib import Path
@@ -20,6 +19,7 @@ import pytest
 from mmrun.errors import EXIT_FAILURE, EXIT_PARTIAL
 from mmrun.tiny import TinyCheckpoint
 from tests.e2e.test_scale_out_e2e import ENV, IN_PROCESS, command, manifest, rows
+from tests.helpers.vllm_plugins import kill_engine_core, with_plugin
 
 pytestmark = [pytest.mark.e2e, pytest.mark.engine_processes]
 
@@ -29,72 +29,6 @@ ARGS = ["--max-tokens", "16", "--sampling-arg", "ignore_eos=true", "--quiet"]
 @pytest.fixture(scope="module")
 def qwen(tiny_checkpoint: Callable[[str, str], TinyCheckpoint]) -> TinyCheckpoint:
     return tiny_checkpoint("image", "qwen2_5_vl")
-
-
-# A vLLM plugin (loaded in every vLLM process, from an entry point of the vllm.general_plugins
-# group) that SIGKILLs the engine core process (the model runs in a worker process under it)
-# at the AT-th call of Qwen2.5-VL's vision encoder in it, while other prompts are generating:
-# mid-batch whatever the run's pace, up to TIMES deaths in all (one line each in FILE).
-# KILL_ENGINE_CORE="AT,TIMES,FILE".
-KILL_PLUGIN = """
-import os
-import signal
-
-def engine_core():
-    pid = os.getpid()
-    while pid > 1:
-        with open(f"/proc/{pid}/comm") as comm:
-            if "EngineCor" in comm.read():
-                return pid
-        with open(f"/proc/{pid}/stat") as stat:
-            pid = int(stat.read().rsplit(")", 1)[1].split()[1])
-    raise RuntimeError("no engine core process above this one")
-
-def register():
-    spec = os.environ.get("KILL_ENGINE_CORE")
-    if not spec:
-        return
-    at, times, record = spec.split(",", 2)
-    from vllm.model_executor.models import qwen2_5_vl
-
-    model = qwen2_5_vl.Qwen2_5_VLForConditionalGeneration
-    original = model._process_image_input
-    calls = [0]
-
-    def process(self, image_input):
-        calls[0] += 1
-        if calls[0] == int(at):
-            with open(record, "a+") as deaths:
-                deaths.seek(0)
-                if deaths.read().count("\\n") < int(times):
-                    deaths.write(f"{os.getpid()}\\n")
-                    deaths.flush()
-                    os.fsync(deaths.fileno())
-                    os.kill(engine_core(), signal.SIGKILL)
-        return original(self, image_input)
-
-    model._process_image_input = process
-"""
-
-
-def plugin_env(name: str, source: str, folder: Path, **variables: str) -> dict[str, str]:
-    """ENV with the vLLM plugin ``source`` installed (as module ``name``) under ``folder``."""
-    folder.mkdir()
-    (folder / f"{name}.py").write_text(source)
-    info = folder / f"{name}-0.0.dist-info"
-    info.mkdir()
-    (info / "METADATA").write_text(f"Metadata-Version: 2.1\nName: {name}\nVersion: 0.0\n")
-    (info / "entry_points.txt").write_text(f"[vllm.general_plugins]\n{name} = {name}:register\n")
-    path = os.pathsep.join(filter(None, [str(folder), ENV.get("PYTHONPATH")]))
-    return {**ENV, "PYTHONPATH": path, **variables}
-
-
-def kill_engine_core(folder: Path, at: int, times: int) -> tuple[dict[str, str], Path]:
-    """The environment of a run whose engine core kills itself (KILL_PLUGIN), and the file
-    where each death is recorded."""
-    record = folder / "deaths"
-    env = plugin_env("kill_plugin", KILL_PLUGIN, folder, KILL_ENGINE_CORE=f"{at},{times},{record}")
-    return env, record
 
 
 def test_an_engine_core_killed_three_times_mid_batch_costs_nothing(
@@ -112,7 +46,7 @@ def test_an_engine_core_killed_three_times_mid_batch_costs_nothing(
     assert base.returncode == 0, base.stderr[-3000:]
     out = tmp_path / "out.jsonl"
     # Each engine core dies at its 6th encoder call, three times; the fourth one finishes.
-    env, record = kill_engine_core(tmp_path / "plugin", at=6, times=3)
+    env, record = kill_engine_core(ENV, tmp_path / "plugin", at=6, times=3)
     # Not --quiet: the restarts are announced on stderr.
     args = [a for a in ARGS if a != "--quiet"]
     proc = subprocess.run(
@@ -191,8 +125,8 @@ def test_a_prompt_that_kills_the_engine_every_time_becomes_an_error_line(
     lines = source.read_text().splitlines()
     lines.insert(3, json.dumps({"id": "poison", "image": str(poison)}))
     source.write_text("\n".join(lines) + "\n")
-    env = plugin_env(
-        "poison_plugin", POISON_PLUGIN, tmp_path / "plugin", POISON_GRID=grid_of(qwen, poison)
+    env = with_plugin(
+        ENV, tmp_path / "plugin", "poison_plugin", POISON_PLUGIN, POISON_GRID=grid_of(qwen, poison)
     )
     out = tmp_path / "out.jsonl"
     args = [a for a in ARGS if a != "--quiet"]
@@ -228,7 +162,7 @@ def test_no_restarts_stops_at_the_first_death_in_one_line_and_the_batch_resumes(
     source = manifest(tmp_path / "data", 24)
     out = tmp_path / "out.jsonl"
     # The engine core dies at its 3rd encoder call.
-    env, record = kill_engine_core(tmp_path / "plugin", at=3, times=1)
+    env, record = kill_engine_core(ENV, tmp_path / "plugin", at=3, times=1)
     proc = subprocess.run(
         command(qwen, "--input", str(source), "-o", str(out), *ARGS, "--max-restarts", "0"),
         env=env,

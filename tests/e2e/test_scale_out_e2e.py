@@ -9,8 +9,8 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import shutil
-import signal
 import subprocess
 import sys
 import tempfile
@@ -20,11 +20,11 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-import psutil
 import pytest
 
 from mmrun.tiny import TinyCheckpoint
 from tests.helpers.http import Route, ScriptedServer, reply
+from tests.helpers.vllm_plugins import kill_engine_core
 
 pytestmark = pytest.mark.e2e
 
@@ -166,39 +166,28 @@ def test_a_replica_whose_engine_dies_starts_it_again_and_nothing_is_lost(
     source = manifest(tmp_path / "data", 30)
     out = tmp_path / "out.jsonl"
     args = ["--input", str(source), "--max-tokens", "24", "--sampling-arg", "ignore_eos=true"]
-    proc = subprocess.Popen(
+    # The first engine core to make its 3rd encoder call is killed, from inside, so that the
+    # kill lands mid-run whatever the pace. Its replica starts its engine again; every prompt
+    # is answered once, by whichever replica took it.
+    env, record = kill_engine_core(ENV, tmp_path / "plugin", at=3, times=1)
+    proc = subprocess.run(
         command(qwen, *args, "-o", str(out), "-dp", "2", seqs=2),
-        env=ENV,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
+        env=env,
+        capture_output=True,
         text=True,
+        timeout=900,
     )
-    try:
-        # As soon as one replica has answered a prompt, kill its engine core. (Waiting for both
-        # replicas to answer first made the test depend on start-up skew: on a loaded machine
-        # one replica finished all 30 prompts before the other was up.) The victim starts its
-        # engine again; every prompt is answered once, by whichever replica took it.
-        deadline = time.monotonic() + 900
-        victim = None
-        while time.monotonic() < deadline and proc.poll() is None and victim is None:
-            done = rows(out) if out.exists() else {}
-            victim = next((r["replica"] for r in done.values()), None)
-            time.sleep(0.2)
-        assert proc.poll() is None and victim is not None, "the run ended first"
-        pids = _engine_core_of_replica(proc.pid, replica=victim)
-        assert pids, f"no engine core found under replica {victim}"
-        for pid in pids:
-            os.kill(pid, signal.SIGKILL)
-        _, err = proc.communicate(timeout=900)
-    finally:
-        if proc.poll() is None:
-            proc.kill()
+    err = proc.stderr
     assert proc.returncode == 0, err[-3000:]
+    assert record.is_file(), "no engine core was killed"
     # The replica started its engine again and went on; no replica was lost.
-    assert (
-        f"mmrun: replica {victim}: the engine died (the engine core process was killed by "
-        "SIGKILL (signal 9)" in err
-    ), err[-3000:]
+    died = re.findall(
+        r"mmrun: replica (\d): the engine died \(the engine core process was killed by "
+        r"SIGKILL \(signal 9\)",
+        err,
+    )
+    assert len(died) == 1, err[-3000:]
+    victim = int(died[0])
     assert "stopped:" not in err
     assert "the engine was started again 1 time(s) after it died" in err
     final = rows(out)
@@ -208,29 +197,6 @@ def test_a_replica_whose_engine_dies_starts_it_again_and_nothing_is_lost(
     )
     other = 1 - victim
     assert any(r["replica"] == other for r in final.values()), f"replica {other} answered nothing"
-
-
-def _engine_core_of_replica(root: int, replica: int) -> list[int]:
-    """The pids of the vLLM engine core processes under replica ``replica`` of run ``root``."""
-    for child in psutil.Process(root).children():
-        try:
-            if f"mmrun: replica {replica}" in " ".join(child.cmdline()):  # its process title
-                return [p.pid for p in engine_cores(child.pid)]
-        except psutil.Error:
-            continue
-    return []
-
-
-def engine_cores(root: int) -> list[psutil.Process]:
-    """The vLLM engine core processes under process ``root``."""
-    found = []
-    for process in psutil.Process(root).children(recursive=True):
-        try:
-            if "EngineCore" in process.name() or "EngineCore" in " ".join(process.cmdline()):
-                found.append(process)
-        except psutil.Error:
-            continue
-    return found
 
 
 @pytest.fixture
