@@ -14,6 +14,7 @@ from pathlib import Path
 # mid-batch whatever the run's pace, up to TIMES deaths in all (one line each in FILE).
 # KILL_ENGINE_CORE="AT,TIMES,FILE".
 KILL_PLUGIN = """
+import fcntl
 import os
 import signal
 
@@ -42,6 +43,7 @@ def register():
         calls[0] += 1
         if calls[0] == int(at):
             with open(record, "a+") as deaths:
+                fcntl.flock(deaths, fcntl.LOCK_EX)  # two replicas' engine cores: one count
                 deaths.seek(0)
                 if deaths.read().count("\\n") < int(times):
                     deaths.write(f"{os.getpid()}\\n")
