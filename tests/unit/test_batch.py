@@ -506,9 +506,8 @@ def test_a_batch_resolves_ahead_only_once_vllm_is_imported(
 
     submitted: list[int] = []
     at_import: list[int] = []
-    real_submit, real_import = MediaResolver.submit, handle.import_vllm
-
-    real_resolve = MediaResolver.resolve
+    real_submit, real_resolve = MediaResolver.submit, MediaResolver.resolve
+    real_import = handle.import_vllm
 
     def submit(self: Any, texts: Any) -> Any:
         submitted.append(len(texts))
