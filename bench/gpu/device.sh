@@ -4,6 +4,8 @@
 #                                    installs into $SCRATCH/site (kept while the machine is warm)
 #   bash .gpu/s/device.sh bench ...  carry .gpu/s (and .gpu/r for run-batch, once): writes the media (SIZES, default 512),
 #                                    runs throughput.py with the arguments given
+#   bash .gpu/s/device.sh server ... carry .gpu/s (and .gpu/r, once): writes the media (SIZES, default 512),
+#                                    runs server.py with the arguments given (in-process against --server)
 #   bash .gpu/s/device.sh startup    carry .gpu/s: start-up timelines, the raw script's and mmrun's side by side
 #                                    (STAGES, WARM below), within BUDGET_S seconds (default 540); ENGINE_ARGS=JSON:
 #                                    engine arguments for every run (a CPU smoke run's)
@@ -61,7 +63,7 @@ install)
   [ "$(sha256sum $S/vllm/_C_stable_libtorch.abi3.so | cut -d' ' -f1)" = "$(cat $T/apart/C_stable.sha256)" ] \
     || { echo "install: sha256 MISMATCH"; exit 1; }
   python3 -m compileall -q -j 0 $S > /dev/null 2>&1; touch $S/.done; echo "install: ok" ;;
-bench|startup)
+bench|startup|server)
   cmd=$1; shift
   [ -f $S/.done ] || { echo "COLD: run install first (twice)"; exit 3; }
   if [ -f .gpu/r/rb.tar.xz ] && [ ! -f $T/rbsite/.done ]; then
@@ -76,6 +78,13 @@ bench|startup)
   export PYTHONPATH=$PWD/.gpu/s/py:$S RUNBATCH_SITE=$T/rbsite PYTHONSAFEPATH=1 BENCH_MODEL=$M
   [ -d .gpu/s/py-base ] && export MMRUN_BASE_PATH=$PWD/.gpu/s/py-base
   if [ $cmd = startup ]; then startup; exit $?; fi
+  if [ $cmd = server ]; then  # `vllm serve` needs run-batch's server dependencies
+    python3 .gpu/s/media.py $T/bench ${SIZES:-512} --task $TASK
+    PYTHONPATH=$PYTHONPATH:$RUNBATCH_SITE python3 .gpu/s/server.py --bench $T/bench --model $M --res $RES \
+      --budget $(( ${BUDGET_S:-570} - SECONDS - 10 )) "$@" | grep -v '^|'
+    cp $RES/summary.json $RES/summary.md $RES/serve-cmd.txt "$OUT/" 2>/dev/null; cat $RES/summary.md 2>/dev/null
+    tar czf "$OUT/logs.tgz" -C $RES --exclude='*.jsonl' . ; exit 0
+  fi
   python3 .gpu/s/media.py $T/bench ${SIZES:-512} --task $TASK
   # the whole command ends within BUDGET_S seconds (default 570)
   python3 .gpu/s/throughput.py --bench $T/bench --model $M --res $RES --task $TASK \
@@ -83,5 +92,5 @@ bench|startup)
   cp $RES/summary.json $RES/summary.md "$OUT/" 2>/dev/null
   cat $RES/summary.md 2>/dev/null
   tar czf "$OUT/logs.tgz" -C $RES --exclude='*.jsonl' --exclude='texts.json' . ;;
-*) echo "usage: device.sh install | bench THROUGHPUT_ARGS | startup"; exit 2 ;;
+*) echo "usage: device.sh install | bench THROUGHPUT_ARGS | server SERVER_ARGS | startup"; exit 2 ;;
 esac

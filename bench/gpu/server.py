@@ -1,0 +1,195 @@
+"""Side by side on one GPU: mmrun's streamed batch in an engine of its own, and the same batch
+with --server against one `mmrun serve` of the same key and engine arguments, started once
+before the timed runs (as a CI job or a user would leave it running). Rounds alternate the
+order; both engines hold the GPU at once, each with the same share of its memory.
+
+For each run: mmrun's own rate after its engine start (the summary line's prompts/s: for
+--server, from its connection to the server), seconds from spawn to the first and the last
+result, and whether every greedy text is identical to the first in-process run's. Also the
+server's spawn to ready, and the `vllm serve` command line it ran (its dry run).
+
+usage: server.py --bench ROOT --model DIR --prompts N --res DIR [--rounds R]
+                 [--max-tokens T] [--engine-args JSON] [--budget S] [--port P]
+  ROOT: media.py's folder (mN.jsonl). --engine-args: engine arguments of both engines
+  (default {"gpu_memory_utilization": 0.4}, so that both fit on the GPU at once).
+Writes RES/<variant>-<N>-<round>/ (log.txt, out.jsonl), RES/serve.log, RES/serve-cmd.txt,
+RES/summary.json and RES/summary.md.
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import hashlib
+import json
+import os
+import re
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+from throughput import MMRUN_FLAGS, command, run_one, texts_of
+
+RATE = re.compile(r"([\d.]+) prompts/s, [\d.]+ output tok/s over (\S+) after the engine start")
+VARIANTS = ("mmrun", "mmrun-server")
+ITEMS = 4  # media.py's images per prompt
+
+
+def serve_argv(model: str, engine_args: dict, port: int) -> list[str]:
+    argv = [sys.executable, "-m", "mmrun", "serve", "-m", "qwen2_5_vl", "--modality", "image"]
+    argv += [
+        "--model",
+        model,
+        "--items",
+        str(ITEMS),
+        "--port",
+        str(port),
+        *MMRUN_FLAGS["qwen2_5_vl"],
+    ]
+    for key, value in engine_args.items():
+        argv += ["--engine-arg", f"{key}={json.dumps(value)}"]
+    return argv
+
+
+def gpu_used_mib() -> float | None:
+    try:
+        out = subprocess.run(["nvidia-smi", "--query-gpu=memory.used", "--format=csv,noheader,nounits"],
+                             capture_output=True, text=True, timeout=10).stdout.split()  # fmt: skip
+    except (OSError, subprocess.SubprocessError):
+        return None
+    return max((float(u) for u in out), default=None)
+
+
+def gpu_back_to(baseline: float | None, limit: float = 60) -> None:
+    """Wait until the GPU holds no more than the server's memory (a run's engine processes
+    give theirs back seconds after it ends)."""
+    end = time.time() + limit
+    while baseline is not None and time.time() < end:
+        used = gpu_used_mib()
+        if used is None or used < baseline + 2000:
+            return
+        time.sleep(0.5)
+
+
+def seconds(text: str) -> float:
+    """mmrun's duration ("41.2s", "1m03s") in seconds."""
+    minutes, _, rest = text.rpartition("m")
+    return (int(minutes) if minutes else 0) * 60 + float(rest.rstrip("s"))
+
+
+def rate_of(log: Path) -> tuple[float | None, float | None]:
+    """mmrun's prompts/s after its engine start, and that span, from its summary line."""
+    found = RATE.findall(log.read_text(errors="replace")) if log.exists() else []
+    if not found:
+        return None, None
+    per_s, span = found[-1]
+    return float(per_s), seconds(span)
+
+
+def start_server(argv: list[str], res: Path, timeout: float) -> tuple[subprocess.Popen, str, float]:
+    t0 = time.time()
+    log = open(res / "serve.log", "w")  # noqa: SIM115
+    proc = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=log, text=True,
+                            start_new_session=True)  # fmt: skip
+    assert proc.stdout is not None
+    url = proc.stdout.readline().strip()  # the ready line: the server's URL
+    if not url.startswith("http"):
+        proc.wait(timeout)
+        raise SystemExit(
+            f"mmrun serve ended without a ready line (rc {proc.returncode}): {res / 'serve.log'}"
+        )
+    return proc, url, time.time() - t0
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--bench", required=True, type=Path)
+    ap.add_argument("--model", required=True)
+    ap.add_argument("--prompts", required=True, type=int)
+    ap.add_argument("--res", required=True, type=Path)
+    ap.add_argument("--rounds", type=int, default=2)
+    ap.add_argument("--max-tokens", type=int, default=64)
+    ap.add_argument("--engine-args", type=json.loads, default={"gpu_memory_utilization": 0.4})
+    ap.add_argument("--budget", type=float, default=3600)
+    ap.add_argument("--port", type=int, default=8390)
+    args = ap.parse_args()
+    t0, n = time.time(), args.prompts
+    args.res.mkdir(parents=True, exist_ok=True)
+    argv = serve_argv(args.model, args.engine_args, args.port)
+    dry = subprocess.run([*argv, "--dry-run"], capture_output=True, text=True)
+    (args.res / "serve-cmd.txt").write_text(dry.stdout + dry.stderr)
+    server, url, ready_s = start_server(argv, args.res, args.budget)
+    print(json.dumps({"server": url, "spawn_to_ready_s": round(ready_s, 1)}), flush=True)
+    rows: list[dict] = [{"run": "serve", "spawn_to_ready_s": round(ready_s, 1)}]
+    baseline = gpu_used_mib()
+    reference: dict[str, str] | None = None
+    try:
+        for r in range(args.rounds):
+            for v in VARIANTS if r % 2 == 0 else VARIANTS[::-1]:
+                name = f"{v}-{n}-{r + 1}"
+                run = args.res / name
+                left = args.budget - (time.time() - t0)
+                if left < 30:
+                    print(f"{name}: skipped ({left:.0f}s of the budget left)", flush=True)
+                    continue
+                # in-process: the server's engine arguments; --server: the server's own
+                extra = args.engine_args if v == "mmrun" else {}
+                cmd, env, result = command("mmrun", n, args.bench, args.model, run, extra,
+                                           max_tokens=args.max_tokens)  # fmt: skip
+                if v == "mmrun-server":
+                    cmd += ["--server", url]
+                gpu_back_to(baseline)
+                rec = run_one(cmd, env, result, n, run, left - 5)
+                per_s, span = rate_of(run / "log.txt")
+                texts = texts_of("mmrun", run)
+                row = {"run": name, "variant": v, "prompts": n, "rc": rec["rc"],
+                       "prompts_per_s": per_s, "after_start_s": span}  # fmt: skip
+                for mark in ("first", "last"):
+                    if rec.get(mark) is not None:
+                        row[f"spawn_to_{mark}_s"] = round(rec[mark] - rec["spawn"], 1)
+                row["texts"] = len(texts)
+                row["texts_sha256"] = hashlib.sha256(
+                    json.dumps(texts, sort_keys=True).encode()
+                ).hexdigest()[:16]
+                if v == "mmrun" and len(texts) == n and reference is None:
+                    reference, row["texts_identical"] = texts, "reference"
+                elif reference is not None and texts:
+                    same = sum(texts.get(k) == t for k, t in reference.items())
+                    row["texts_identical"] = "yes" if same == n else f"{same}/{n}"
+                rows.append(row)
+                print(json.dumps(row), flush=True)
+                (args.res / "summary.json").write_text(json.dumps(rows, indent=1) + "\n")
+    finally:
+        os.killpg(server.pid, signal.SIGTERM)
+        with contextlib.suppress(subprocess.TimeoutExpired):
+            server.wait(60)
+        rows.append({"run": "serve", "stopped_rc": server.poll()})
+        (args.res / "summary.json").write_text(json.dumps(rows, indent=1) + "\n")
+    (args.res / "summary.md").write_text(table(rows))
+    print(table(rows))
+    return 0
+
+
+def table(rows: list[dict]) -> str:
+    """The runs, and each round's --server rate against the in-process one."""
+    runs = [r for r in rows if r.get("variant")]
+    lines = ["| run | prompts/s after engine start | spawn to first result (s) | spawn to all "
+             "results (s) | texts identical |", "|---|---|---|---|---|"]  # fmt: skip
+    for r in runs:
+        lines.append(f"| {r['run']} | {r.get('prompts_per_s') or '-'} | {r.get('spawn_to_first_s', '-')} | "
+                     f"{r.get('spawn_to_last_s', '-')} | {r.get('texts_identical', '-')} |")  # fmt: skip
+    by_round: dict[str, dict[str, float]] = {}
+    for r in runs:
+        if r.get("prompts_per_s"):
+            by_round.setdefault(r["run"].rsplit("-", 1)[1], {})[r["variant"]] = r["prompts_per_s"]
+    for round_, pair in sorted(by_round.items()):
+        if len(pair) == 2:
+            lines.append(f"\nround {round_}: --server / in-process = "
+                         f"{pair['mmrun-server'] / pair['mmrun']:.2f}x")  # fmt: skip
+    return "\n".join(lines) + "\n"
+
+
+if __name__ == "__main__":
+    sys.exit(main())
