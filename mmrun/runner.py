@@ -131,8 +131,9 @@ class Runner:
         filler = None
         if pipeline is not None and not abort_on_media:
             # A batch's pipeline starts with a few prompts until it knows how large they
-            # decode: it keeps resolving ahead as the first sizes become known, once vLLM is
-            # imported, and at most ``decoders`` items at once until the engine is up.
+            # decode: it keeps resolving ahead as the first sizes become known, once vLLM and
+            # its engine are imported, and at most ``decoders`` items at once until the engine
+            # is up.
             # Decoding beside the import (thousands of files, the GIL given up at each read)
             # slowed it: 512 x 4 images on an H200 host had torch imported 16.9 s after
             # spawn instead of 3.9 s.

@@ -80,7 +80,7 @@ bench|startup|server)
   if [ $cmd = startup ]; then startup; exit $?; fi
   if [ $cmd = server ]; then  # `vllm serve` needs run-batch's server dependencies
     python3 .gpu/s/media.py $T/bench ${SIZES:-512} --task $TASK
-    PYTHONPATH=$PYTHONPATH:$RUNBATCH_SITE python3 .gpu/s/server.py --bench $T/bench --model $M --res $RES \
+    PYTHONPATH=$PYTHONPATH:$RUNBATCH_SITE:$PWD/.gpu/s python3 .gpu/s/server.py --bench $T/bench --model $M --res $RES \
       --budget $(( ${BUDGET_S:-570} - SECONDS - 10 )) "$@" | grep -v '^|'
     cp $RES/summary.json $RES/summary.md $RES/serve-cmd.txt "$OUT/" 2>/dev/null; cat $RES/summary.md 2>/dev/null
     tar czf "$OUT/logs.tgz" -C $RES --exclude='*.jsonl' . ; exit 0
