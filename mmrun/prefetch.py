@@ -86,18 +86,11 @@ class MediaPipeline:
         # the engine has started: they hold decoded media).
         self.futures: list[Future[MediaItem]] = []
         self.keep_futures = True
-        # What fill(in_flight=N) submitted and is still resolving (a few items: N at most).
-        self._unresolved: list[list[Future[MediaItem]]] = []
 
-    def fill(self, in_flight: int | None = None) -> None:
+    def fill(self) -> None:
         """Submit items until ``ahead`` are waiting. The item stream may yield None: nothing
-        right now, more may come (a replica waiting on its coordinator). ``in_flight``: submit
-        none while that many items' media are still resolving."""
-        if in_flight is None:
-            self._unresolved.clear()
+        right now, more may come (a replica waiting on its coordinator)."""
         while not self._exhausted and len(self._queue) < self._limit():
-            if in_flight is not None and self._resolving() >= in_flight:
-                return
             item = next(self._items, _END)
             if item is _END:
                 self._exhausted = True
@@ -114,13 +107,6 @@ class MediaPipeline:
                 self._queue.append((item, ItemError("media", str(exc), exc)))
                 continue
             self._queue.append((item, futures))
-            if in_flight is not None:
-                self._unresolved.append(futures)
-
-    def _resolving(self) -> int:
-        """Items submitted under an ``in_flight`` bound whose media are not all resolved."""
-        self._unresolved = [w for w in self._unresolved if not all(f.done() for f in w)]
-        return len(self._unresolved)
 
     def _limit(self) -> int:
         """How many items may wait ahead: ``ahead``, fewer when their decoded media would

@@ -22,7 +22,7 @@ from mmrun.builder import RendererFactory, RequestBuilder, ServerRequestBuilder
 from mmrun.errors import EngineDied, EngineError, MediaError
 from mmrun.hub_access import check_reachable, lora_path
 from mmrun.item import Item
-from mmrun.media import MediaItem, MediaResolver, prefetch_budget, start_decoders
+from mmrun.media import MediaItem, MediaResolver, prefetch_budget
 from mmrun.outcome import Completion, Hooks, ItemError, Outcome, Sink, Stats
 from mmrun.plan import Plan
 from mmrun.prefetch import MediaPipeline, Ready
@@ -112,9 +112,8 @@ class Runner:
         check_reachable(self.plan.model, "the model")  # vLLM's start asks the Hub next
         if self.hooks.on_engine_start is not None and not again:
             self.hooks.on_engine_start()
-        decoders = start_decoders() if not abort_on_media else None
         if pipeline is not None:
-            pipeline.fill(in_flight=decoders)
+            pipeline.fill()
         t_start = time.perf_counter()
         abort = threading.Event()
         failed: list[Future[Any]] = []
@@ -127,22 +126,19 @@ class Runner:
 
             for future in list(pipeline.futures):
                 future.add_done_callback(check)
-        started, imported = threading.Event(), threading.Event()
+        started = threading.Event()
         filler = None
         if pipeline is not None and not abort_on_media:
             # A batch's pipeline starts with a few prompts until it knows how large they
-            # decode: it keeps resolving ahead as the first sizes become known, once vLLM and
-            # its engine are imported, and at most ``decoders`` items at once until the engine
-            # is up.
-            # Decoding beside the import (thousands of files, the GIL given up at each read)
-            # slowed it: 512 x 4 images on an H200 host had torch imported 16.9 s after
-            # spawn instead of 3.9 s.
+            # decode: it keeps resolving ahead as the first sizes become known, from the
+            # engine's start on. Held back until vLLM was imported, then a few items at once,
+            # the decoding ran beside vLLM's engine import and memory profile instead, and the
+            # whole start was slower (512 x 4 images, an H200: engine ready after 69.2 s against
+            # 53.1 and 44.6, all results after 86.4 s against 70.2 and 60.7).
             def keep_filling() -> None:
                 with contextlib.suppress(Exception):  # the run's own fill() reports it
-                    while not imported.wait(0.25) and not started.is_set():
-                        pass
                     while not started.wait(0.25):
-                        pipeline.fill(in_flight=decoders)
+                        pipeline.fill()
 
             filler = threading.Thread(target=keep_filling, name="mmrun-prefetch", daemon=True)
             filler.start()
@@ -156,7 +152,6 @@ class Runner:
                 # seconds): built while the engine starts, not after it is ready.
                 warm_up=lambda: self.builder.warm(pipeline.peek() if pipeline else None),
                 timings=self.timings,
-                imported=imported,
             )
         except engine.StartAborted:
             failed[0].result()  # raises the failure
@@ -428,8 +423,8 @@ def run_engine_batch(
     stats = Stats()
     window = runner.window(replica=not prefetch)
     resolver = runner.resolver()
-    # Twice the window ahead, from vLLM's import on (Runner.start): decoding costs vLLM's
-    # frontend (this process) little while it waits for its engine core (docs/performance.md).
+    # Twice the window ahead, from the engine's start on: decoding costs vLLM's frontend (this
+    # process) nothing while it waits for its engine core (docs/performance.md).
     pipeline = MediaPipeline(
         items,
         resolver,

@@ -76,7 +76,6 @@ def start(
     warm_up: Callable[[], None] | None = None,
     env: Iterable[tuple[str, str]] = (),
     timings: dict[str, float] | None = None,
-    imported: threading.Event | None = None,
 ) -> Any:
     """Create ``vllm.LLM`` from the composed engine arguments, in this process's environment
     with ``env`` added (variables it sets already keep their values). Setting ``abort`` while it
@@ -85,9 +84,7 @@ def start(
     work that the first request would otherwise wait for (mmrun's first prompt, which loads
     the model's processor or tokenizer), done in a thread during the start, after vLLM's own
     frontend has loaded the model's processor there (see ``warm_up_when_forked``; the seconds
-    that took go to ``timings["frontend_warm_s"]``). ``imported``: set once vLLM and its engine
-    are imported (or the start failed before), for work that should not compete with that
-    import."""
+    that took go to ``timings["frontend_warm_s"]``)."""
     aborted = abort.is_set if abort is not None else lambda: False
     if aborted():
         raise StartAborted
@@ -96,15 +93,7 @@ def start(
     use_private_rpc_dir()
     use_engine_log()
     threads = use_frontend_threads(engines_on_host) or users_gpu_threads()
-    try:
-        vllm = import_vllm()  # seconds, and not interrupted by ``abort``: checked after it
-        # vLLM imports LLM, its engine and transformers at first use: seconds more, which
-        # ``imported`` waits for too (media decoded beside that import slowed it from 6.2 s to
-        # 20.2 s at 512 x 4 images on an H200 host)
-        vllm.LLM  # noqa: B018
-    finally:
-        if imported is not None:
-            imported.set()
+    vllm = import_vllm()  # seconds, and not interrupted by ``abort``: checked again after it
     if aborted():
         raise StartAborted
     size_the_cpu_kv_cache(engine_args)

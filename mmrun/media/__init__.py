@@ -3,13 +3,7 @@ memory budget (budget), the worker pool (pool), and the resolver that ties them 
 Decoding itself belongs to each modality (``Modality.decode``)."""
 
 from mmrun.media.download import Downloader, ProgressFn
-from mmrun.media.resolver import (
-    MediaItem,
-    MediaResolver,
-    decoded_bytes,
-    prefetch_budget,
-    start_decoders,
-)
+from mmrun.media.resolver import MediaItem, MediaResolver, decoded_bytes, prefetch_budget
 from mmrun.media.sources import Source, parse_source
 
 __all__ = [
@@ -21,5 +15,4 @@ __all__ = [
     "decoded_bytes",
     "parse_source",
     "prefetch_budget",
-    "start_decoders",
 ]

@@ -21,7 +21,6 @@ from mmrun.media.sources import Source, checked_path, parse_source, read_data_ur
 from mmrun.registry import Modality
 
 PREFETCH_ENV = "MMRUN_PREFETCH_MB"
-START_DECODERS_ENV = "MMRUN_START_DECODERS"
 DEFAULT_PREFETCH_MB = 1024
 
 
@@ -48,12 +47,6 @@ def prefetch_budget() -> int:
     """Bytes the decoded media resolved ahead of the engine may take in a batch
     (MMRUN_PREFETCH_MB)."""
     return int(positive_number(PREFETCH_ENV, DEFAULT_PREFETCH_MB, "megabytes") * 1024 * 1024)
-
-
-def start_decoders() -> int:
-    """How many items' media a batch resolves at once while its engine starts
-    (MMRUN_START_DECODERS): vLLM's engine core compiles and profiles on the same cores."""
-    return int(positive_number(START_DECODERS_ENV, DOWNLOAD_WORKERS, "items"))
 
 
 def decoded_bytes(item: MediaItem) -> int:

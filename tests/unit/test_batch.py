@@ -11,17 +11,12 @@ import os
 import re
 import time
 import types
-from concurrent.futures import Future
 from pathlib import Path
 from typing import Any
 
 import pytest
-from PIL import Image
 
 from mmrun.errors import EXIT_PARTIAL, EXIT_USAGE
-from mmrun.item import Item
-from mmrun.media import MediaResolver
-from mmrun.prefetch import MediaPipeline
 from tests.helpers.cli import in_process
 from tests.helpers.http import PNG
 
@@ -449,8 +444,8 @@ def test_large_decoded_media_shorten_the_lookahead(
     waiting: list[tuple[int, int]] = []
     real_fill = runner_module.MediaPipeline.fill
 
-    def fill(self: Any, in_flight: int | None = None) -> None:
-        real_fill(self, in_flight)
+    def fill(self: Any) -> None:
+        real_fill(self)
         waiting.append((self._seen_items, len(self._queue)))
 
     monkeypatch.setattr(runner_module.MediaPipeline, "fill", fill)
@@ -463,74 +458,6 @@ def test_large_decoded_media_shorten_the_lookahead(
     sized = [queued for seen, queued in waiting if seen >= 1]
     # Once sizes are known, no fill adds items beyond the budget's 2.
     assert all(b <= max(a, 2) for a, b in itertools.pairwise(sized)), sized
-
-
-class HeldResolver:
-    """Resolutions that finish only when the test says so."""
-
-    def __init__(self) -> None:
-        self.futures: list[Future[Any]] = []
-
-    def submit(self, texts: Any) -> list[Future[Any]]:
-        futures: list[Future[Any]] = [Future() for _ in texts]
-        self.futures.extend(futures)
-        return futures
-
-
-def test_a_pipeline_holds_its_lookahead_to_the_items_in_flight_it_is_given() -> None:
-    resolver = HeldResolver()
-    items = iter([Item(id=str(i), index=i, sources=(f"/m/{i}.png",)) for i in range(20)])
-    pipeline = MediaPipeline(items, resolver, ahead=10)  # type: ignore[arg-type]
-    pipeline.fill(in_flight=3)
-    assert len(resolver.futures) == 3
-    pipeline.fill(in_flight=3)
-    assert len(resolver.futures) == 3  # all three still resolving
-    resolver.futures[0].set_result(object())
-    pipeline.fill(in_flight=3)
-    assert len(resolver.futures) == 4
-    pipeline.fill()  # no bound: up to ``ahead``
-    assert len(resolver.futures) == 10
-
-
-def test_a_batch_resolves_ahead_only_once_vllm_is_imported(
-    fake_vllm: Any, photos: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    # Decoding threads beside ``import vllm`` slow it (the GIL, given up at every file read):
-    # until it returns, only the first fill's items resolve, and at most
-    # MMRUN_START_DECODERS at once while the engine starts.
-    folder = photos.parent / "many"
-    folder.mkdir()
-    for i in range(40):
-        Image.new("RGB", (64 + i, 64), (i, 0, 0)).save(folder / f"p{i:02d}.png")
-    from mmrun.engine import handle
-
-    submitted: list[int] = []
-    at_import: list[int] = []
-    real_submit, real_resolve = MediaResolver.submit, MediaResolver.resolve
-    real_import = handle.import_vllm
-
-    def submit(self: Any, texts: Any) -> Any:
-        submitted.append(len(texts))
-        return real_submit(self, texts)
-
-    def resolve(self: Any, source: Any) -> Any:
-        time.sleep(0.3)  # the first two still resolving when the first fill ends
-        return real_resolve(self, source)
-
-    def import_vllm() -> Any:
-        time.sleep(1.0)  # the filler thread would have filled meanwhile
-        at_import.append(len(submitted))
-        return real_import()
-
-    monkeypatch.setattr(MediaResolver, "submit", submit)
-    monkeypatch.setattr(MediaResolver, "resolve", resolve)
-    monkeypatch.setattr(handle, "import_vllm", import_vllm)
-    monkeypatch.setenv("MMRUN_START_DECODERS", "2")
-    out = photos.parent / "out.jsonl"
-    result = cli("-i", str(folder), "-o", str(out), "--engine-arg", "max_num_seqs=256")
-    assert result.exit_code == 0, result.stderr
-    assert len(lines(out)) == 40
-    assert at_import[0] == 2, (at_import, submitted)  # the first fill's two, then none
 
 
 def test_a_bad_prefetch_budget_is_a_usage_error(
