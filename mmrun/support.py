@@ -56,6 +56,16 @@ def _vllm_distribution() -> tuple[str, str] | None:
     return None
 
 
+def release_numbers(version: str) -> tuple[int, ...]:
+    """The leading numbers of a version: "0.26.0+cu130" -> (0, 26, 0); "0.27.0rc1" -> (0, 27)."""
+    numbers = []
+    for part in version.split("+")[0].split("."):
+        if not part.isdigit():
+            break
+        numbers.append(int(part))
+    return tuple(numbers)
+
+
 def vllm_version() -> str | None:
     """The installed vLLM's version, or None where it is not installed."""
     found = _vllm_distribution()

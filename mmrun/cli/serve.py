@@ -214,10 +214,10 @@ def _run(
     verbose: bool,
 ) -> None:
     from mmrun import serving
-    from mmrun.engine.cpu import size_the_cpu_kv_cache
+    from mmrun.engine.cpu import prepare_the_cpu_start
     from mmrun.engine.server import ServerTarget
 
-    size_the_cpu_kv_cache(the_plan.engine_args)
+    prepare_the_cpu_start(the_plan.engine_args)
     url = serving.url_of(options)
     folder.mkdir(parents=True, exist_ok=True)
     log_path = folder / f"server-{options.port}.log"

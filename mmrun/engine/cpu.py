@@ -1,4 +1,5 @@
-"""vLLM's CPU build: its KV cache sized for the run when the user has not.
+"""vLLM's CPU build: its KV cache sized for the run when the user has not, and its compiled
+model not saved where it cannot be loaded back.
 
 Without ``VLLM_CPU_KVCACHE_SPACE``, vLLM 0.32's CPU worker reserves ``gpu_memory_utilization``
 (0.92 by default) of the machine's whole memory and refuses to start when that much is not
@@ -7,6 +8,13 @@ each engine process. The cache a run needs is known before the start: ``max_num_
 sequences of ``max_model_len`` tokens, each token holding a key and a value per layer and KV
 head. mmrun sets ``VLLM_CPU_KVCACHE_SPACE`` to that (in whole GiB, as vLLM reads it), within
 what is free; when not even one sequence fits, it says what to lower, in one line.
+
+vLLM 0.32's CPU build saves each compiled model for the next start (AOT compilation, its
+default with torch 2.10 and later) but fails to load it back ("'function' object has no
+attribute 'finalize_loading'": the CPU backend compiles without inductor), so every start
+compiled the model again and saved it anew. With ``VLLM_USE_AOT_COMPILE=0`` it only traces the
+model at each start: the tiny Qwen2.5-VL's one-image call took 24.8 s instead of 27.8 s
+(median of 4 pairs, 2 cores). mmrun sets that on those releases unless the user set it.
 """
 
 from __future__ import annotations
@@ -20,6 +28,7 @@ from pathlib import Path
 from typing import Any
 
 from mmrun.errors import EngineError
+from mmrun.support import release_numbers
 
 ENV = "VLLM_CPU_KVCACHE_SPACE"
 GIB = 1 << 30
@@ -28,6 +37,8 @@ GIB = 1 << 30
 HEADROOM_BYTES = 2 * GIB
 # vLLM hands out KV memory in blocks and keeps a little for itself.
 MARGIN = 1.1
+AOT_ENV = "VLLM_USE_AOT_COMPILE"
+AOT_UNLOADABLE = ((0, 32), (0, 33))  # from, before: the releases seen to fail the load
 
 
 @dataclass(frozen=True)
@@ -171,14 +182,33 @@ def _weights_bytes(engine_args: Mapping[str, Any]) -> int:
     return total
 
 
-def size_the_cpu_kv_cache(engine_args: Mapping[str, Any]) -> None:
-    """On vLLM's CPU build: VLLM_CPU_KVCACHE_SPACE for this run, unless the user set it;
-    said on stderr with -v."""
+def no_unloadable_compile_cache(version: str | None, environ: Mapping[str, str]) -> bool:
+    """Whether a CPU build of this vLLM ``version`` gets VLLM_USE_AOT_COMPILE=0 (a release in
+    AOT_UNLOADABLE, and the user has not set the variable in ``environ``)."""
+    if version is None or AOT_ENV in environ:
+        return False
+    first, before = AOT_UNLOADABLE
+    return first <= release_numbers(version) < before
+
+
+def prepare_the_cpu_start(engine_args: Mapping[str, Any]) -> None:
+    """On vLLM's CPU build: VLLM_CPU_KVCACHE_SPACE for this run, and VLLM_USE_AOT_COMPILE=0
+    where the release cannot load its saved compilation, unless the user set them; said on
+    stderr with -v."""
     from mmrun.engine.environment import is_quiet
-    from mmrun.support import vllm_device
+    from mmrun.support import vllm_device, vllm_version
 
     if vllm_device() != "cpu":
         return
     choice = size_for_the_run(engine_args)
     if choice is not None and not is_quiet():
         print(f"mmrun: {ENV}={choice.gib} (GiB) for this run: {choice.reason}", file=sys.stderr)
+    version = vllm_version()
+    if no_unloadable_compile_cache(version, os.environ):
+        os.environ[AOT_ENV] = "0"
+        if not is_quiet():
+            print(
+                f"mmrun: {AOT_ENV}=0 for this run: vLLM {version}'s CPU build cannot load the "
+                "compiled model it saves, so it would compile it again at every start",
+                file=sys.stderr,
+            )

@@ -15,6 +15,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from mmrun.engine.environment import use_threads
+from mmrun.support import release_numbers
 
 FRONTEND_THREADS_MAX = 8
 
@@ -100,7 +101,7 @@ def prefer_vllm_norm_kernels(
     (``ir_op_priority``), unless the user chose kernels (``ir_op_priority``,
     ``kernel_config``), nothing is compiled (``enforce_eager``: vLLM picks them itself) or the
     vision encoder is compiled too (Inductor fuses its norms then)."""
-    if version is None or "rocm" in version or _release(version) < NORM_KERNELS_SINCE:
+    if version is None or "rocm" in version or release_numbers(version) < NORM_KERNELS_SINCE:
         return
     if "ir_op_priority" in overrides or "kernel_config" in overrides:
         return
@@ -110,16 +111,6 @@ def prefer_vllm_norm_kernels(
     ):
         return
     engine_args["ir_op_priority"] = copy.deepcopy(VLLM_NORM_KERNELS)
-
-
-def _release(version: str) -> tuple[int, ...]:
-    """The leading numbers of a version: "0.26.0+cu130" -> (0, 26, 0); "0.27.0rc1" -> (0, 27)."""
-    numbers = []
-    for part in version.split("+")[0].split("."):
-        if not part.isdigit():
-            break
-        numbers.append(int(part))
-    return tuple(numbers)
 
 
 # The compiled vision encoder (``compilation_config.compile_mm_encoder``) runs a batch faster,
@@ -175,7 +166,7 @@ def choose_the_model_runner(
     if architecture not in V1_RUNNER_ARCHITECTURES or version is None or "rocm" in version:
         return {}
     first, before = V1_RUNNER_RELEASES
-    if not first <= _release(version) < before or RUNNER_ENV in environ:
+    if not first <= release_numbers(version) < before or RUNNER_ENV in environ:
         return {}
     return {RUNNER_ENV: "0"}
 

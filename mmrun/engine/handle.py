@@ -11,7 +11,7 @@ import threading
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any
 
-from mmrun.engine.cpu import size_the_cpu_kv_cache
+from mmrun.engine.cpu import prepare_the_cpu_start
 from mmrun.engine.environment import (
     heap_frozen,
     is_quiet,
@@ -96,7 +96,7 @@ def start(
     vllm = import_vllm()  # seconds, and not interrupted by ``abort``: checked again after it
     if aborted():
         raise StartAborted
-    size_the_cpu_kv_cache(engine_args)
+    prepare_the_cpu_start(engine_args)
     constructed, failed = threading.Event(), threading.Event()
     warm = None
     if warm_up is not None:

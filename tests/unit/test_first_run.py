@@ -467,3 +467,34 @@ def test_a_kv_cache_that_cannot_fit_is_one_line_naming_what_to_lower() -> None:
     line = str(caught.value)
     assert "\n" not in line
     assert "max_model_len=128000" in line and "lower --engine-arg max_model_len=" in line
+
+
+def test_the_cpu_compile_cache_is_left_off_only_where_it_cannot_load() -> None:
+    from mmrun.engine.cpu import no_unloadable_compile_cache
+
+    assert no_unloadable_compile_cache("0.32.0", {})
+    assert no_unloadable_compile_cache("0.32.1+cpu", {})
+    assert not no_unloadable_compile_cache("0.31.0", {})  # not seen to fail: vLLM decides
+    assert not no_unloadable_compile_cache("0.33.0", {})
+    assert not no_unloadable_compile_cache(None, {})
+    # the user's own setting wins, whatever it says
+    assert not no_unloadable_compile_cache("0.32.0", {"VLLM_USE_AOT_COMPILE": "1"})
+
+
+def test_a_cpu_start_says_it_leaves_the_compile_cache_off(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    import os
+
+    from mmrun import support
+    from mmrun.engine import cpu
+
+    monkeypatch.setattr(support, "vllm_device", lambda: "cpu")
+    monkeypatch.setattr(support, "vllm_version", lambda: "0.32.0")
+    monkeypatch.setattr(cpu, "size_for_the_run", lambda engine_args: None)
+    monkeypatch.delenv("VLLM_USE_AOT_COMPILE", raising=False)
+    monkeypatch.setattr(os, "environ", dict(os.environ))  # what the start sets stays here
+    cpu.prepare_the_cpu_start({})
+    assert os.environ["VLLM_USE_AOT_COMPILE"] == "0"
+    err = capsys.readouterr().err
+    assert "mmrun: VLLM_USE_AOT_COMPILE=0 for this run: vLLM 0.32.0's CPU build" in err
