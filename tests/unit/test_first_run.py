@@ -487,8 +487,9 @@ def test_a_cpu_start_says_it_leaves_the_compile_cache_off(
     import os
 
     from mmrun import support
-    from mmrun.engine import cpu
+    from mmrun.engine import cpu, environment
 
+    monkeypatch.setattr(environment, "is_quiet", lambda: False)  # as with -v
     monkeypatch.setattr(support, "vllm_device", lambda: "cpu")
     monkeypatch.setattr(support, "vllm_version", lambda: "0.32.0")
     monkeypatch.setattr(cpu, "size_for_the_run", lambda engine_args: None)
