@@ -20,7 +20,6 @@ from __future__ import annotations
 
 import argparse
 import contextlib
-import hashlib
 import json
 import os
 import re
@@ -30,7 +29,7 @@ import sys
 import time
 from pathlib import Path
 
-from throughput import MMRUN_FLAGS, command, run_one, texts_of
+from throughput import MMRUN_FLAGS, command, compare_texts, run_one, texts_of
 
 RATE = re.compile(r"([\d.]+) prompts/s, [\d.]+ output tok/s over (\S+) after the engine start")
 VARIANTS = ("mmrun", "mmrun-server")
@@ -143,21 +142,16 @@ def main() -> int:
                 gpu_back_to(baseline)
                 rec = run_one(cmd, env, result, n, run, left - 5)
                 per_s, span = rate_of(run / "log.txt")
-                texts = texts_of("mmrun", run)
                 row = {"run": name, "variant": v, "prompts": n, "rc": rec["rc"],
                        "prompts_per_s": per_s, "after_start_s": span}  # fmt: skip
                 for mark in ("first", "last"):
                     if rec.get(mark) is not None:
                         row[f"spawn_to_{mark}_s"] = round(rec[mark] - rec["spawn"], 1)
-                row["texts"] = len(texts)
-                row["texts_sha256"] = hashlib.sha256(
-                    json.dumps(texts, sort_keys=True).encode()
-                ).hexdigest()[:16]
-                if v == "mmrun" and len(texts) == n and reference is None:
-                    reference, row["texts_identical"] = texts, "reference"
-                elif reference is not None and texts:
-                    same = sum(texts.get(k) == t for k, t in reference.items())
-                    row["texts_identical"] = "yes" if same == n else f"{same}/{n}"
+                # the reference is an in-process run's texts
+                fields, reference = compare_texts(
+                    texts_of("mmrun", run), n, reference, may_be_reference=v == "mmrun"
+                )
+                row.update(fields)
                 rows.append(row)
                 print(json.dumps(row), flush=True)
                 (args.res / "summary.json").write_text(json.dumps(rows, indent=1) + "\n")

@@ -386,6 +386,22 @@ def texts_of(variant: str, run: Path) -> dict[str, str]:
     return texts
 
 
+def compare_texts(texts: dict[str, str], n: int, reference: dict[str, str] | None,
+                  may_be_reference: bool = True) -> tuple[dict, dict[str, str] | None]:  # fmt: skip
+    """A run's texts as its summary row gives them: how many, a digest (which compares runs of
+    separate calls too: the texts themselves stay on the machine) and whether each is identical
+    to the reference run's; and the reference, which the first complete run that may be one
+    becomes."""
+    digest = hashlib.sha256(json.dumps(texts, sort_keys=True).encode()).hexdigest()
+    fields: dict = {"texts": len(texts), "texts_sha256": digest[:16]}
+    if may_be_reference and len(texts) == n and reference is None:
+        return {**fields, "texts_identical": "reference"}, texts
+    if reference is not None and texts:
+        same = sum(texts.get(k) == t for k, t in reference.items())
+        fields["texts_identical"] = "yes" if same == n else f"{same}/{n}"
+    return fields, reference
+
+
 def summarise(variant: str, n: int, rec: dict, gpu: GpuBusy) -> dict:
     spawn, ready, last = rec["spawn"], rec.get("ready"), rec.get("last")
     out = {"variant": variant, "prompts": n, "rc": rec["rc"]}
@@ -496,16 +512,8 @@ def main() -> int:
             gpu_free()
             rec = run_one(argv, env, result, n, run, left - 5)
             row = {"task": args.task, "run": name, **summarise(v, n, rec, gpu)}
-            texts = texts_of(v.split("+")[0], run)
-            row["texts"] = len(texts)
-            # compares runs of separate calls too (the texts themselves stay on the machine)
-            digest = hashlib.sha256(json.dumps(texts, sort_keys=True).encode()).hexdigest()
-            row["texts_sha256"] = digest[:16]
-            if len(texts) == n and reference is None:
-                reference, row["texts_identical"] = texts, "reference"
-            elif reference is not None and texts:
-                same = sum(texts.get(k) == t for k, t in reference.items())
-                row["texts_identical"] = "yes" if same == n else f"{same}/{n}"
+            fields, reference = compare_texts(texts_of(v.split("+")[0], run), n, reference)
+            row.update(fields)
             rows.append(row)
             print(json.dumps(row), flush=True)
             (args.res / "summary.json").write_text(json.dumps(rows, indent=1) + "\n")
