@@ -29,6 +29,7 @@ from mmrun.plan import Plan
 
 STATE_ENV = "MMRUN_STATE_DIR"
 SERVER_MODULE = "vllm.entrypoints.openai.api_server"
+MULTIPROC_METHOD = "VLLM_WORKER_MULTIPROC_METHOD"
 STOP_WAIT_S = 20.0
 # vLLM's start on a CPU takes one to two minutes for a tiny model; a large model on a GPU
 # downloads and compiles first.
@@ -107,10 +108,28 @@ def url_of(options: ServeOptions) -> str:
     return f"http://{host}:{options.port}"
 
 
+def added_environment(plan: Plan) -> dict[str, str]:
+    """What mmrun adds to the server's environment, where this one does not set it: the
+    key's engine choices (``plan.engine_env``) and, on a GPU build, the torch threads of its
+    frontend. vLLM's API server process runs each request's multimodal processor with
+    OMP_NUM_THREADS torch threads, 1 when unset, as an engine in mmrun's own process does
+    (mmrun.engine.gpu.use_frontend_threads); there every image of every request went through
+    one thread. The server spawns its engine core (as vLLM's CLI does; set here too), so the
+    threads cannot hang its start as a fork can (one_thread_until_forked)."""
+    from mmrun.engine.gpu import chosen_frontend_threads
+
+    added = {name: value for name, value in plan.engine_env if name not in os.environ}
+    threads = chosen_frontend_threads()
+    if threads is not None:
+        added["OMP_NUM_THREADS"] = str(threads)
+        if MULTIPROC_METHOD not in os.environ:
+            added[MULTIPROC_METHOD] = "spawn"
+    return added
+
+
 def environment(plan: Plan, options: ServeOptions) -> dict[str, str]:
     env = dict(os.environ)
-    for name, value in plan.engine_env:
-        env.setdefault(name, value)
+    env.update(added_environment(plan))
     if options.api_key:
         env["VLLM_API_KEY"] = options.api_key  # not on the command line, which ps shows
     return env

@@ -100,7 +100,10 @@ def serve(
     dry_run: Annotated[
         bool,
         typer.Option(
-            "--dry-run", help="Print the `vllm serve` command line; start nothing.", metavar=""
+            "--dry-run",
+            help="Print the `vllm serve` command line, after the environment variables mmrun "
+            "sets for it; start nothing.",
+            metavar="",
         ),
     ] = False,
     verbose: o.VerboseOpt = False,
@@ -124,7 +127,8 @@ def serve(
     folder = serving.state_dir()
     command = _command(the_plan, options, folder)
     if dry_run:
-        print(shlex.join(command))
+        added = [f"{name}={value}" for name, value in serving.added_environment(the_plan).items()]
+        print(shlex.join([*added, *command]))
         return
     _run(the_plan, options, command, folder, detach=detach, verbose=verbose)
 
@@ -223,6 +227,9 @@ def _run(
     log_path = folder / f"server-{options.port}.log"
     log = None if verbose and not detach else log_path.open("wb")
     _say(f"mmrun: starting vLLM's server for {the_plan.spec.key} ({the_plan.model}) at {url}")
+    added = serving.added_environment(the_plan)
+    if verbose and added:
+        _say("mmrun: its environment adds " + " ".join(f"{k}={v}" for k, v in added.items()))
     server = serving.RunningServer(command, serving.environment(the_plan, options), log)
     if log is not None:
         log.close()  # the server holds its own descriptor

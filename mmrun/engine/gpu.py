@@ -26,6 +26,16 @@ def frontend_threads(cores: int, sharers: int) -> int:
     return max(1, min(FRONTEND_THREADS_MAX, cores // max(1, sharers)))
 
 
+def chosen_frontend_threads(engines_on_host: int = 1) -> int | None:
+    """The torch threads a GPU engine's frontend gets (use_frontend_threads), without setting
+    them: None on vLLM's CPU build and when the user set OMP_NUM_THREADS."""
+    from mmrun.support import vllm_device
+
+    if os.environ.get("OMP_NUM_THREADS") or vllm_device() != "gpu":
+        return None
+    return frontend_threads(len(os.sched_getaffinity(0)), engines_on_host)
+
+
 def use_frontend_threads(engines_on_host: int = 1) -> int | None:
     """Size torch's threads for a GPU engine, before it starts: OMP_NUM_THREADS, which the
     engine's processes inherit, up to FRONTEND_THREADS_MAX, sharing the cores this process may
@@ -35,11 +45,9 @@ def use_frontend_threads(engines_on_host: int = 1) -> int | None:
     busy, so that two engines on one host run no faster than one. Not on vLLM's CPU build (the
     engine uses the cores), and not when the user set OMP_NUM_THREADS. The number of threads
     set, or None."""
-    from mmrun.support import vllm_device
-
-    if os.environ.get("OMP_NUM_THREADS") or vllm_device() != "gpu":
+    threads = chosen_frontend_threads(engines_on_host)
+    if threads is None:
         return None
-    threads = frontend_threads(len(os.sched_getaffinity(0)), engines_on_host)
     # vLLM (0.26 to 0.32 at least) runs each request's multimodal processor inside
     # set_default_torch_num_threads(), which sets torch's threads to OMP_NUM_THREADS, or 1 when
     # it is unset, whatever torch was set to: the variable is what counts, here and in the

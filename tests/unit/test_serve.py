@@ -169,3 +169,39 @@ def test_the_record_of_a_detached_server(state: Path) -> None:
         "key": "k",
         "log": str(state / "l.log"),
     }
+
+
+def test_on_a_gpu_build_the_server_s_frontend_gets_torch_threads(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """vLLM's API server runs each request's multimodal processor with OMP_NUM_THREADS torch
+    threads (1 when unset), as mmrun's own engine does: the server gets the same share of the
+    cores, and spawns its engine core so that those threads cannot hang its start."""
+    from mmrun import support
+
+    monkeypatch.setattr(support, "vllm_device", lambda: "gpu")
+    monkeypatch.setattr(os, "sched_getaffinity", lambda pid: set(range(16)))
+    monkeypatch.delenv("OMP_NUM_THREADS", raising=False)
+    monkeypatch.delenv("VLLM_WORKER_MULTIPROC_METHOD", raising=False)
+    command = dry_run("-m", "qwen2_5_vl", "--modality", "image")
+    assert command[:2] == ["OMP_NUM_THREADS=8", "VLLM_WORKER_MULTIPROC_METHOD=spawn"]
+    assert command[command.index(sys.executable) :][:3] == SERVER
+
+    monkeypatch.setenv("OMP_NUM_THREADS", "3")  # the user's own setting is left to the server
+    command = dry_run("-m", "qwen2_5_vl", "--modality", "image")
+    assert not any(word.startswith("OMP_NUM_THREADS=") for word in command)
+
+
+def test_on_the_cpu_build_the_server_s_environment_is_left_alone(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    import types
+
+    from mmrun import serving, support
+
+    monkeypatch.setattr(support, "vllm_device", lambda: "cpu")
+    monkeypatch.delenv("OMP_NUM_THREADS", raising=False)
+    monkeypatch.setenv("MMRUN_TEST_SET", "mine")
+    plan = types.SimpleNamespace(engine_env=(("MMRUN_TEST_ADDED", "1"), ("MMRUN_TEST_SET", "2")))
+    # The key's own choices where the environment has none; no threads on the CPU build.
+    assert serving.added_environment(plan) == {"MMRUN_TEST_ADDED": "1"}  # type: ignore[arg-type]
