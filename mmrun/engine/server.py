@@ -15,6 +15,7 @@ import base64
 import dataclasses
 import http.client
 import io
+import ipaddress
 import json
 import os
 import queue
@@ -254,25 +255,44 @@ def server_seqs(client: Client) -> int | None:
 # --- the requests ----------------------------------------------------------------------
 
 
-def encoded_part(part: Mapping[str, Any]) -> dict[str, Any]:
+def picture_format(url: str) -> str:
+    """How a decoded picture travels to the server at ``url``, losslessly either way (the
+    server decodes the pixels mmrun's own engine would get): to a server on this host, BMP,
+    which neither side compresses (a 448x448 picture: 0.24 ms to write and 0.5 ms to read,
+    against 25 ms and 3.7 ms as PNG); to another host, PNG, about half the bytes of a photo."""
+    host = urllib.parse.urlsplit(url).hostname or ""
+    if host == "localhost":
+        return "BMP"
+    try:
+        return "BMP" if ipaddress.ip_address(host).is_loopback else "PNG"
+    except ValueError:  # a host name
+        return "PNG"
+
+
+def encoded_part(part: Mapping[str, Any], picture: str = "PNG") -> dict[str, Any]:
     """A chat content part as the server takes it: a decoded picture (``image_pil``) becomes
-    a PNG data URL (lossless: the server decodes the same pixels); other parts are JSON."""
+    a data URL of the lossless ``picture`` format (picture_format); other parts are JSON."""
     kind = str(part.get("type", ""))
     if not kind.endswith("_pil"):
         return dict(part)
     name = kind[: -len("_pil")]
     buffer = io.BytesIO()
-    part[kind].save(buffer, format="PNG")
-    url = "data:image/png;base64," + base64.b64encode(buffer.getvalue()).decode()
-    return {"type": f"{name}_url", f"{name}_url": {"url": url}}
+    part[kind].save(buffer, format=picture)
+    data = base64.b64encode(buffer.getvalue()).decode()
+    return {
+        "type": f"{name}_url",
+        f"{name}_url": {"url": f"data:image/{picture.lower()};base64,{data}"},
+    }
 
 
-def encoded_messages(messages: Sequence[Mapping[str, Any]]) -> list[dict[str, Any]]:
+def encoded_messages(
+    messages: Sequence[Mapping[str, Any]], picture: str = "PNG"
+) -> list[dict[str, Any]]:
     out = []
     for message in messages:
         content = message.get("content")
         if isinstance(content, list):
-            content = [encoded_part(p) if isinstance(p, Mapping) else p for p in content]
+            content = [encoded_part(p, picture) if isinstance(p, Mapping) else p for p in content]
         out.append({**message, "content": content})
     return out
 
@@ -348,6 +368,7 @@ class ServerEngine:
         self._done: queue.Queue[tuple[str, Completion | ItemError]] = queue.Queue()
         self._lost: list[EngineError] = []  # what ends the run, from the senders
         self._closed = threading.Event()
+        self._picture = picture_format(client.target.url)
         self._threads = [
             threading.Thread(target=self._send_loop, name=f"mmrun-send-{i}", daemon=True)
             for i in range(max(1, min(senders, MAX_SENDERS)))
@@ -405,7 +426,7 @@ class ServerEngine:
                 return
             request_id, body = job
             try:
-                body["messages"] = encoded_messages(body["messages"])
+                body["messages"] = encoded_messages(body["messages"], self._picture)
                 result = self.send(body)
             except Unreachable as exc:
                 self._lost.append(

@@ -71,7 +71,7 @@ def vllm_server(server: ScriptedServer, qwen: str) -> Iterator[ScriptedServer]:
 
 def decoded(url: str) -> Image.Image:
     head, _, data = url.partition(",")
-    assert head == "data:image/png;base64"
+    assert head == "data:image/bmp;base64"  # a server on this host: uncompressed
     return Image.open(io.BytesIO(base64.b64decode(data)))
 
 
@@ -452,3 +452,35 @@ def test_a_servers_prompt_token_details_are_kept() -> None:
     )
     plain = completion({"choices": [choice], "usage": {**usage, "prompt_tokens_details": None}})
     assert plain == Completion("a cat", 40, 2, "stop")
+
+
+@pytest.mark.parametrize(
+    ("url", "picture"),
+    [
+        ("http://127.0.0.1:8000", "BMP"),
+        ("http://127.0.0.2:8000", "BMP"),
+        ("http://localhost:8000", "BMP"),
+        ("http://[::1]:8000", "BMP"),
+        ("http://10.0.0.7:8000", "PNG"),
+        ("https://gpu.example.com", "PNG"),
+    ],
+)
+def test_pictures_go_uncompressed_only_to_a_server_on_this_host(url: str, picture: str) -> None:
+    from mmrun.engine.server import picture_format
+
+    assert picture_format(url) == picture
+
+
+@pytest.mark.parametrize("picture", ["BMP", "PNG"])
+def test_a_picture_reaches_the_server_with_the_same_pixels(picture: str) -> None:
+    import numpy as np
+
+    from mmrun.engine.server import encoded_part
+
+    pixels = np.random.default_rng(7).integers(0, 256, (37, 53, 3), dtype=np.uint8)
+    sent = encoded_part({"type": "image_pil", "image_pil": Image.fromarray(pixels)}, picture)
+    head, _, data = sent["image_url"]["url"].partition(",")
+    assert head == f"data:image/{picture.lower()};base64"
+    # As vLLM's server reads a data URL: Pillow, then RGB.
+    got = Image.open(io.BytesIO(base64.b64decode(data))).convert("RGB")
+    assert np.array_equal(np.asarray(got), pixels)
