@@ -472,8 +472,15 @@ def main() -> int:
     for v in variants:  # unknown names fail here, not after the warm-ups
         command(v, n, args.bench, args.model, args.res, {}, **task)
     args.res.mkdir(parents=True, exist_ok=True)
-    if args.warm:
-        warm = [(v, int(k)) for v, _, k in (s.rpartition(":") for s in args.warm.split(","))]
+    warm = [(v, int(k)) for v, _, k in (s.rpartition(":") for s in args.warm.split(",") if s)]
+    # A warm-up without its manifest exits at once, and the run it was for compiles cold.
+    missing = sorted({k for _, k in [*warm, ("", n)]
+                      if not (args.bench / MANIFEST[args.task].format(n=k)).exists()})  # fmt: skip
+    if missing and not args.dry:
+        sizes = " ".join(map(str, missing))
+        raise SystemExit(f"no manifest for {sizes} prompts in {args.bench}: "
+                         f"write it first (media.py {args.bench} {sizes}; device.sh: SIZES)")  # fmt: skip
+    if warm:
         procs = []
         for v, k in warm:
             run = args.res / f"warm-{v}-{k}"
