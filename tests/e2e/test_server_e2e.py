@@ -117,6 +117,7 @@ class Served:
 
     model: list[str]
     folder: Path
+    serve_args: list[str] = field(default_factory=list)  # the server's own, not a run's
     starts: int = 0
     current: Server | None = None
     stopped: list[Server] = field(default_factory=list)
@@ -126,9 +127,10 @@ class Served:
         self.starts += 1
         port = free_port()
         log = self.folder / f"serve-{self.starts}.err"
+        command = [sys.executable, "-m", "mmrun", "serve", *self.model, *self.serve_args]
         with log.open("w") as err:
             process = subprocess.Popen(
-                [sys.executable, "-m", "mmrun", "serve", *self.model, "--port", str(port)],
+                [*command, "--port", str(port)],
                 env={**env(), "MMRUN_STATE_DIR": str(self.folder / "state")},
                 stdout=subprocess.PIPE,
                 stderr=err,
@@ -282,6 +284,40 @@ def test_image_runs_answer_as_the_local_engine(
         ran = worker.run([*args, "--method", method, "-o", str(local)], {"HF_HUB_OFFLINE": "1"})
         assert ran.returncode == 0, ran.stderr[-3000:]
         assert_same_answers(out, local, 4, method)
+
+
+def test_several_api_servers_answer_as_the_local_engine(
+    tiny_checkpoint: Callable[[str, str], TinyCheckpoint], worker: CliWorker, tmp_path: Path
+) -> None:
+    """``--api-servers 2``: vLLM's own CLI runs two API-server processes on one port, each
+    preparing the requests it takes; a batch by chat and by generate answers as mmrun's own
+    engine, and SIGTERM stops every process of the server."""
+    (tmp_path / "two").mkdir()
+    holder = served(tiny_checkpoint, "image", "qwen2_5_vl", tmp_path / "two")
+    holder.serve_args = ["--modality", "image", "--api-servers", "2"]
+    try:
+        server = holder.server()
+        names = sorted(p.name() for p in psutil.Process(server.process.pid).children(True))
+        assert [n for n in names if n.startswith("VLLM::APIServer")] == [
+            "VLLM::APIServer_0",
+            "VLLM::APIServer_1",
+        ], names
+        folder = images(tmp_path / "images", 6)
+        args = [*client_args(holder, "image"), "-i", str(folder), "--max-tokens", "12"]
+        for method in ("chat", "generate"):
+            out, local = tmp_path / f"server-{method}.jsonl", tmp_path / f"local-{method}.jsonl"
+            run = against(server.url, [*args, "--method", method], out)
+            assert run.returncode == 0, run.stderr[-3000:]
+            ran = worker.run([*args, "--method", method, "-o", str(local)], {"HF_HUB_OFFLINE": "1"})
+            assert ran.returncode == 0, ran.stderr[-3000:]
+            assert_same_answers(out, local, 6, method)
+        assert server.stop() == 0
+        deadline = time.monotonic() + 30
+        while group_alive(server.pgid) and time.monotonic() < deadline:
+            time.sleep(0.5)
+        assert group_alive(server.pgid) == []
+    finally:
+        holder.close()
 
 
 def test_a_clip_answers_as_the_local_engine(

