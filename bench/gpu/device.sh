@@ -82,7 +82,7 @@ bench|startup|server)
     python3 .gpu/s/media.py $T/bench ${SIZES:-512} --task $TASK
     PYTHONPATH=$PYTHONPATH:$RUNBATCH_SITE:$PWD/.gpu/s python3 .gpu/s/server.py --bench $T/bench --model $M --res $RES \
       --budget $(( ${BUDGET_S:-570} - SECONDS - 10 )) "$@" | grep -v '^|'
-    cp $RES/summary.json $RES/summary.md $RES/serve-cmd.txt "$OUT/" 2>/dev/null; cat $RES/summary.md 2>/dev/null
+    cp $RES/summary.json $RES/summary.md $RES/serve-*cmd.txt "$OUT/" 2>/dev/null; cat $RES/summary.md 2>/dev/null
     tar czf "$OUT/logs.tgz" -C $RES --exclude='*.jsonl' . ; exit 0
   fi
   python3 .gpu/s/media.py $T/bench ${SIZES:-512} --task $TASK

@@ -1,19 +1,23 @@
 """Side by side on one GPU: mmrun's streamed batch in an engine of its own, and the same batch
-with --server against one `mmrun serve` of the same key and engine arguments, started once
-before the timed runs (as a CI job or a user would leave it running). Rounds alternate the
-order; both engines hold the GPU at once, each with the same share of its memory.
+with --server against `mmrun serve` of the same key and engine arguments (one server per
+--api-servers value), started once before the timed runs (as a CI job or a user would leave
+it running). Rounds alternate the order; every engine holds the GPU at once, each with the
+same share of its memory.
 
 For each run: mmrun's own rate after its engine start (the summary line's prompts/s: for
 --server, from its connection to the server), seconds from spawn to the first and the last
 result, and whether every greedy text is identical to the first in-process run's. Also the
-server's spawn to ready, and the `vllm serve` command line it ran (its dry run).
+servers' seconds to ready, and the `vllm serve` command line each ran (its dry run).
 
 usage: server.py --bench ROOT --model DIR --prompts N --res DIR [--rounds R]
                  [--max-tokens T] [--engine-args JSON] [--budget S] [--port P]
-  ROOT: media.py's folder (mN.jsonl). --engine-args: engine arguments of both engines
-  (default {"gpu_memory_utilization": 0.4}, so that both fit on the GPU at once).
-Writes RES/<variant>-<N>-<round>/ (log.txt, out.jsonl), RES/serve.log, RES/serve-cmd.txt,
-RES/summary.json and RES/summary.md.
+                 [--api-servers N[,N...]]
+  ROOT: media.py's folder (mN.jsonl). --engine-args: engine arguments of every engine
+  (default: gpu_memory_utilization 0.8 shared by the in-process engine and the servers, so
+  that all fit on the GPU at once). --api-servers: one `mmrun serve --api-servers N` per
+  value (default 1), each its own variant, mmrun-server-aN, on ports P, P+1, ...
+Writes RES/<variant>-<N>-<round>/ (log.txt, out.jsonl), RES/serve-aN.log,
+RES/serve-aN-cmd.txt, RES/summary.json and RES/summary.md.
 """
 
 from __future__ import annotations
@@ -32,11 +36,11 @@ from pathlib import Path
 from throughput import MMRUN_FLAGS, command, compare_texts, run_one, texts_of
 
 RATE = re.compile(r"([\d.]+) prompts/s, [\d.]+ output tok/s over (\S+) after the engine start")
-VARIANTS = ("mmrun", "mmrun-server")
+GPU_SHARE = 0.8  # of the GPU's memory, split between the in-process engine and the servers
 ITEMS = 4  # media.py's images per prompt
 
 
-def serve_argv(model: str, engine_args: dict, port: int) -> list[str]:
+def serve_argv(model: str, engine_args: dict, port: int, api_servers: int = 1) -> list[str]:
     argv = [sys.executable, "-m", "mmrun", "serve", "-m", "qwen2_5_vl", "--modality", "image"]
     argv += [
         "--model",
@@ -45,6 +49,8 @@ def serve_argv(model: str, engine_args: dict, port: int) -> list[str]:
         str(ITEMS),
         "--port",
         str(port),
+        "--api-servers",
+        str(api_servers),
         *MMRUN_FLAGS["qwen2_5_vl"],
     ]
     for key, value in engine_args.items():
@@ -87,19 +93,21 @@ def rate_of(log: Path) -> tuple[float | None, float | None]:
     return float(per_s), seconds(span)
 
 
-def start_server(argv: list[str], res: Path, timeout: float) -> tuple[subprocess.Popen, str, float]:
-    t0 = time.time()
-    log = open(res / "serve.log", "w")  # noqa: SIM115
-    proc = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=log, text=True,
+def start_server(argv: list[str], log_path: Path) -> subprocess.Popen:
+    log = open(log_path, "w")  # noqa: SIM115
+    return subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=log, text=True,
                             start_new_session=True)  # fmt: skip
+
+
+def ready_url(proc: subprocess.Popen, log_path: Path, timeout: float) -> str:
     assert proc.stdout is not None
     url = proc.stdout.readline().strip()  # the ready line: the server's URL
     if not url.startswith("http"):
         proc.wait(timeout)
         raise SystemExit(
-            f"mmrun serve ended without a ready line (rc {proc.returncode}): {res / 'serve.log'}"
+            f"mmrun serve ended without a ready line (rc {proc.returncode}): {log_path}"
         )
-    return proc, url, time.time() - t0
+    return url
 
 
 def main() -> int:
@@ -110,23 +118,37 @@ def main() -> int:
     ap.add_argument("--res", required=True, type=Path)
     ap.add_argument("--rounds", type=int, default=2)
     ap.add_argument("--max-tokens", type=int, default=64)
-    ap.add_argument("--engine-args", type=json.loads, default={"gpu_memory_utilization": 0.4})
+    ap.add_argument("--engine-args", type=json.loads, default=None)
     ap.add_argument("--budget", type=float, default=3600)
     ap.add_argument("--port", type=int, default=8390)
+    ap.add_argument("--api-servers", default="1")
     args = ap.parse_args()
     t0, n = time.time(), args.prompts
+    counts = [int(c) for c in args.api_servers.split(",")]
+    if args.engine_args is None:
+        args.engine_args = {"gpu_memory_utilization": round(GPU_SHARE / (1 + len(counts)), 3)}
     args.res.mkdir(parents=True, exist_ok=True)
-    argv = serve_argv(args.model, args.engine_args, args.port)
-    dry = subprocess.run([*argv, "--dry-run"], capture_output=True, text=True)
-    (args.res / "serve-cmd.txt").write_text(dry.stdout + dry.stderr)
-    server, url, ready_s = start_server(argv, args.res, args.budget)
-    print(json.dumps({"server": url, "spawn_to_ready_s": round(ready_s, 1)}), flush=True)
-    rows: list[dict] = [{"run": "serve", "spawn_to_ready_s": round(ready_s, 1)}]
-    baseline = gpu_used_mib()
+    servers: dict[str, subprocess.Popen] = {}
+    for i, count in enumerate(counts):  # started at once
+        argv = serve_argv(args.model, args.engine_args, args.port + i, count)
+        dry = subprocess.run([*argv, "--dry-run"], capture_output=True, text=True)
+        (args.res / f"serve-a{count}-cmd.txt").write_text(dry.stdout + dry.stderr)
+        servers[f"mmrun-server-a{count}"] = start_server(argv, args.res / f"serve-a{count}.log")
+        time.sleep(2)
+    rows: list[dict] = []
+    urls = {}
+    variants = ["mmrun", *servers]
     reference: dict[str, str] | None = None
     try:
+        for v, proc in servers.items():
+            log = args.res / f"{v.removeprefix('mmrun-')}.log"
+            urls[v] = ready_url(proc, log, args.budget)
+            ready = {"run": v.removeprefix("mmrun-"), "ready_after_s": round(time.time() - t0, 1)}
+            print(json.dumps({**ready, "url": urls[v]}), flush=True)
+            rows.append(ready)
+        baseline = gpu_used_mib()
         for r in range(args.rounds):
-            for v in VARIANTS if r % 2 == 0 else VARIANTS[::-1]:
+            for v in variants if r % 2 == 0 else variants[::-1]:
                 name = f"{v}-{n}-{r + 1}"
                 run = args.res / name
                 left = args.budget - (time.time() - t0)
@@ -137,8 +159,8 @@ def main() -> int:
                 extra = args.engine_args if v == "mmrun" else {}
                 cmd, env, result = command("mmrun", n, args.bench, args.model, run, extra,
                                            max_tokens=args.max_tokens)  # fmt: skip
-                if v == "mmrun-server":
-                    cmd += ["--server", url]
+                if v in urls:
+                    cmd += ["--server", urls[v]]
                 gpu_back_to(baseline)
                 rec = run_one(cmd, env, result, n, run, left - 5)
                 per_s, span = rate_of(run / "log.txt")
@@ -156,10 +178,12 @@ def main() -> int:
                 print(json.dumps(row), flush=True)
                 (args.res / "summary.json").write_text(json.dumps(rows, indent=1) + "\n")
     finally:
-        os.killpg(server.pid, signal.SIGTERM)
-        with contextlib.suppress(subprocess.TimeoutExpired):
-            server.wait(60)
-        rows.append({"run": "serve", "stopped_rc": server.poll()})
+        for server in servers.values():
+            os.killpg(server.pid, signal.SIGTERM)
+        for v, server in servers.items():
+            with contextlib.suppress(subprocess.TimeoutExpired):
+                server.wait(60)
+            rows.append({"run": v.removeprefix("mmrun-"), "stopped_rc": server.poll()})
         (args.res / "summary.json").write_text(json.dumps(rows, indent=1) + "\n")
     (args.res / "summary.md").write_text(table(rows))
     print(table(rows))
@@ -178,10 +202,11 @@ def table(rows: list[dict]) -> str:
     for r in runs:
         if r.get("prompts_per_s"):
             by_round.setdefault(r["run"].rsplit("-", 1)[1], {})[r["variant"]] = r["prompts_per_s"]
-    for round_, pair in sorted(by_round.items()):
-        if len(pair) == 2:
-            lines.append(f"\nround {round_}: --server / in-process = "
-                         f"{pair['mmrun-server'] / pair['mmrun']:.2f}x")  # fmt: skip
+    for round_, rates in sorted(by_round.items()):
+        for v in sorted(rates):
+            if v != "mmrun" and "mmrun" in rates:
+                lines.append(f"\nround {round_}: {v} / in-process = "
+                             f"{rates[v] / rates['mmrun']:.2f}x")  # fmt: skip
     return "\n".join(lines) + "\n"
 
 
