@@ -8,8 +8,10 @@ from collections.abc import Iterator
 from pathlib import Path
 
 PACKAGE = Path(__file__).resolve().parents[2] / "mmrun"
-# The vLLM handle: the one module that imports vLLM.
+# The vLLM handle: the one module of mmrun's process that imports vLLM. The other, vLLM's CLI
+# for `mmrun serve --api-servers N`, runs only as the server's own process: none imports it.
 VLLM_IMPORTER = "mmrun.engine.handle"
+SERVER_ENTRY = "mmrun.vllm_cli"
 
 
 def module_name(path: Path) -> str:
@@ -80,10 +82,21 @@ def test_only_the_engine_handle_imports_vllm() -> None:
     found = [
         f"{name}:{line} imports {module}"
         for name, path in package_files()
-        if name != VLLM_IMPORTER
+        if name not in (VLLM_IMPORTER, SERVER_ENTRY)
         for line, module, _ in imports(path)
         if module == "vllm" or module.startswith("vllm.")
     ]
+    assert found == []
+
+
+def test_no_module_imports_the_server_s_own_entry() -> None:
+    found = [
+        f"{name}:{line} imports {module}"
+        for name, path in package_files()
+        for line, module, names in imports(path)
+        if module == SERVER_ENTRY or (module == "mmrun" and "vllm_cli" in names)
+    ]
+    assert SERVER_ENTRY in [name for name, _ in package_files()]
     assert found == []
 
 
