@@ -231,7 +231,7 @@ def _run(
     from mmrun.engine.cpu import prepare_the_cpu_start
     from mmrun.engine.server import ServerTarget
 
-    prepare_the_cpu_start(the_plan.engine_args)
+    prepare_the_cpu_start(the_plan.engine_args, say=verbose)  # said with -v, as in a run
     url = serving.url_of(options)
     folder.mkdir(parents=True, exist_ok=True)
     log_path = folder / f"server-{options.port}.log"

@@ -191,22 +191,24 @@ def no_unloadable_compile_cache(version: str | None, environ: Mapping[str, str])
     return first <= release_numbers(version) < before
 
 
-def prepare_the_cpu_start(engine_args: Mapping[str, Any]) -> None:
+def prepare_the_cpu_start(engine_args: Mapping[str, Any], *, say: bool | None = None) -> None:
     """On vLLM's CPU build: VLLM_CPU_KVCACHE_SPACE for this run, and VLLM_USE_AOT_COMPILE=0
     where the release cannot load its saved compilation, unless the user set them; said on
-    stderr with -v."""
+    stderr with -v (``say``: whether to say it; None: unless the run is quiet)."""
     from mmrun.engine.environment import is_quiet
     from mmrun.support import vllm_device, vllm_version
 
     if vllm_device() != "cpu":
         return
+    if say is None:
+        say = not is_quiet()
     choice = size_for_the_run(engine_args)
-    if choice is not None and not is_quiet():
+    if choice is not None and say:
         print(f"mmrun: {ENV}={choice.gib} (GiB) for this run: {choice.reason}", file=sys.stderr)
     version = vllm_version()
     if no_unloadable_compile_cache(version, os.environ):
         os.environ[AOT_ENV] = "0"
-        if not is_quiet():
+        if say:
             print(
                 f"mmrun: {AOT_ENV}=0 for this run: vLLM {version}'s CPU build cannot load the "
                 "compiled model it saves, so it would compile it again at every start",

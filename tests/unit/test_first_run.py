@@ -499,3 +499,8 @@ def test_a_cpu_start_says_it_leaves_the_compile_cache_off(
     assert os.environ["VLLM_USE_AOT_COMPILE"] == "0"
     err = capsys.readouterr().err
     assert "mmrun: VLLM_USE_AOT_COMPILE=0 for this run: vLLM 0.32.0's CPU build" in err
+    # `mmrun serve` without -v: set, not said
+    del os.environ["VLLM_USE_AOT_COMPILE"]
+    cpu.prepare_the_cpu_start({}, say=False)
+    assert os.environ["VLLM_USE_AOT_COMPILE"] == "0"
+    assert capsys.readouterr().err == ""
