@@ -141,7 +141,7 @@ def main() -> int:
     reference: dict[str, str] | None = None
     try:
         for v, proc in servers.items():
-            log = args.res / f"{v.removeprefix('mmrun-')}.log"
+            log = args.res / f"serve-{v.rsplit('-', 1)[1]}.log"
             urls[v] = ready_url(proc, log, args.budget)
             ready = {"run": v.removeprefix("mmrun-"), "ready_after_s": round(time.time() - t0, 1)}
             print(json.dumps({**ready, "url": urls[v]}), flush=True)
