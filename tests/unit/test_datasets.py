@@ -448,7 +448,7 @@ print(count, resource.getrusage(resource.RUSAGE_SELF).ru_maxrss)
 """
 
 
-def test_reading_a_table_takes_the_same_memory_for_ten_times_the_rows(tmp_path: Path) -> None:
+def test_reading_a_table_takes_the_same_memory_for_twenty_times_the_rows(tmp_path: Path) -> None:
     """The reader alone (bench/cpu/tables.py measures whole dry runs up to 1,000,000 rows)."""
     import subprocess
     import sys
@@ -456,7 +456,7 @@ def test_reading_a_table_takes_the_same_memory_for_ten_times_the_rows(tmp_path: 
     from bench.cpu.tables import write_table
 
     peaks = []
-    for rows in (10_000, 100_000):
+    for rows in (10_000, 200_000):
         table = tmp_path / f"t{rows}.parquet"
         write_table(table, rows)
         done = subprocess.run(
@@ -469,7 +469,9 @@ def test_reading_a_table_takes_the_same_memory_for_ten_times_the_rows(tmp_path: 
         count, peak_kib = map(int, done.stdout.split())
         assert count == rows
         peaks.append(peak_kib / 1024)
-    assert peaks[1] < peaks[0] + 16, peaks  # MiB: flat, not ten times the rows' growth
+    # MiB: flat. Held whole, 190,000 more rows take about 160 MiB more (+80 MiB for 90,000);
+    # the streamed reader's peak moved by up to 20 MiB with the machine's load.
+    assert peaks[1] < peaks[0] + 40, peaks
 
 
 def test_ids_repeated_or_missing_in_a_table_are_one_line(tmp_path: Path) -> None:
