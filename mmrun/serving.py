@@ -136,9 +136,9 @@ def added_environment(plan: Plan) -> dict[str, str]:
     return added
 
 
-def environment(plan: Plan, options: ServeOptions) -> dict[str, str]:
-    env = dict(os.environ)
-    env.update(added_environment(plan))
+def environment(added: Mapping[str, str], options: ServeOptions) -> dict[str, str]:
+    """The server's environment: this one, with what mmrun adds (``added_environment``)."""
+    env = {**os.environ, **added}
     if options.api_key:
         env["VLLM_API_KEY"] = options.api_key  # not on the command line, which ps shows
     return env

@@ -240,7 +240,7 @@ def _run(
     added = serving.added_environment(the_plan)
     if verbose and added:
         _say("mmrun: its environment adds " + " ".join(f"{k}={v}" for k, v in added.items()))
-    server = serving.RunningServer(command, serving.environment(the_plan, options), log)
+    server = serving.RunningServer(command, serving.environment(added, options), log)
     if log is not None:
         log.close()  # the server holds its own descriptor
     stopped = [False]
