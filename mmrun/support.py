@@ -66,6 +66,12 @@ def release_numbers(version: str) -> tuple[int, ...]:
     return tuple(numbers)
 
 
+def in_releases(version: str, releases: tuple[tuple[int, ...], tuple[int, ...]]) -> bool:
+    """Whether ``version`` is in ``releases``, (first, before): ((0, 26), (0, 27)) holds 0.26.x."""
+    first, before = releases
+    return first <= release_numbers(version) < before
+
+
 def vllm_version() -> str | None:
     """The installed vLLM's version, or None where it is not installed."""
     found = _vllm_distribution()

@@ -28,7 +28,7 @@ from pathlib import Path
 from typing import Any
 
 from mmrun.errors import EngineError
-from mmrun.support import release_numbers
+from mmrun.support import in_releases
 
 ENV = "VLLM_CPU_KVCACHE_SPACE"
 GIB = 1 << 30
@@ -185,10 +185,7 @@ def _weights_bytes(engine_args: Mapping[str, Any]) -> int:
 def no_unloadable_compile_cache(version: str | None, environ: Mapping[str, str]) -> bool:
     """Whether a CPU build of this vLLM ``version`` gets VLLM_USE_AOT_COMPILE=0 (a release in
     AOT_UNLOADABLE, and the user has not set the variable in ``environ``)."""
-    if version is None or AOT_ENV in environ:
-        return False
-    first, before = AOT_UNLOADABLE
-    return first <= release_numbers(version) < before
+    return version is not None and AOT_ENV not in environ and in_releases(version, AOT_UNLOADABLE)
 
 
 def prepare_the_cpu_start(engine_args: Mapping[str, Any], *, say: bool | None = None) -> None:

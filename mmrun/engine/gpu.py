@@ -15,7 +15,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from mmrun.engine.environment import use_threads
-from mmrun.support import release_numbers
+from mmrun.support import in_releases, release_numbers
 
 FRONTEND_THREADS_MAX = 8
 
@@ -173,8 +173,7 @@ def choose_the_model_runner(
     (VLLM_USE_V2_MODEL_RUNNER in ``environ``); else nothing."""
     if architecture not in V1_RUNNER_ARCHITECTURES or version is None or "rocm" in version:
         return {}
-    first, before = V1_RUNNER_RELEASES
-    if not first <= release_numbers(version) < before or RUNNER_ENV in environ:
+    if not in_releases(version, V1_RUNNER_RELEASES) or RUNNER_ENV in environ:
         return {}
     return {RUNNER_ENV: "0"}
 
