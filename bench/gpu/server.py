@@ -129,11 +129,14 @@ def main() -> int:
         args.engine_args = {"gpu_memory_utilization": round(GPU_SHARE / (1 + len(counts)), 3)}
     args.res.mkdir(parents=True, exist_ok=True)
     servers: dict[str, subprocess.Popen] = {}
+    logs: dict[str, Path] = {}
     for i, count in enumerate(counts):  # started at once
+        v = f"mmrun-server-a{count}"
         argv = serve_argv(args.model, args.engine_args, args.port + i, count)
         dry = subprocess.run([*argv, "--dry-run"], capture_output=True, text=True)
         (args.res / f"serve-a{count}-cmd.txt").write_text(dry.stdout + dry.stderr)
-        servers[f"mmrun-server-a{count}"] = start_server(argv, args.res / f"serve-a{count}.log")
+        logs[v] = args.res / f"serve-a{count}.log"
+        servers[v] = start_server(argv, logs[v])
         time.sleep(2)
     rows: list[dict] = []
     urls = {}
@@ -141,8 +144,7 @@ def main() -> int:
     reference: dict[str, str] | None = None
     try:
         for v, proc in servers.items():
-            log = args.res / f"serve-{v.rsplit('-', 1)[1]}.log"
-            urls[v] = ready_url(proc, log, args.budget)
+            urls[v] = ready_url(proc, logs[v], args.budget)
             ready = {"run": v.removeprefix("mmrun-"), "ready_after_s": round(time.time() - t0, 1)}
             print(json.dumps({**ready, "url": urls[v]}), flush=True)
             rows.append(ready)
