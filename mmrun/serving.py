@@ -117,18 +117,19 @@ def url_of(options: ServeOptions) -> str:
     return f"http://{host}:{options.port}"
 
 
-def added_environment(plan: Plan) -> dict[str, str]:
+def added_environment(plan: Plan, api_servers: int = 1) -> dict[str, str]:
     """What mmrun adds to the server's environment, where this one does not set it: the
     key's engine choices (``plan.engine_env``) and, on a GPU build, the torch threads of its
     frontend. vLLM's API server process runs each request's multimodal processor with
     OMP_NUM_THREADS torch threads, 1 when unset, as an engine in mmrun's own process does
     (mmrun.engine.gpu.use_frontend_threads): unset, every image of every request goes through
-    one thread. The server spawns its engine core (vLLM's server sets that itself; it is set
+    one thread. Several API servers (``api_servers``) share the cores, as several engines on
+    one host do. The server spawns its engine core (vLLM's server sets that itself; it is set
     here too), so the threads cannot hang its start as a fork can (one_thread_until_forked)."""
     from mmrun.engine.gpu import chosen_frontend_threads
 
     added = {name: value for name, value in plan.engine_env if name not in os.environ}
-    threads = chosen_frontend_threads()
+    threads = chosen_frontend_threads(api_servers)
     if threads is not None:
         added["OMP_NUM_THREADS"] = str(threads)
         if MULTIPROC_METHOD not in os.environ:

@@ -137,7 +137,10 @@ def serve(
     folder = serving.state_dir()
     command = _command(the_plan, options, folder)
     if dry_run:
-        added = [f"{name}={value}" for name, value in serving.added_environment(the_plan).items()]
+        added = [
+            f"{name}={value}"
+            for name, value in serving.added_environment(the_plan, options.api_servers).items()
+        ]
         print(shlex.join([*added, *command]))
         return
     _run(the_plan, options, command, folder, detach=detach, verbose=verbose)
@@ -237,7 +240,7 @@ def _run(
     log_path = folder / f"server-{options.port}.log"
     log = None if verbose and not detach else log_path.open("wb")
     _say(f"mmrun: starting vLLM's server for {the_plan.spec.key} ({the_plan.model}) at {url}")
-    added = serving.added_environment(the_plan)
+    added = serving.added_environment(the_plan, options.api_servers)
     if verbose and added:
         _say("mmrun: its environment adds " + " ".join(f"{k}={v}" for k, v in added.items()))
     server = serving.RunningServer(command, serving.environment(added, options), log)

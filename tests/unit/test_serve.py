@@ -187,6 +187,10 @@ def test_on_a_gpu_build_the_server_s_frontend_gets_torch_threads(
     assert command[:2] == ["OMP_NUM_THREADS=8", "VLLM_WORKER_MULTIPROC_METHOD=spawn"]
     assert command[command.index(sys.executable) :][:3] == SERVER
 
+    # Several API servers, each processing its own requests' media, share the cores.
+    command = dry_run("-m", "qwen2_5_vl", "--modality", "image", "--api-servers", "4")
+    assert command[0] == "OMP_NUM_THREADS=4"
+
     monkeypatch.setenv("OMP_NUM_THREADS", "3")  # the user's own setting is left to the server
     command = dry_run("-m", "qwen2_5_vl", "--modality", "image")
     assert not any(word.startswith("OMP_NUM_THREADS=") for word in command)
