@@ -131,7 +131,7 @@ test-e2e: espeak-ng
 	$(PYTEST) -m "e2e and not alone"
 	$(PYTEST_ALONE) -m "e2e and alone"
 
-# The CPU figures (about 15 minutes): bench/cpu/results.json and the CPU section of
+# The CPU figures (about 20 minutes): bench/cpu/results.json and the CPU section of
 # docs/performance.md.
 bench:
 	$(BIN)/python -m bench.cpu

@@ -13,12 +13,24 @@ import time
 from pathlib import Path
 from typing import Any
 
-from bench.cpu import assets, batching, loops, media, overlap, repeat, report, startup, stream, tiny
+from bench.cpu import (
+    assets,
+    batching,
+    loops,
+    media,
+    overlap,
+    repeat,
+    report,
+    served,
+    startup,
+    stream,
+    tiny,
+)
 from bench.cpu.common import REPO, LatencyServer, log, machine, mmrun_source
 
 RESULTS = Path(__file__).with_name("results.json")
 DOC = REPO / "docs" / "performance.md"
-FIGURES = ("startup", "media", "repeat", "overlap", "batching", "loops", "stream")
+FIGURES = ("startup", "media", "repeat", "overlap", "batching", "loops", "stream", "served")
 FULL = {
     "startup": 7,
     "seed": 3,
@@ -29,6 +41,7 @@ FULL = {
     "render": 2,
     "loops": 3,
     "stream": 3,
+    "served": 5,
 }
 QUICK = {
     "startup": 2,
@@ -40,6 +53,7 @@ QUICK = {
     "render": 2,
     "loops": 1,
     "stream": 1,
+    "served": 2,
 }
 LATENCY_S = 0.1
 
@@ -109,7 +123,7 @@ def main(argv: list[str] | None = None) -> int:
             results["media"] = media.run(
                 server, reps["media_cold"], reps["media_warm"], reps["media_first"], tmp
             )
-        if {"repeat", "overlap", "batching", "loops", "stream"} & set(only):
+        if {"repeat", "overlap", "batching", "loops", "stream", "served"} & set(only):
             log("building the tiny qwen2_5_vl checkpoint")
             checkpoint = tiny.build(tmp)
             results["tiny"] = {
@@ -137,6 +151,10 @@ def main(argv: list[str] | None = None) -> int:
                 sample("stream")
                 log("figure 7: streamed batch mode vs one call (256 prompts, about 30 s a run)")
                 results["stream"] = stream.run(checkpoint, tmp, reps["stream"])
+            if "served" in only:
+                sample("served")
+                log("figure 8: --server against mmrun's own engine (1,024 prompts, one server)")
+                results["served"] = served.run(checkpoint, tmp, reps["served"])
     finally:
         if server is not None:
             server.close()
