@@ -22,6 +22,7 @@ import queue
 import threading
 import time
 import urllib.parse
+import uuid
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -110,8 +111,8 @@ class Client:
         if self.target.api_key:
             headers["Authorization"] = f"Bearer {self.target.api_key}"
         data = None
-        if body is not None:
-            data = json.dumps(body).encode()
+        if body is not None:  # a JSON value, or JSON already written (request_body)
+            data = body if isinstance(body, bytes) else json.dumps(body).encode()
             headers["Content-Type"] = "application/json"
         try:
             conn = self._connection(self.timeout if timeout is None else timeout)
@@ -269,32 +270,49 @@ def picture_format(url: str) -> str:
         return "PNG"
 
 
-def encoded_part(part: Mapping[str, Any], picture: str = "PNG") -> dict[str, Any]:
-    """A chat content part as the server takes it: a decoded picture (``image_pil``) becomes
-    a data URL of the lossless ``picture`` format (picture_format); other parts are JSON."""
-    kind = str(part.get("type", ""))
-    if not kind.endswith("_pil"):
-        return dict(part)
-    name = kind[: -len("_pil")]
+def _data_url(image: Any, picture: str) -> bytes:
     buffer = io.BytesIO()
-    part[kind].save(buffer, format=picture)
-    data = base64.b64encode(buffer.getvalue()).decode()
-    return {
-        "type": f"{name}_url",
-        f"{name}_url": {"url": f"data:image/{picture.lower()};base64,{data}"},
-    }
+    image.save(buffer, format=picture)
+    return (
+        b"data:image/"
+        + picture.lower().encode()
+        + b";base64,"
+        + base64.b64encode(buffer.getvalue())
+    )
 
 
-def encoded_messages(
-    messages: Sequence[Mapping[str, Any]], picture: str = "PNG"
-) -> list[dict[str, Any]]:
-    out = []
-    for message in messages:
+def request_body(body: Mapping[str, Any], picture: str = "PNG") -> bytes:
+    """A chat request as the JSON bytes sent: a decoded picture (an ``image_pil`` part)
+    becomes a data URL of the lossless ``picture`` format (picture_format). Each URL goes into
+    the bytes as it is, where json.dumps would scan every character of it (about 3 ms for a
+    448x448 picture's 800 KB of base64, more than writing the BMP); a data URL's characters
+    need no escape in JSON. Until then a marker unique to this request holds its place."""
+    marker = f"mmrun-picture-{uuid.uuid4().hex}-".encode()
+    urls: list[bytes] = []
+
+    def part(value: Mapping[str, Any]) -> dict[str, Any]:
+        kind = str(value.get("type", ""))
+        if not kind.endswith("_pil"):
+            return dict(value)
+        urls.append(_data_url(value[kind], picture))
+        name = kind[: -len("_pil")]
+        held = f"{marker.decode()}{len(urls) - 1:06d}"
+        return {"type": f"{name}_url", f"{name}_url": {"url": held}}
+
+    messages = []
+    for message in body.get("messages", ()):
         content = message.get("content")
         if isinstance(content, list):
-            content = [encoded_part(p, picture) if isinstance(p, Mapping) else p for p in content]
-        out.append({**message, "content": content})
-    return out
+            content = [part(p) if isinstance(p, Mapping) else p for p in content]
+        messages.append({**message, "content": content})
+    text = json.dumps({**body, "messages": messages}).encode()
+    if not urls:
+        return text
+    first, *rest = text.split(marker)
+    pieces = [first]
+    for piece in rest:
+        pieces += [urls[int(piece[:6])], piece[6:]]
+    return b"".join(pieces)
 
 
 def completion(body: Any) -> Completion | ItemError:
@@ -426,8 +444,7 @@ class ServerEngine:
                 return
             request_id, body = job
             try:
-                body["messages"] = encoded_messages(body["messages"], self._picture)
-                result = self.send(body)
+                result = self.send(request_body(body, self._picture))
             except Unreachable as exc:
                 self._lost.append(
                     EngineError(
@@ -440,7 +457,7 @@ class ServerEngine:
                 result = ItemError("request", f"{type(exc).__name__}: {exc}")
             self._done.put((request_id, result))
 
-    def send(self, body: Mapping[str, Any]) -> Completion | ItemError:
+    def send(self, body: bytes) -> Completion | ItemError:
         """One chat completion, tried again on a 5xx or a dropped connection; raises
         Unreachable when the server never answered."""
         reply: Reply | None = None

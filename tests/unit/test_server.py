@@ -475,12 +475,41 @@ def test_pictures_go_uncompressed_only_to_a_server_on_this_host(url: str, pictur
 def test_a_picture_reaches_the_server_with_the_same_pixels(picture: str) -> None:
     import numpy as np
 
-    from mmrun.engine.server import encoded_part
+    from mmrun.engine.server import request_body
 
     pixels = np.random.default_rng(7).integers(0, 256, (37, 53, 3), dtype=np.uint8)
-    sent = encoded_part({"type": "image_pil", "image_pil": Image.fromarray(pixels)}, picture)
-    head, _, data = sent["image_url"]["url"].partition(",")
-    assert head == f"data:image/{picture.lower()};base64"
-    # As vLLM's server reads a data URL: Pillow, then RGB.
-    got = Image.open(io.BytesIO(base64.b64decode(data))).convert("RGB")
-    assert np.array_equal(np.asarray(got), pixels)
+    other = np.random.default_rng(8).integers(0, 256, (28, 28, 3), dtype=np.uint8)
+    # Text that looks like a held place, and one that needs escaping, reach it as they are.
+    question = 'mmrun-picture-0123456789abcdef0123456789abcdef-000000 "quoted" \u00e9 é'
+    body = {
+        "model": "m",
+        "messages": [
+            {
+                "role": "user",
+                "content": [
+                    {"type": "image_pil", "image_pil": Image.fromarray(pixels)},
+                    {"type": "text", "text": question},
+                    {"type": "image_pil", "image_pil": Image.fromarray(other)},
+                ],
+            }
+        ],
+        "max_tokens": 4,
+    }
+    sent = json.loads(request_body(body, picture))
+    first, text, second = sent["messages"][0]["content"]
+    assert text == {"type": "text", "text": question}
+    assert sent["model"] == "m" and sent["max_tokens"] == 4
+    for part, expected in ((first, pixels), (second, other)):
+        assert part["type"] == "image_url"
+        head, _, data = part["image_url"]["url"].partition(",")
+        assert head == f"data:image/{picture.lower()};base64"
+        # As vLLM's server reads a data URL: Pillow, then RGB.
+        got = Image.open(io.BytesIO(base64.b64decode(data))).convert("RGB")
+        assert np.array_equal(np.asarray(got), expected)
+
+
+def test_a_request_without_pictures_is_its_json() -> None:
+    from mmrun.engine.server import request_body
+
+    body = {"model": "m", "messages": [{"role": "user", "content": "hi"}], "n": 1}
+    assert json.loads(request_body(body)) == body
