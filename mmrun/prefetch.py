@@ -6,6 +6,7 @@ from __future__ import annotations
 import collections
 import concurrent.futures
 import contextlib
+import itertools
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from concurrent.futures import Future
 from dataclasses import dataclass
@@ -55,11 +56,15 @@ class MediaPipeline:
         known: Mapping[str, Future[MediaItem]] | None = None,
         budget: int | None = None,
         checks: ItemChecks | None = None,
+        in_order: bool = False,
     ) -> None:
         """``budget``: bytes the decoded media held ahead may take (a batch); None: no bound
         but ``ahead`` (a named run needs every item anyway). ``checks``: what the model
-        refuses of an item before and after its media are decoded."""
+        refuses of an item before and after its media are decoded. ``in_order``: hand out
+        items strictly in input order (a dry run, whose lines are read as the plan), not the
+        first one ready."""
         self._checks = checks or ItemChecks()
+        self._in_order = in_order
         self._items = items
         self._resolver = resolver
         self._ahead = max(1, ahead)
@@ -170,21 +175,27 @@ class MediaPipeline:
     def next(self, block: bool) -> Ready | None:
         """The first item (in input order) whose media are all resolved or failed; None if
         none is, unless ``block``, or if none is left. An item waiting on a slow download
-        does not hold up the ready ones behind it."""
+        does not hold up the ready ones behind it, unless items go ``in_order``."""
         if self._back:
             return self._back.popleft()
         while True:
             self.fill()
             if not self._queue:
                 return None
-            for index, (item, work) in enumerate(self._queue):
+            candidates = itertools.islice(self._queue, 1 if self._in_order else None)
+            for index, (item, work) in enumerate(candidates):
                 if isinstance(work, ItemError) or all(f.done() for f in work):
                     del self._queue[index]
                     self.fill()
                     return self._ready(item, work)
             if not block:
                 return None
-            waiting = [f for _, work in self._queue if isinstance(work, list) for f in work]
+            waiting = [
+                f
+                for _, work in itertools.islice(self._queue, 1 if self._in_order else None)
+                if isinstance(work, list)
+                for f in work
+            ]
             concurrent.futures.wait(waiting, return_when=concurrent.futures.FIRST_COMPLETED)
 
     def _ready(self, item: Item, work: list[Future[MediaItem]] | ItemError) -> Ready:

@@ -431,6 +431,7 @@ def run_engine_batch(
         ahead=2 * window if prefetch else window // 2,
         budget=prefetch_budget(),
         checks=runner.builder.checks(),
+        in_order=plan.dry_run,
     )
     handle = None
     try:

@@ -376,8 +376,34 @@ def test_a_slow_download_does_not_hold_up_the_prompts_behind_it(
 ) -> None:
     from tests.helpers.http import reply
 
+    out = tmp_path / "out.jsonl"
+
     def slow(handler: Any) -> None:
-        server.stall(2.0)
+        # Answers once the other four lines are written (or after 30 s, when they wait for it)
+        deadline = time.monotonic() + 30
+        while time.monotonic() < deadline:
+            if out.exists() and out.read_text().count("\n") >= 4:
+                break
+            server.stall(0.05)
+        reply(handler, 200, PNG)
+
+    server.routes["/slow.png"] = slow
+    manifest = tmp_path / "m.jsonl"
+    rows = [{"id": "slow", "image": server.url("/slow.png")}]
+    rows += [{"id": f"fast{i}", "image": f"photos/p{i}.png"} for i in range(4)]
+    manifest.write_text("".join(json.dumps(r) + "\n" for r in rows))
+    result = cli("--input", str(manifest), "-o", str(out))
+    assert result.exit_code == 0, result.stderr
+    assert [r["id"] for r in lines(out)][-1] == "slow"  # the others were answered meanwhile
+
+
+def test_a_dry_run_writes_its_lines_in_input_order_behind_a_slow_download(
+    photos: Path, tmp_path: Path, server: Any
+) -> None:
+    from tests.helpers.http import reply
+
+    def slow(handler: Any) -> None:
+        server.stall(1.0)
         reply(handler, 200, PNG)
 
     server.routes["/slow.png"] = slow
@@ -386,9 +412,9 @@ def test_a_slow_download_does_not_hold_up_the_prompts_behind_it(
     rows += [{"id": f"fast{i}", "image": f"photos/p{i}.png"} for i in range(4)]
     manifest.write_text("".join(json.dumps(r) + "\n" for r in rows))
     out = tmp_path / "out.jsonl"
-    result = cli("--input", str(manifest), "-o", str(out))
+    result = cli("--input", str(manifest), "-o", str(out), "--dry-run")
     assert result.exit_code == 0, result.stderr
-    assert [r["id"] for r in lines(out)][-1] == "slow"  # the others were answered meanwhile
+    assert [r["id"] for r in lines(out)] == [r["id"] for r in rows]
 
 
 def test_results_are_written_while_the_window_fills(
