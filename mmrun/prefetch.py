@@ -178,12 +178,12 @@ class MediaPipeline:
         does not hold up the ready ones behind it, unless items go ``in_order``."""
         if self._back:
             return self._back.popleft()
+        looked_at = 1 if self._in_order else None  # how many of the queue's first items
         while True:
             self.fill()
             if not self._queue:
                 return None
-            candidates = itertools.islice(self._queue, 1 if self._in_order else None)
-            for index, (item, work) in enumerate(candidates):
+            for index, (item, work) in enumerate(itertools.islice(self._queue, looked_at)):
                 if isinstance(work, ItemError) or all(f.done() for f in work):
                     del self._queue[index]
                     self.fill()
@@ -192,7 +192,7 @@ class MediaPipeline:
                 return None
             waiting = [
                 f
-                for _, work in itertools.islice(self._queue, 1 if self._in_order else None)
+                for _, work in itertools.islice(self._queue, looked_at)
                 if isinstance(work, list)
                 for f in work
             ]
