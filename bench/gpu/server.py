@@ -17,7 +17,8 @@ usage: server.py --bench ROOT --model DIR --prompts N --res DIR [--rounds R]
   that all fit on the GPU at once). --api-servers: one `mmrun serve --api-servers N` per
   value (default 1), each its own variant, mmrun-server-aN, on ports P, P+1, ...
 Writes RES/<variant>-<N>-<round>/ (log.txt, out.jsonl), RES/serve-aN.log,
-RES/serve-aN-cmd.txt, RES/summary.json and RES/summary.md.
+RES/serve-aN-cmd.txt, RES/state/server-PORT.log (the server's vLLM log), RES/summary.json and
+RES/summary.md. Refuses at once when the engines' shares of the card are too small to start.
 """
 
 from __future__ import annotations
@@ -37,6 +38,7 @@ from throughput import MMRUN_FLAGS, command, compare_texts, run_one, texts_of
 
 RATE = re.compile(r"([\d.]+) prompts/s, [\d.]+ output tok/s over (\S+) after the engine start")
 GPU_SHARE = 0.8  # of the GPU's memory, split between the in-process engine and the servers
+MIN_ENGINE_GIB = 30  # what one engine of the 3B shape needs for 512 x 4 (0.4 of an H100: 32 GiB)
 ITEMS = 4  # media.py's images per prompt
 
 
@@ -58,13 +60,29 @@ def serve_argv(model: str, engine_args: dict, port: int, api_servers: int = 1) -
     return argv
 
 
-def gpu_used_mib() -> float | None:
+def gpu_mib(field: str = "memory.used") -> float | None:
     try:
-        out = subprocess.run(["nvidia-smi", "--query-gpu=memory.used", "--format=csv,noheader,nounits"],
+        out = subprocess.run(["nvidia-smi", f"--query-gpu={field}", "--format=csv,noheader,nounits"],
                              capture_output=True, text=True, timeout=10).stdout.split()  # fmt: skip
     except (OSError, subprocess.SubprocessError):
         return None
     return max((float(u) for u in out), default=None)
+
+
+def gpu_used_mib() -> float | None:
+    return gpu_mib("memory.used")
+
+
+def too_small(share: float, engines: int, total_mib: float | None) -> str | None:
+    """Why ``engines`` engines at ``share`` of the card each cannot run the 3B shape's batch,
+    or None: under MIN_ENGINE_GIB each, vLLM finds no memory left for the KV cache (0.267 of
+    an 80 GB H100: -0.7 GiB) and the call is spent on a server that never starts."""
+    if total_mib is None or share * total_mib / 1024 >= MIN_ENGINE_GIB:
+        return None
+    return (
+        f"{engines} engines at {share} of this card's {total_mib / 1024:.0f} GiB each: under "
+        f"{MIN_ENGINE_GIB} GiB, the KV cache does not fit; give one --api-servers value per call"
+    )
 
 
 def gpu_back_to(baseline: float | None, limit: float = 60) -> None:
@@ -126,8 +144,14 @@ def main() -> int:
     t0, n = time.time(), args.prompts
     counts = [int(c) for c in args.api_servers.split(",")]
     if args.engine_args is None:
-        args.engine_args = {"gpu_memory_utilization": round(GPU_SHARE / (1 + len(counts)), 3)}
+        share = round(GPU_SHARE / (1 + len(counts)), 3)
+        problem = too_small(share, 1 + len(counts), gpu_mib("memory.total"))
+        if problem is not None:
+            raise SystemExit(f"server.py: {problem}")
+        args.engine_args = {"gpu_memory_utilization": share}
     args.res.mkdir(parents=True, exist_ok=True)
+    # mmrun serve's own log (vLLM's processes) lands beside the results, in logs.tgz
+    os.environ["MMRUN_STATE_DIR"] = str(args.res / "state")
     servers: dict[str, subprocess.Popen] = {}
     logs: dict[str, Path] = {}
     for i, count in enumerate(counts):  # started at once
@@ -181,7 +205,8 @@ def main() -> int:
                 (args.res / "summary.json").write_text(json.dumps(rows, indent=1) + "\n")
     finally:
         for server in servers.values():
-            os.killpg(server.pid, signal.SIGTERM)
+            with contextlib.suppress(ProcessLookupError):  # one that ended on its own
+                os.killpg(server.pid, signal.SIGTERM)
         for v, server in servers.items():
             with contextlib.suppress(subprocess.TimeoutExpired):
                 server.wait(60)

@@ -1,0 +1,33 @@
+"""bench/gpu/server.py's check before it starts anything: the engines' shares of the card must
+leave each the memory the 3B shape's batch needs."""
+
+from __future__ import annotations
+
+import importlib.util
+import sys
+from pathlib import Path
+
+GPU_BENCH = Path(__file__).resolve().parents[2] / "bench" / "gpu"
+sys.path.insert(0, str(GPU_BENCH))  # server.py imports throughput.py beside it
+_spec = importlib.util.spec_from_file_location("bench_gpu_server", GPU_BENCH / "server.py")
+assert _spec is not None and _spec.loader is not None
+server = importlib.util.module_from_spec(_spec)
+_spec.loader.exec_module(server)
+sys.path.remove(str(GPU_BENCH))
+
+H100_MIB, H200_MIB = 81559.0, 143771.0
+
+
+def test_three_engines_on_an_h100_are_refused_in_one_line() -> None:
+    problem = server.too_small(0.267, 3, H100_MIB)
+    assert problem is not None
+    assert "3 engines at 0.267" in problem and "80 GiB" in problem and "\n" not in problem
+
+
+def test_two_engines_on_an_h100_and_three_on_an_h200_start() -> None:
+    assert server.too_small(0.4, 2, H100_MIB) is None
+    assert server.too_small(0.267, 3, H200_MIB) is None
+
+
+def test_an_unknown_card_is_not_refused() -> None:
+    assert server.too_small(0.1, 8, None) is None
