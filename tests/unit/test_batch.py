@@ -371,6 +371,17 @@ def test_plain_progress_lines_off_a_terminal(
     assert os.environ.get("NO_COLOR") is None or "\x1b" not in result.stderr
 
 
+def slow_first_manifest(tmp_path: Path, server: Any, slow: Any) -> tuple[Path, list[str]]:
+    """A manifest whose first prompt's picture comes from ``slow`` (a route of ``server``),
+    then four local photos: its path and the ids in input order."""
+    server.routes["/slow.png"] = slow
+    rows = [{"id": "slow", "image": server.url("/slow.png")}]
+    rows += [{"id": f"fast{i}", "image": f"photos/p{i}.png"} for i in range(4)]
+    manifest = tmp_path / "m.jsonl"
+    manifest.write_text("".join(json.dumps(r) + "\n" for r in rows))
+    return manifest, [r["id"] for r in rows]
+
+
 def test_a_slow_download_does_not_hold_up_the_prompts_behind_it(
     fake_vllm: Any, photos: Path, tmp_path: Path, server: Any
 ) -> None:
@@ -387,11 +398,7 @@ def test_a_slow_download_does_not_hold_up_the_prompts_behind_it(
             server.stall(0.05)
         reply(handler, 200, PNG)
 
-    server.routes["/slow.png"] = slow
-    manifest = tmp_path / "m.jsonl"
-    rows = [{"id": "slow", "image": server.url("/slow.png")}]
-    rows += [{"id": f"fast{i}", "image": f"photos/p{i}.png"} for i in range(4)]
-    manifest.write_text("".join(json.dumps(r) + "\n" for r in rows))
+    manifest, _ = slow_first_manifest(tmp_path, server, slow)
     result = cli("--input", str(manifest), "-o", str(out))
     assert result.exit_code == 0, result.stderr
     assert [r["id"] for r in lines(out)][-1] == "slow"  # the others were answered meanwhile
@@ -406,15 +413,11 @@ def test_a_dry_run_writes_its_lines_in_input_order_behind_a_slow_download(
         server.stall(1.0)
         reply(handler, 200, PNG)
 
-    server.routes["/slow.png"] = slow
-    manifest = tmp_path / "m.jsonl"
-    rows = [{"id": "slow", "image": server.url("/slow.png")}]
-    rows += [{"id": f"fast{i}", "image": f"photos/p{i}.png"} for i in range(4)]
-    manifest.write_text("".join(json.dumps(r) + "\n" for r in rows))
+    manifest, ids = slow_first_manifest(tmp_path, server, slow)
     out = tmp_path / "out.jsonl"
     result = cli("--input", str(manifest), "-o", str(out), "--dry-run")
     assert result.exit_code == 0, result.stderr
-    assert [r["id"] for r in lines(out)] == [r["id"] for r in rows]
+    assert [r["id"] for r in lines(out)] == ids
 
 
 def test_results_are_written_while_the_window_fills(
