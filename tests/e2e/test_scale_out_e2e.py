@@ -101,17 +101,44 @@ def test_two_replicas_share_the_work_and_answer_as_one_engine(
     # not by start-up skew. A waiting replica holds only its window and one chunk
     # (mmrun.backends.replicas.CHUNK), with max_num_seqs=1 a few of the 40.
     both_ready = threading.Event()
+    remote = held_back_manifest(source, server, both_ready, tmp_path / "remote.jsonl")
+    proc, stderr = run_two_replicas(
+        command(qwen, "--input", str(remote), *args, "-o", str(two), "-dp", "2"),
+        IN_PROCESS,
+        both_ready,
+    )
+    assert proc.returncode == 0, stderr[-3000:]
+    alone, parallel = rows(one), rows(two)
+    assert sorted(parallel) == sorted(alone) == sorted(f"p{i}" for i in range(40))
+    assert len(two.read_text().splitlines()) == 40  # each id exactly once
+    assert {r["replica"] for r in parallel.values()} == {0, 1}, "one replica did all the work"
+    assert {k: r["text"] for k, r in parallel.items()} == {k: r["text"] for k, r in alone.items()}
+    assert "engines: 2 (local)" in stderr
+
+
+def held_back_manifest(
+    source: Path, server: ScriptedServer, gate: threading.Event, out: Path
+) -> Path:
+    """``source``'s rows with their images served by ``server``, each held back until
+    ``gate`` is set."""
     lines = []
     for line in source.read_text().splitlines():
         row = json.loads(line)
         path = Path(row["image"])
-        server.routes[f"/{path.name}"] = held_back(path.read_bytes(), both_ready)
+        server.routes[f"/{path.name}"] = held_back(path.read_bytes(), gate)
         lines.append(json.dumps({**row, "image": server.url(f"/{path.name}")}))
-    remote = tmp_path / "remote.jsonl"
-    remote.write_text("\n".join(lines) + "\n")
+    out.write_text("\n".join(lines) + "\n")
+    return out
+
+
+def run_two_replicas(
+    argv: list[str], env: dict[str, str], both_ready: threading.Event
+) -> tuple[subprocess.Popen[str], str]:
+    """Run a ``-dp 2`` command, setting ``both_ready`` once both replicas said they are
+    ready (or the run ended); its process and stderr."""
     proc = subprocess.Popen(
-        command(qwen, "--input", str(remote), *args, "-o", str(two), "-dp", "2"),
-        env={**IN_PROCESS, "MMRUN_DOWNLOAD_TIMEOUT": "900"},
+        argv,
+        env={**env, "MMRUN_DOWNLOAD_TIMEOUT": "900"},
         stdout=subprocess.DEVNULL,
         stderr=subprocess.PIPE,
         text=True,
@@ -126,14 +153,7 @@ def test_two_replicas_share_the_work_and_answer_as_one_engine(
         both_ready.set()
         if proc.poll() is None:
             proc.kill()
-    stderr = "".join(err)
-    assert proc.returncode == 0, stderr[-3000:]
-    alone, parallel = rows(one), rows(two)
-    assert sorted(parallel) == sorted(alone) == sorted(f"p{i}" for i in range(40))
-    assert len(two.read_text().splitlines()) == 40  # each id exactly once
-    assert {r["replica"] for r in parallel.values()} == {0, 1}, "one replica did all the work"
-    assert {k: r["text"] for k, r in parallel.items()} == {k: r["text"] for k, r in alone.items()}
-    assert "engines: 2 (local)" in stderr
+    return proc, "".join(err)
 
 
 def held_back(body: bytes, gate: threading.Event) -> Route:
@@ -161,23 +181,22 @@ def watch_ready(proc: subprocess.Popen[str], err: list[str], both_ready: threadi
 
 @pytest.mark.engine_processes  # it kills a replica's engine core process
 def test_a_replica_whose_engine_dies_starts_it_again_and_nothing_is_lost(
-    qwen: TinyCheckpoint, tmp_path: Path
+    qwen: TinyCheckpoint, server: ScriptedServer, tmp_path: Path
 ) -> None:
     source = manifest(tmp_path / "data", 30)
     out = tmp_path / "out.jsonl"
-    args = ["--input", str(source), "--max-tokens", "24", "--sampling-arg", "ignore_eos=true"]
+    # The images held back until both replicas are up, so that neither can answer the whole
+    # data set while the other starts: both take prompts, whatever the start-up skew.
+    both_ready = threading.Event()
+    remote = held_back_manifest(source, server, both_ready, tmp_path / "remote.jsonl")
+    args = ["--input", str(remote), "--max-tokens", "24", "--sampling-arg", "ignore_eos=true"]
     # The first engine core to make its 3rd encoder call is killed, from inside, so that the
     # kill lands mid-run whatever the pace. Its replica starts its engine again; every prompt
     # is answered once, by whichever replica took it.
     env, record = kill_engine_core(ENV, tmp_path / "plugin", at=3, times=1)
-    proc = subprocess.run(
-        command(qwen, *args, "-o", str(out), "-dp", "2", seqs=2),
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=900,
+    proc, err = run_two_replicas(
+        command(qwen, *args, "-o", str(out), "-dp", "2", seqs=2), env, both_ready
     )
-    err = proc.stderr
     assert proc.returncode == 0, err[-3000:]
     assert record.is_file(), "no engine core was killed"
     # The replica started its engine again and went on; no replica was lost.
