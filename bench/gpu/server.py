@@ -14,7 +14,9 @@ usage: server.py --bench ROOT --model DIR --prompts N --res DIR [--rounds R]
                  [--api-servers N[,N...]]
   ROOT: media.py's folder (mN.jsonl). --engine-args: engine arguments of every engine
   (default: gpu_memory_utilization 0.8 shared by the in-process engine and the servers, so
-  that all fit on the GPU at once). --api-servers: one `mmrun serve --api-servers N` per
+  that all fit on the GPU at once, and vLLM's multimodal processor cache off: a server keeps
+  it between calls, an in-process run starts with it empty, so a server's later call could
+  find the pictures processed already). --api-servers: one `mmrun serve --api-servers N` per
   value (default 1), each its own variant, mmrun-server-aN, on ports P, P+1, ...
 Writes RES/<variant>-<N>-<round>/ (log.txt, out.jsonl), RES/serve-aN.log,
 RES/serve-aN-cmd.txt, RES/state/server-PORT.log (the server's vLLM log), RES/summary.json and
@@ -38,6 +40,8 @@ from throughput import MMRUN_FLAGS, command, compare_texts, run_one, texts_of
 
 RATE = re.compile(r"([\d.]+) prompts/s, [\d.]+ output tok/s over (\S+) after the engine start")
 GPU_SHARE = 0.8  # of the GPU's memory, split between the in-process engine and the servers
+# Every engine's (as bench/cpu/served.py): no call finds a picture processed by an earlier one.
+NO_PROCESSOR_CACHE = {"mm_processor_cache_gb": 0}
 MIN_ENGINE_GIB = 30  # what one engine of the 3B shape needs for 512 x 4 (0.4 of an H100: 32 GiB)
 ITEMS = 4  # media.py's images per prompt
 
@@ -96,6 +100,16 @@ def gpu_back_to(baseline: float | None, limit: float = 60) -> None:
         time.sleep(0.5)
 
 
+def default_engine_args(engines: int, total_mib: float | None) -> dict:
+    """Every engine's arguments: an equal share of GPU_SHARE of the card, and no processor
+    cache. SystemExit, before anything starts, where a share is too small to start."""
+    share = round(GPU_SHARE / engines, 3)
+    problem = too_small(share, engines, total_mib)
+    if problem is not None:
+        raise SystemExit(f"server.py: {problem}")
+    return {"gpu_memory_utilization": share, **NO_PROCESSOR_CACHE}
+
+
 def seconds(text: str) -> float:
     """mmrun's duration ("41.2s", "1m03s") in seconds."""
     minutes, _, rest = text.rpartition("m")
@@ -144,11 +158,7 @@ def main() -> int:
     t0, n = time.time(), args.prompts
     counts = [int(c) for c in args.api_servers.split(",")]
     if args.engine_args is None:
-        share = round(GPU_SHARE / (1 + len(counts)), 3)
-        problem = too_small(share, 1 + len(counts), gpu_mib("memory.total"))
-        if problem is not None:
-            raise SystemExit(f"server.py: {problem}")
-        args.engine_args = {"gpu_memory_utilization": share}
+        args.engine_args = default_engine_args(1 + len(counts), gpu_mib("memory.total"))
     args.res.mkdir(parents=True, exist_ok=True)
     # mmrun serve's own log (vLLM's processes) lands beside the results, in logs.tgz
     os.environ["MMRUN_STATE_DIR"] = str(args.res / "state")

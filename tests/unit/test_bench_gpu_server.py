@@ -1,11 +1,14 @@
-"""bench/gpu/server.py's check before it starts anything: the engines' shares of the card must
-leave each the memory the 3B shape's batch needs."""
+"""bench/gpu/server.py's engine arguments and its check before it starts anything: the engines'
+shares of the card must leave each the memory the 3B shape's batch needs."""
 
 from __future__ import annotations
 
 import importlib.util
+import re
 import sys
 from pathlib import Path
+
+import pytest
 
 GPU_BENCH = Path(__file__).resolve().parents[2] / "bench" / "gpu"
 sys.path.insert(0, str(GPU_BENCH))  # server.py imports throughput.py beside it
@@ -31,3 +34,16 @@ def test_two_engines_on_an_h100_and_three_on_an_h200_start() -> None:
 
 def test_an_unknown_card_is_not_refused() -> None:
     assert server.too_small(0.1, 8, None) is None
+
+
+def test_every_engine_gets_an_equal_share_and_no_processor_cache() -> None:
+    # A server keeps vLLM's processor cache between calls; an in-process run starts empty.
+    assert server.default_engine_args(2, H100_MIB) == {
+        "gpu_memory_utilization": 0.4,
+        "mm_processor_cache_gb": 0,
+    }
+
+
+def test_a_split_too_small_for_the_card_ends_before_anything_starts() -> None:
+    with pytest.raises(SystemExit, match=re.escape("server.py: 3 engines at 0.267")):
+        server.default_engine_args(3, H100_MIB)
