@@ -11,13 +11,16 @@ servers' seconds to ready, and the `vllm serve` command line each ran (its dry r
 
 usage: server.py --bench ROOT --model DIR --prompts N --res DIR [--rounds R]
                  [--max-tokens T] [--engine-args JSON] [--budget S] [--port P]
-                 [--api-servers N[,N...]]
+                 [--api-servers N[,N...]] [--runbatch]
   ROOT: media.py's folder (mN.jsonl). --engine-args: engine arguments of every engine
   (default: gpu_memory_utilization 0.8 shared by the in-process engine and the servers, so
   that all fit on the GPU at once, and vLLM's multimodal processor cache off: a server keeps
   it between calls, an in-process run starts with it empty, so a server's later call could
   find the pictures processed already). --api-servers: one `mmrun serve --api-servers N` per
   value (default 1), each its own variant, mmrun-server-aN, on ports P, P+1, ...
+  --runbatch: `vllm run-batch` of the same prompts (media.py's bN.jsonl) in each round too,
+  an engine of its own with the in-process engine's arguments; its rate is from its engine's
+  ready line to its last result.
 Writes RES/<variant>-<N>-<round>/ (log.txt, out.jsonl), RES/serve-aN.log,
 RES/serve-aN-cmd.txt, RES/state/server-PORT.log (the server's vLLM log), RES/summary.json and
 RES/summary.md. Refuses at once when the engines' shares of the card are too small to start.
@@ -125,6 +128,15 @@ def rate_of(log: Path) -> tuple[float | None, float | None]:
     return float(per_s), seconds(span)
 
 
+def ready_rate(rec: dict, n: int) -> tuple[float | None, float | None]:
+    """A run's prompts/s from its engine's ready line to its last result, and that span
+    (run_one's times), for a tool without mmrun's summary line."""
+    ready, last = rec.get("ready"), rec.get("last")
+    if ready is None or last is None or last <= ready:
+        return None, None
+    return round(n / (last - ready), 2), round(last - ready, 1)
+
+
 def start_server(argv: list[str], log_path: Path) -> subprocess.Popen:
     log = open(log_path, "w")  # noqa: SIM115
     return subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=log, text=True,
@@ -154,6 +166,7 @@ def main() -> int:
     ap.add_argument("--budget", type=float, default=3600)
     ap.add_argument("--port", type=int, default=8390)
     ap.add_argument("--api-servers", default="1")
+    ap.add_argument("--runbatch", action="store_true")
     args = ap.parse_args()
     t0, n = time.time(), args.prompts
     counts = [int(c) for c in args.api_servers.split(",")]
@@ -174,7 +187,7 @@ def main() -> int:
         time.sleep(2)
     rows: list[dict] = []
     urls = {}
-    variants = ["mmrun", *servers]
+    variants = ["mmrun", *servers, *(["runbatch"] if args.runbatch else [])]
     reference: dict[str, str] | None = None
     try:
         for v, proc in servers.items():
@@ -191,15 +204,16 @@ def main() -> int:
                 if left < 30:
                     print(f"{name}: skipped ({left:.0f}s of the budget left)", flush=True)
                     continue
-                # in-process: the server's engine arguments; --server: the server's own
-                extra = args.engine_args if v == "mmrun" else {}
-                cmd, env, result = command("mmrun", n, args.bench, args.model, run, extra,
+                # an engine of its own: the server's engine arguments; --server: the server's
+                extra = {} if v in urls else args.engine_args
+                tool = "runbatch" if v == "runbatch" else "mmrun"
+                cmd, env, result = command(tool, n, args.bench, args.model, run, extra,
                                            max_tokens=args.max_tokens)  # fmt: skip
                 if v in urls:
                     cmd += ["--server", urls[v]]
                 gpu_back_to(baseline)
                 rec = run_one(cmd, env, result, n, run, left - 5)
-                per_s, span = rate_of(run / "log.txt")
+                per_s, span = rate_of(run / "log.txt") if tool == "mmrun" else ready_rate(rec, n)
                 row = {"run": name, "variant": v, "prompts": n, "rc": rec["rc"],
                        "prompts_per_s": per_s, "after_start_s": span}  # fmt: skip
                 for mark in ("first", "last"):
@@ -207,7 +221,7 @@ def main() -> int:
                         row[f"spawn_to_{mark}_s"] = round(rec[mark] - rec["spawn"], 1)
                 # the reference is an in-process run's texts
                 fields, reference = compare_texts(
-                    texts_of("mmrun", run), n, reference, may_be_reference=v == "mmrun"
+                    texts_of(tool, run), n, reference, may_be_reference=v == "mmrun"
                 )
                 row.update(fields)
                 rows.append(row)
@@ -228,22 +242,25 @@ def main() -> int:
 
 
 def table(rows: list[dict]) -> str:
-    """The runs, and each round's --server rate against the in-process one."""
+    """The runs, and each round's rates against the in-process one and run-batch's."""
     runs = [r for r in rows if r.get("variant")]
     lines = ["| run | prompts/s after engine start | spawn to first result (s) | spawn to all "
              "results (s) | texts identical |", "|---|---|---|---|---|"]  # fmt: skip
     for r in runs:
         lines.append(f"| {r['run']} | {r.get('prompts_per_s') or '-'} | {r.get('spawn_to_first_s', '-')} | "
                      f"{r.get('spawn_to_last_s', '-')} | {r.get('texts_identical', '-')} |")  # fmt: skip
+    # a run's name is its variant, then the prompts and the round: "mmrun-512-1"
     by_round: dict[str, dict[str, float]] = {}
     for r in runs:
         if r.get("prompts_per_s"):
-            by_round.setdefault(r["run"].rsplit("-", 1)[1], {})[r["variant"]] = r["prompts_per_s"]
-    for round_, rates in sorted(by_round.items()):
+            suffix = r["run"].removeprefix(r["variant"])
+            by_round.setdefault(suffix, {})[r["variant"]] = r["prompts_per_s"]
+    for suffix, rates in sorted(by_round.items()):
         for v in sorted(rates):
-            if v != "mmrun" and "mmrun" in rates:
-                lines.append(f"\nround {round_}: {v} / in-process = "
-                             f"{rates[v] / rates['mmrun']:.2f}x")  # fmt: skip
+            for base in ("mmrun", "runbatch"):  # in-process, and vllm run-batch
+                if v not in (base, "mmrun") and base in rates:
+                    lines.append(f"\n{v}{suffix} / {base}{suffix} = "
+                                 f"{rates[v] / rates[base]:.2f}x")  # fmt: skip
     return "\n".join(lines) + "\n"
 
 

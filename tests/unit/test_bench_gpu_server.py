@@ -47,3 +47,25 @@ def test_every_engine_gets_an_equal_share_and_no_processor_cache() -> None:
 def test_a_split_too_small_for_the_card_ends_before_anything_starts() -> None:
     with pytest.raises(SystemExit, match=re.escape("server.py: 3 engines at 0.267")):
         server.default_engine_args(3, H100_MIB)
+
+
+def test_run_batch_s_rate_runs_from_its_engine_s_ready_line_to_its_last_result() -> None:
+    assert server.ready_rate({"spawn": 0.0, "ready": 40.0, "last": 72.0}, 512) == (16.0, 32.0)
+    assert server.ready_rate({"spawn": 0.0, "ready": 40.0}, 512) == (None, None)  # unfinished
+
+
+def test_the_table_sets_each_round_s_server_rate_against_in_process_and_run_batch() -> None:
+    rows = [
+        {"run": "server-a1", "ready_after_s": 60.0},
+        {"run": "mmrun-512-1", "variant": "mmrun", "prompts_per_s": 30.0},
+        {"run": "mmrun-server-a1-512-1", "variant": "mmrun-server-a1", "prompts_per_s": 27.0},
+        {"run": "runbatch-512-1", "variant": "runbatch", "prompts_per_s": 12.0},
+        {"run": "mmrun-512-2", "variant": "mmrun", "prompts_per_s": 32.0},
+        {"run": "mmrun-server-a1-512-2", "variant": "mmrun-server-a1", "prompts_per_s": None},
+    ]
+    ratios = [line for line in server.table(rows).splitlines() if " / " in line]
+    assert ratios == [
+        "mmrun-server-a1-512-1 / mmrun-512-1 = 0.90x",
+        "mmrun-server-a1-512-1 / runbatch-512-1 = 2.25x",
+        "runbatch-512-1 / mmrun-512-1 = 0.40x",
+    ]
