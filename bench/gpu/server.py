@@ -137,6 +137,16 @@ def ready_rate(rec: dict, n: int) -> tuple[float | None, float | None]:
     return round(n / (last - ready), 2), round(last - ready, 1)
 
 
+def error_lines(path: Path) -> int:
+    """The result lines that carry an error (mmrun's and run-batch's lines both have an
+    "error" field, null when the prompt was answered): a rate over them is no rate."""
+    count = 0
+    for line in path.read_text().splitlines() if path.exists() else ():
+        with contextlib.suppress(ValueError, AttributeError):
+            count += json.loads(line).get("error") is not None
+    return count
+
+
 def start_server(argv: list[str], log_path: Path) -> subprocess.Popen:
     log = open(log_path, "w")  # noqa: SIM115
     return subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=log, text=True,
@@ -216,6 +226,8 @@ def main() -> int:
                 per_s, span = rate_of(run / "log.txt") if tool == "mmrun" else ready_rate(rec, n)
                 row = {"run": name, "variant": v, "prompts": n, "rc": rec["rc"],
                        "prompts_per_s": per_s, "after_start_s": span}  # fmt: skip
+                if result is not None and (errors := error_lines(result)):
+                    row["error_lines"] = errors
                 for mark in ("first", "last"):
                     if rec.get(mark) is not None:
                         row[f"spawn_to_{mark}_s"] = round(rec[mark] - rec["spawn"], 1)
@@ -245,10 +257,11 @@ def table(rows: list[dict]) -> str:
     """The runs, and each round's rates against the in-process one and run-batch's."""
     runs = [r for r in rows if r.get("variant")]
     lines = ["| run | prompts/s after engine start | spawn to first result (s) | spawn to all "
-             "results (s) | texts identical |", "|---|---|---|---|---|"]  # fmt: skip
+             "results (s) | texts identical | error lines |", "|---|---|---|---|---|---|"]  # fmt: skip
     for r in runs:
         lines.append(f"| {r['run']} | {r.get('prompts_per_s') or '-'} | {r.get('spawn_to_first_s', '-')} | "
-                     f"{r.get('spawn_to_last_s', '-')} | {r.get('texts_identical', '-')} |")  # fmt: skip
+                     f"{r.get('spawn_to_last_s', '-')} | {r.get('texts_identical', '-')} | "
+                     f"{r.get('error_lines', 0)} |")  # fmt: skip
     # a run's name is its variant, then the prompts and the round: "mmrun-512-1"
     by_round: dict[str, dict[str, float]] = {}
     for r in runs:

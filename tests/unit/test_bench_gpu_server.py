@@ -69,3 +69,18 @@ def test_the_table_sets_each_round_s_server_rate_against_in_process_and_run_batc
         "mmrun-server-a1-512-1 / runbatch-512-1 = 2.25x",
         "runbatch-512-1 / mmrun-512-1 = 0.40x",
     ]
+
+
+def test_error_lines_of_mmrun_and_of_run_batch_are_counted(tmp_path: Path) -> None:
+    # media.py's run-batch input names the model by BENCH_MODEL: another path is a 404 a line
+    out = tmp_path / "out.jsonl"
+    out.write_text(
+        '{"id": "p0", "text": "a", "error": null}\n'
+        '{"id": "p1", "text": null, "error": {"stage": "media", "message": "x"}}\n'
+        '{"custom_id": "p2", "response": {"status_code": 404, "body": null}, '
+        '"error": {"error": {"code": 404}}}\n'
+        '{"custom_id": "p3", "response": {"status_code": 200, "body": {}}, "error": null}\n'
+        '{"id": "p4", "err'  # a line cut short
+    )
+    assert server.error_lines(out) == 2
+    assert server.error_lines(tmp_path / "missing.jsonl") == 0
