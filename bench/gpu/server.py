@@ -11,18 +11,21 @@ servers' seconds to ready, and the `vllm serve` command line each ran (its dry r
 
 usage: server.py --bench ROOT --model DIR --prompts N --res DIR [--rounds R]
                  [--max-tokens T] [--engine-args JSON] [--budget S] [--port P]
-                 [--api-servers N[,N...]] [--runbatch]
+                 [--api-servers N[+KEY=JSON...][,...]] [--runbatch]
   ROOT: media.py's folder (mN.jsonl). --engine-args: engine arguments of every engine
   (default: gpu_memory_utilization 0.8 shared by the in-process engine and the servers, so
   that all fit on the GPU at once, and vLLM's multimodal processor cache off: a server keeps
   it between calls, an in-process run starts with it empty, so a server's later call could
   find the pictures processed already). --api-servers: one `mmrun serve --api-servers N` per
-  value (default 1), each its own variant, mmrun-server-aN, on ports P, P+1, ...
+  value (default 1), each its own variant, mmrun-server-aN, on ports P, P+1, ...; a value's
+  "+KEY=JSON" parts are engine arguments of that server alone (no commas in them), e.g.
+  "1,4,1+renderer_num_workers=8": vLLM's API server as it is, four of its processes, and
+  one with eight threads processing the requests' media (vLLM >= 0.26, processor cache off).
   --runbatch: `vllm run-batch` of the same prompts (media.py's bN.jsonl) in each round too,
   an engine of its own with the in-process engine's arguments; its rate is from its engine's
   ready line to its last result.
-Writes RES/<variant>-<N>-<round>/ (log.txt, out.jsonl), RES/serve-aN.log,
-RES/serve-aN-cmd.txt, RES/state/server-PORT.log (the server's vLLM log), RES/summary.json and
+Writes RES/<variant>-<N>-<round>/ (log.txt, out.jsonl), RES/serve-LABEL.log,
+RES/serve-LABEL-cmd.txt (LABEL: aN, and the value's other parts in letters, digits, '.', '_'), RES/state/server-PORT.log (the server's vLLM log), RES/summary.json and
 RES/summary.md. Refuses at once when the engines' shares of the card are too small to start.
 """
 
@@ -47,6 +50,38 @@ GPU_SHARE = 0.8  # of the GPU's memory, split between the in-process engine and 
 NO_PROCESSOR_CACHE = {"mm_processor_cache_gb": 0}
 MIN_ENGINE_GIB = 30  # what one engine of the 3B shape needs for 512 x 4 (0.4 of an H100: 32 GiB)
 ITEMS = 4  # media.py's images per prompt
+
+
+def server_specs(values: str) -> list[tuple[str, int, dict]]:
+    """--api-servers' values: (label, API processes, that server's own engine arguments)
+    each. "4" is ("a4", 4, {}); "1+renderer_num_workers=8" is
+    ("a1+renderer_num_workers=8", 1, {"renderer_num_workers": 8}). SystemExit in one line for a
+    value that is not N[+KEY=VALUE...]."""
+    specs = []
+    for value in values.split(","):
+        count, *parts = value.strip().split("+")
+        extra: dict = {}
+        for part in parts:
+            key, sep, raw = part.partition("=")
+            if not sep or not key:
+                raise SystemExit(
+                    f"server.py: --api-servers {value!r}: each part after '+' is KEY=VALUE"
+                )
+            try:
+                extra[key] = json.loads(raw)
+            except json.JSONDecodeError:
+                extra[key] = raw
+        if not count.isdigit() or int(count) < 1:
+            raise SystemExit(
+                f"server.py: --api-servers {value!r}: begins with a number of API servers (1 or more)"
+            )
+        specs.append(("a" + value.strip(), int(count), extra))
+    return specs
+
+
+def file_label(label: str) -> str:
+    """A server's label as a file name's part (letters, digits, '.', '_', '-')."""
+    return re.sub(r"[^A-Za-z0-9._-]+", "_", label)
 
 
 def serve_argv(model: str, engine_args: dict, port: int, api_servers: int = 1) -> list[str]:
@@ -179,20 +214,20 @@ def main() -> int:
     ap.add_argument("--runbatch", action="store_true")
     args = ap.parse_args()
     t0, n = time.time(), args.prompts
-    counts = [int(c) for c in args.api_servers.split(",")]
+    specs = server_specs(args.api_servers)
     if args.engine_args is None:
-        args.engine_args = default_engine_args(1 + len(counts), gpu_mib("memory.total"))
+        args.engine_args = default_engine_args(1 + len(specs), gpu_mib("memory.total"))
     args.res.mkdir(parents=True, exist_ok=True)
     # mmrun serve's own log (vLLM's processes) lands beside the results, in logs.tgz
     os.environ["MMRUN_STATE_DIR"] = str(args.res / "state")
     servers: dict[str, subprocess.Popen] = {}
     logs: dict[str, Path] = {}
-    for i, count in enumerate(counts):  # started at once
-        v = f"mmrun-server-a{count}"
-        argv = serve_argv(args.model, args.engine_args, args.port + i, count)
+    for i, (label, count, own) in enumerate(specs):  # started at once
+        v = f"mmrun-server-{label}"
+        argv = serve_argv(args.model, {**args.engine_args, **own}, args.port + i, count)
         dry = subprocess.run([*argv, "--dry-run"], capture_output=True, text=True)
-        (args.res / f"serve-a{count}-cmd.txt").write_text(dry.stdout + dry.stderr)
-        logs[v] = args.res / f"serve-a{count}.log"
+        (args.res / f"serve-{file_label(label)}-cmd.txt").write_text(dry.stdout + dry.stderr)
+        logs[v] = args.res / f"serve-{file_label(label)}.log"
         servers[v] = start_server(argv, logs[v])
         time.sleep(2)
     rows: list[dict] = []

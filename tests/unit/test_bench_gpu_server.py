@@ -84,3 +84,23 @@ def test_error_lines_of_mmrun_and_of_run_batch_are_counted(tmp_path: Path) -> No
     )
     assert server.error_lines(out) == 2
     assert server.error_lines(tmp_path / "missing.jsonl") == 0
+
+
+def test_each_api_servers_value_is_a_server_with_its_own_engine_arguments() -> None:
+    assert server.server_specs("1,4,1+renderer_num_workers=8") == [
+        ("a1", 1, {}),
+        ("a4", 4, {}),
+        ("a1+renderer_num_workers=8", 1, {"renderer_num_workers": 8}),
+    ]
+    label = server.server_specs("2+renderer_num_workers=8+mm_processor_cache_gb=0")[0][0]
+    assert server.file_label(label) == "a2_renderer_num_workers_8_mm_processor_cache_gb_0"
+
+
+@pytest.mark.parametrize(
+    ("values", "says"),
+    [("x", "begins with a number"), ("0", "begins with a number"), ("1+workers", "KEY=VALUE")],
+)
+def test_a_malformed_api_servers_value_is_refused_in_one_line(values: str, says: str) -> None:
+    with pytest.raises(SystemExit, match=says) as refused:
+        server.server_specs(values)
+    assert "\n" not in str(refused.value)
