@@ -9,6 +9,13 @@ mmrun are timed alike; nothing is changed but a wrapper around each named functi
 usage: start_probe.py SCRIPT [ARGS...]    or    start_probe.py -m MODULE [ARGS...]
 Each mark is one line: "STARTUP_MARK <epoch seconds> <pid> <event>". A forked child (vLLM's
 engine core) inherits the probe: its marks carry its own pid.
+
+BENCH_START_SWITCH_INTERVAL=S (a diagnostic, as a throughput.py variant's
+"+env.BENCH_START_SWITCH_INTERVAL=0.0002"): the interpreter's switch interval
+(sys.setswitchinterval, 0.005 s by default) is S from the start until mmrun's engine start
+returns, then the default again (in a forked child, from its fork). A thread that gives up the GIL at each file it reads, as an
+import does, waits up to that interval for it each time while other threads hold it: does
+mmrun's media decoding during the engine start keep vLLM's imports waiting so?
 """
 
 from __future__ import annotations
@@ -118,14 +125,49 @@ class Watch(importlib.abc.MetaPathFinder):
                 if shown:
                     mark(f"import {name} done")
             wrap_calls(name, module)
+            start_switch_interval(name, module)
 
         loader.exec_module = exec_module
         return spec
 
 
+SWITCH_INTERVAL = "BENCH_START_SWITCH_INTERVAL"
+
+
+def start_switch_interval(name: str, module: object) -> None:
+    """With SWITCH_INTERVAL set: mmrun's engine start (Runner.start) puts the default switch
+    interval back when it first returns."""
+    if name != "mmrun.runner" or not os.environ.get(SWITCH_INTERVAL):
+        return
+    owner = getattr(module, "Runner", None)
+    start = getattr(owner, "start", None)
+    if start is None:
+        mark("no Runner.start in mmrun.runner")
+        return
+
+    @functools.wraps(start)
+    def wrapper(*args, **kwargs):  # type: ignore[no-untyped-def]
+        try:
+            return start(*args, **kwargs)
+        finally:
+            if sys.getswitchinterval() != DEFAULT_SWITCH_INTERVAL:
+                sys.setswitchinterval(DEFAULT_SWITCH_INTERVAL)
+                mark("switch interval back to the default")
+
+    setattr(owner, "start", wrapper)
+
+
+DEFAULT_SWITCH_INTERVAL = 0.005
+
+
 def main() -> None:
     if len(sys.argv) < 2 or (sys.argv[1] == "-m" and len(sys.argv) < 3):
         raise SystemExit(__doc__)
+    if os.environ.get(SWITCH_INTERVAL):
+        sys.setswitchinterval(float(os.environ[SWITCH_INTERVAL]))
+        mark(f"switch interval {sys.getswitchinterval()}")
+        # a forked engine core runs with the default
+        os.register_at_fork(after_in_child=lambda: sys.setswitchinterval(DEFAULT_SWITCH_INTERVAL))
     sys.meta_path.insert(0, Watch())
     if sys.argv[1] == "-m":
         module = sys.argv[2]

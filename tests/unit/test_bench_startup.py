@@ -256,6 +256,47 @@ def test_probe_marks_imports_and_the_first_call_only(tmp_path: Path) -> None:
     ]
 
 
+def test_probe_switch_interval_lasts_until_the_engine_start_returns(tmp_path: Path) -> None:
+    package = tmp_path / "mmrun"
+    package.mkdir()
+    (package / "__init__.py").write_text("")
+    # the engine start forks its engine core: what interval does that child run with?
+    (package / "runner.py").write_text(
+        "import os, sys\n"
+        "class Runner:\n"
+        "    def start(self):\n"
+        "        r, w = os.pipe()\n"
+        "        if os.fork() == 0:\n"
+        "            os.write(w, repr(sys.getswitchinterval()).encode())\n"
+        "            os._exit(0)\n"
+        "        os.wait()\n"
+        "        return sys.getswitchinterval(), os.read(r, 64).decode()\n"
+    )
+    script = tmp_path / "script.py"
+    script.write_text(
+        "import sys\nfrom mmrun.runner import Runner\n"
+        "during, child = Runner().start()\n"
+        "print(during, sys.getswitchinterval(), child)\n"
+    )
+    env = {"PYTHONPATH": str(tmp_path), "PATH": "/usr/bin:/bin"}
+    done = subprocess.run(
+        [sys.executable, str(GPU_BENCH / "start_probe.py"), str(script)],
+        capture_output=True, text=True, timeout=60, cwd=tmp_path,
+        env={**env, "BENCH_START_SWITCH_INTERVAL": "0.0002"},
+    )  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    during, after, child = (float(x) for x in done.stdout.split())
+    assert during == pytest.approx(0.0002)
+    assert after == child == 0.005
+    assert "switch interval back to the default" in done.stderr
+    plain = subprocess.run(
+        [sys.executable, str(GPU_BENCH / "start_probe.py"), str(script)],
+        capture_output=True, text=True, timeout=60, cwd=tmp_path, env=env,
+    )  # fmt: skip
+    assert [float(x) for x in plain.stdout.split()] == [0.005, 0.005, 0.005]
+    assert "switch interval" not in plain.stderr
+
+
 def test_throughput_probe_and_run_estimates() -> None:
     argv = ["/usr/bin/python3", "-m", "mmrun", "image"]
     assert throughput.probed(argv) == [
