@@ -42,7 +42,7 @@ import sys
 import time
 from pathlib import Path
 
-from throughput import MMRUN_FLAGS, command, compare_texts, run_one, texts_of
+from throughput import MMRUN_FLAGS, command, compare_texts, error_lines, run_one, texts_of
 
 RATE = re.compile(r"([\d.]+) prompts/s, [\d.]+ output tok/s over (\S+) after the engine start")
 GPU_SHARE = 0.8  # of the GPU's memory, split between the in-process engine and the servers
@@ -170,16 +170,6 @@ def ready_rate(rec: dict, n: int) -> tuple[float | None, float | None]:
     if ready is None or last is None or last <= ready:
         return None, None
     return round(n / (last - ready), 2), round(last - ready, 1)
-
-
-def error_lines(path: Path) -> int:
-    """The result lines that carry an error (mmrun's and run-batch's lines both have an
-    "error" field, null when the prompt was answered): a rate over them is no rate."""
-    count = 0
-    for line in path.read_text().splitlines() if path.exists() else ():
-        with contextlib.suppress(ValueError, AttributeError):
-            count += json.loads(line).get("error") is not None
-    return count
 
 
 def start_server(argv: list[str], log_path: Path) -> subprocess.Popen:

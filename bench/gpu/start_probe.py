@@ -154,7 +154,7 @@ def start_switch_interval(name: str, module: object) -> None:
                 sys.setswitchinterval(DEFAULT_SWITCH_INTERVAL)
                 mark("switch interval back to the default")
 
-    setattr(owner, "start", wrapper)
+    owner.start = wrapper  # type: ignore[union-attr]
 
 
 DEFAULT_SWITCH_INTERVAL = 0.005

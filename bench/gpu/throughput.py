@@ -436,6 +436,16 @@ def _or_dash(value: object) -> object:
     return "-" if value is None else value
 
 
+def error_lines(path: Path) -> int:
+    """The result lines that carry an error (mmrun's and run-batch's lines both have an
+    "error" field, null when the prompt was answered): a rate over them is no rate."""
+    count = 0
+    for line in path.read_text().splitlines() if path.exists() else ():
+        with contextlib.suppress(ValueError, AttributeError):
+            count += json.loads(line).get("error") is not None
+    return count
+
+
 def table(rows: list[dict]) -> str:
     head = ("| variant | prompts | prompts/s from engine ready | spawn to ready (s) | spawn to "
             "all results (s) | GPU busy % | CPU cores: main / all | texts identical |\n"
@@ -519,6 +529,8 @@ def main() -> int:
             gpu_free()
             rec = run_one(argv, env, result, n, run, left - 5)
             row = {"task": args.task, "run": name, **summarise(v, n, rec, gpu)}
+            if result is not None and (errors := error_lines(result)):
+                row["error_lines"] = errors
             fields, reference = compare_texts(texts_of(v.split("+")[0], run), n, reference)
             row.update(fields)
             rows.append(row)
