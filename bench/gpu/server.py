@@ -19,13 +19,14 @@ usage: server.py --bench ROOT --model DIR --prompts N --res DIR [--rounds R]
   find the pictures processed already). --api-servers: one `mmrun serve --api-servers N` per
   value (default 1), each its own variant, mmrun-server-aN, on ports P, P+1, ...; a value's
   "+KEY=JSON" parts are engine arguments of that server alone (no commas in them), e.g.
-  "1,4,1+renderer_num_workers=8": vLLM's API server as it is, four of its processes, and
-  one with eight threads processing the requests' media (vLLM >= 0.26, processor cache off).
+  "4,1+renderer_num_workers=8": four API server processes, and one process with eight
+  threads preparing the requests (vLLM >= 0.26, processor cache off).
   --runbatch: `vllm run-batch` of the same prompts (media.py's bN.jsonl) in each round too,
   an engine of its own with the in-process engine's arguments; its rate is from its engine's
   ready line to its last result.
-Writes RES/<variant>-<N>-<round>/ (log.txt, out.jsonl), RES/serve-LABEL.log,
-RES/serve-LABEL-cmd.txt (LABEL: aN, and the value's other parts in letters, digits, '.', '_'), RES/state/server-PORT.log (the server's vLLM log), RES/summary.json and
+Writes RES/<variant>-<N>-<round>/ (log.txt, out.jsonl), RES/serve-LABEL.log and
+RES/serve-LABEL-cmd.txt (LABEL: aN, then the value's other parts in letters, digits, '.' and
+'_'), RES/state/server-PORT.log (the server's vLLM log), RES/summary.json and
 RES/summary.md. Refuses at once when the engines' shares of the card are too small to start.
 """
 

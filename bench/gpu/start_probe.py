@@ -13,9 +13,10 @@ engine core) inherits the probe: its marks carry its own pid.
 BENCH_START_SWITCH_INTERVAL=S (a diagnostic, as a throughput.py variant's
 "+env.BENCH_START_SWITCH_INTERVAL=0.0002"): the interpreter's switch interval
 (sys.setswitchinterval, 0.005 s by default) is S from the start until mmrun's engine start
-returns, then the default again (in a forked child, from its fork). A thread that gives up the GIL at each file it reads, as an
-import does, waits up to that interval for it each time while other threads hold it: does
-mmrun's media decoding during the engine start keep vLLM's imports waiting so?
+returns, then the default again (in a forked child, from its fork). A thread that gives up
+the GIL at each file it reads, as an import does, waits up to that interval for it each time
+while other threads hold it: does mmrun's media decoding during the engine start keep
+vLLM's imports waiting so?
 """
 
 from __future__ import annotations
@@ -132,6 +133,7 @@ class Watch(importlib.abc.MetaPathFinder):
 
 
 SWITCH_INTERVAL = "BENCH_START_SWITCH_INTERVAL"
+DEFAULT_SWITCH_INTERVAL = 0.005  # Python's
 
 
 def start_switch_interval(name: str, module: object) -> None:
@@ -155,9 +157,6 @@ def start_switch_interval(name: str, module: object) -> None:
                 mark("switch interval back to the default")
 
     owner.start = wrapper  # type: ignore[union-attr]
-
-
-DEFAULT_SWITCH_INTERVAL = 0.005
 
 
 def main() -> None:
