@@ -43,7 +43,15 @@ import sys
 import time
 from pathlib import Path
 
-from throughput import MMRUN_FLAGS, command, compare_texts, error_lines, run_one, texts_of
+from throughput import (
+    MMRUN_FLAGS,
+    command,
+    compare_texts,
+    error_lines,
+    plus_parts,
+    run_one,
+    texts_of,
+)
 
 RATE = re.compile(r"([\d.]+) prompts/s, [\d.]+ output tok/s over (\S+) after the engine start")
 GPU_SHARE = 0.8  # of the GPU's memory, split between the in-process engine and the servers
@@ -61,20 +69,19 @@ def server_specs(values: str) -> list[tuple[str, int, dict]]:
     specs = []
     for value in values.split(","):
         count, *parts = value.strip().split("+")
-        extra: dict = {}
-        for part in parts:
-            key, sep, raw = part.partition("=")
-            if not sep or not key:
-                raise SystemExit(
-                    f"server.py: --api-servers {value!r}: each part after '+' is KEY=VALUE"
-                )
-            try:
-                extra[key] = json.loads(raw)
-            except json.JSONDecodeError:
-                extra[key] = raw
+        try:
+            extra, env = plus_parts(parts)
+        except ValueError as exc:
+            raise SystemExit(f"server.py: --api-servers {value!r}: {exc}") from None
+        if env:  # a server's environment is mmrun serve's: one per call
+            raise SystemExit(
+                f"server.py: --api-servers {value!r}: takes engine arguments (KEY=VALUE), "
+                "not env.NAME=VALUE"
+            )
         if not count.isdigit() or int(count) < 1:
             raise SystemExit(
-                f"server.py: --api-servers {value!r}: begins with a number of API servers (1 or more)"
+                f"server.py: --api-servers {value!r}: "
+                "begins with a number of API servers (1 or more)"
             )
         specs.append(("a" + value.strip(), int(count), extra))
     return specs
@@ -112,10 +119,6 @@ def gpu_mib(field: str = "memory.used") -> float | None:
     return max((float(u) for u in out), default=None)
 
 
-def gpu_used_mib() -> float | None:
-    return gpu_mib("memory.used")
-
-
 def too_small(share: float, engines: int, total_mib: float | None) -> str | None:
     """Why ``engines`` engines at ``share`` of the card each cannot run the 3B shape's batch,
     or None: under MIN_ENGINE_GIB each, vLLM finds no memory left for the KV cache (0.267 of
@@ -133,7 +136,7 @@ def gpu_back_to(baseline: float | None, limit: float = 60) -> None:
     give theirs back seconds after it ends)."""
     end = time.time() + limit
     while baseline is not None and time.time() < end:
-        used = gpu_used_mib()
+        used = gpu_mib()
         if used is None or used < baseline + 2000:
             return
         time.sleep(0.5)
@@ -231,7 +234,7 @@ def main() -> int:
             ready = {"run": v.removeprefix("mmrun-"), "ready_after_s": round(time.time() - t0, 1)}
             print(json.dumps({**ready, "url": urls[v]}), flush=True)
             rows.append(ready)
-        baseline = gpu_used_mib()
+        baseline = gpu_mib()
         for r in range(args.rounds):
             for v in variants if r % 2 == 0 else variants[::-1]:
                 name = f"{v}-{n}-{r + 1}"

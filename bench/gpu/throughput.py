@@ -91,20 +91,33 @@ def command(variant: str, n: int, bench: Path, model: str, run: Path, extra: dic
     "+KEY=VALUE" parts: one more engine argument each (VALUE read as JSON, else a string), or,
     as "+env.NAME=VALUE", one more environment variable."""
     base, *pairs = variant.split("+")
-    extra, more_env = dict(extra), {}
-    for pair in pairs:
-        key, sep, value = pair.partition("=")
-        if not sep or not key:
-            raise SystemExit(f"{variant!r}: each part after '+' is KEY=VALUE or env.NAME=VALUE")
-        if key.startswith("env."):
-            more_env[key.removeprefix("env.")] = value
-            continue
-        try:
-            extra[key] = json.loads(value)
-        except json.JSONDecodeError:
-            extra[key] = value
+    try:
+        more_args, more_env = plus_parts(pairs)
+    except ValueError as exc:
+        raise SystemExit(f"{variant!r}: {exc}") from None
+    extra = {**extra, **more_args}
     argv, env, result = _command(base, n, bench, model, run, extra, task, max_tokens)
     return argv, {**env, **more_env}, result
+
+
+def plus_parts(parts: list[str]) -> tuple[dict, dict[str, str]]:
+    """A variant's "+" parts: (engine arguments, environment variables). "KEY=VALUE" is an
+    engine argument (VALUE read as JSON, else a string), "env.NAME=VALUE" a variable.
+    ValueError for a part that is neither."""
+    args: dict = {}
+    env: dict[str, str] = {}
+    for part in parts:
+        key, sep, value = part.partition("=")
+        if not sep or not key:
+            raise ValueError("each part after '+' is KEY=VALUE or env.NAME=VALUE")
+        if key.startswith("env."):
+            env[key.removeprefix("env.")] = value
+            continue
+        try:
+            args[key] = json.loads(value)
+        except json.JSONDecodeError:
+            args[key] = value
+    return args, env
 
 
 def _command(variant: str, n: int, bench: Path, model: str, run: Path, extra: dict,

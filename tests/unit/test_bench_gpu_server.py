@@ -98,9 +98,26 @@ def test_each_api_servers_value_is_a_server_with_its_own_engine_arguments() -> N
 
 @pytest.mark.parametrize(
     ("values", "says"),
-    [("x", "begins with a number"), ("0", "begins with a number"), ("1+workers", "KEY=VALUE")],
+    [
+        ("x", "begins with a number"),
+        ("0", "begins with a number"),
+        ("1+workers", "KEY=VALUE"),
+        ("1+env.OMP_NUM_THREADS=4", "not env.NAME=VALUE"),
+    ],
 )
 def test_a_malformed_api_servers_value_is_refused_in_one_line(values: str, says: str) -> None:
     with pytest.raises(SystemExit, match=says) as refused:
         server.server_specs(values)
     assert "\n" not in str(refused.value)
+
+
+def test_a_variant_s_plus_parts_are_engine_arguments_and_environment_variables(
+    tmp_path: Path,
+) -> None:
+    # throughput.py's parser, which server.py's --api-servers values share
+    assert server.plus_parts(["max_num_seqs=512", "env.X=1", "name=abc"]) == (
+        {"max_num_seqs": 512, "name": "abc"},
+        {"X": "1"},
+    )
+    with pytest.raises(SystemExit, match=re.escape("'mmrun+seqs': each part after '+' is KEY")):
+        server.command("mmrun+seqs", 8, tmp_path, "model", tmp_path / "run", {})
