@@ -98,16 +98,28 @@ def wait_for(condition: Callable[[], bool], timeout: float, what: str) -> None:
         time.sleep(0.1)
 
 
-def interrupt(proc: subprocess.Popen[str], tree: Tree | None, timeout: float) -> tuple[str, str]:
-    """SIGINT, then the process's output; it must end within ``timeout`` seconds."""
+def interrupt(
+    proc: subprocess.Popen[str], tree: Tree | None, timeout: float, err_file: Path | None = None
+) -> tuple[str, str]:
+    """SIGINT, then the process's output; it must end within ``timeout`` seconds. If it does
+    not, SIGABRT: started with PYTHONFAULTHANDLER=1, the process writes every thread's stack to
+    its stderr (``err_file`` where stderr went to a file), and the failure shows them."""
     sent = time.monotonic()
     proc.send_signal(signal.SIGINT)
     try:
         out, err = proc.communicate(timeout=timeout)
     except subprocess.TimeoutExpired:
-        proc.kill()
-        out, err = proc.communicate()
-        pytest.fail(f"mmrun did not end within {timeout} s of SIGINT; stderr: {err[-2000:]}")
+        proc.send_signal(signal.SIGABRT)
+        try:
+            out, err = proc.communicate(timeout=10)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            out, err = proc.communicate()
+        if err_file is not None:
+            err = err_file.read_text(errors="replace")
+        pytest.fail(
+            f"mmrun did not end within {timeout} s of SIGINT; stderr: {(err or '')[-6000:]}"
+        )
     finally:
         if tree is not None:
             tree.stop()
@@ -185,6 +197,7 @@ def run_mmrun(
         env = {
             **{k: v for k, v in os.environ.items() if k not in drop},
             "HF_HUB_OFFLINE": "1",
+            "PYTHONFAULTHANDLER": "1",  # stacks on SIGABRT: see interrupt
             **env_vars,
         }
         proc = subprocess.Popen(
