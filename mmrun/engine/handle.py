@@ -31,6 +31,7 @@ from mmrun.engine.output import use_engine_log
 from mmrun.engine.processes import (
     WARM_JOIN_S,
     interruptible,
+    interrupts_held,
     kill_engine_processes,
     warm_up_when_forked,
     watch_engine_core,
@@ -93,7 +94,8 @@ def start(
     use_private_rpc_dir()
     use_engine_log()
     threads = use_frontend_threads(engines_on_host) or users_gpu_threads()
-    vllm = import_vllm()  # seconds, and not interrupted by ``abort``: checked again after it
+    with interrupts_held():  # Ctrl-C meanwhile takes effect once vLLM is imported
+        vllm = import_vllm()  # seconds, and not interrupted by ``abort``: checked again after it
     if aborted():
         raise StartAborted
     prepare_the_cpu_start(engine_args)

@@ -23,6 +23,52 @@ from mmrun.vllm_internals import (
 
 
 @contextlib.contextmanager
+def _on_interrupt(handler: Callable[[int, FrameType | None], None]) -> Iterator[None]:
+    """``handler`` for Ctrl-C (SIGINT) and SIGTERM until the block ends; then the handlers
+    that were there before (Python's own where there was none)."""
+    previous = signal.signal(signal.SIGINT, handler)
+    previous_term = signal.signal(signal.SIGTERM, handler)
+    try:
+        yield
+    finally:
+        signal.signal(
+            signal.SIGINT, previous if previous is not None else signal.default_int_handler
+        )
+        signal.signal(
+            signal.SIGTERM, previous_term if previous_term is not None else signal.SIG_DFL
+        )
+
+
+@contextlib.contextmanager
+def interrupts_held() -> Iterator[None]:
+    """Hold Ctrl-C (or SIGTERM) until the block ends, then raise it as KeyboardInterrupt: for
+    vLLM's import, which imports torch and numpy. A KeyboardInterrupt raised inside a C
+    extension's initialisation can be swallowed there and leave the module half-initialised in
+    ``sys.modules``: the run then went on as if never interrupted, or failed later on a
+    missing attribute of numpy's. A second Ctrl-C is not held: it raises at once, as Python's
+    own handler would."""
+    if threading.current_thread() is not threading.main_thread():  # handlers: main thread only
+        yield
+        return
+    held: list[int] = []
+
+    def hold(signum: int, frame: FrameType | None) -> None:
+        if held:
+            raise KeyboardInterrupt
+        held.append(signum)
+
+    try:
+        with _on_interrupt(hold):
+            yield
+    except Exception as exc:
+        if held:
+            raise KeyboardInterrupt from exc
+        raise
+    if held:
+        raise KeyboardInterrupt
+
+
+@contextlib.contextmanager
 def interruptible(abort: threading.Event | None = None) -> Iterator[threading.Event]:
     """Make Ctrl-C (or SIGTERM) stop vLLM for sure while it starts or generates; yields the
     "interrupted" flag.
@@ -68,27 +114,20 @@ def interruptible(abort: threading.Event | None = None) -> Iterator[threading.Ev
                     if not left.is_set():
                         kill_engine_processes()
 
-    previous = signal.signal(signal.SIGINT, on_interrupt)
-    previous_term = signal.signal(signal.SIGTERM, on_interrupt)
-    if abort is not None:
-        threading.Thread(target=watch_abort, args=(abort,), name="mmrun-abort", daemon=True).start()
-    try:
-        yield interrupted
-    except Exception as exc:
-        if interrupted.is_set():
-            raise KeyboardInterrupt from exc
-        raise
-    finally:
+    with _on_interrupt(on_interrupt):
+        if abort is not None:
+            threading.Thread(
+                target=watch_abort, args=(abort,), name="mmrun-abort", daemon=True
+            ).start()
         try:
+            yield interrupted
+        except Exception as exc:
+            if interrupted.is_set():
+                raise KeyboardInterrupt from exc
+            raise
+        finally:
             with lock:
                 left.set()
-        finally:
-            signal.signal(
-                signal.SIGINT, previous if previous is not None else signal.default_int_handler
-            )
-            signal.signal(
-                signal.SIGTERM, previous_term if previous_term is not None else signal.SIG_DFL
-            )
 
 
 def kill_engine_processes(processes: Sequence[Any] | None = None) -> None:

@@ -674,3 +674,50 @@ def test_a_model_registry_of_another_shape_is_noted(tmp_path: Path, notes: Any) 
     found = model_registry(tmp_path)
     assert found.architectures == {"LlamaForCausalLM", "LlavaForConditionalGeneration"}
     assert found.removed == {"TarsierForConditionalGeneration": "0.24.0"}
+
+
+def _let_handlers_run() -> list[int]:
+    """Bytecode for Python to run a pending signal's handler in (at its next check)."""
+    work = []
+    for i in range(10_000):
+        work.append(i)
+    time.sleep(0.01)
+    return work
+
+
+def test_ctrl_c_during_vllms_import_is_raised_once_the_import_ends() -> None:
+    """A KeyboardInterrupt inside a C extension's initialisation (numpy's, under vLLM's
+    import) can be swallowed and leave the module half-made: held, it is raised after."""
+    from mmrun.engine.processes import interrupts_held
+
+    before = (signal.getsignal(signal.SIGINT), signal.getsignal(signal.SIGTERM))
+    for signum in (signal.SIGINT, signal.SIGTERM):
+        finished = False
+        with pytest.raises(KeyboardInterrupt), interrupts_held():
+            os.kill(os.getpid(), signum)
+            _let_handlers_run()
+            finished = True
+        assert finished
+        assert (signal.getsignal(signal.SIGINT), signal.getsignal(signal.SIGTERM)) == before
+    # An import that fails after the interrupt (a half-made module) ends as the interrupt.
+    with pytest.raises(KeyboardInterrupt) as raised, interrupts_held():
+        os.kill(os.getpid(), signal.SIGINT)
+        _let_handlers_run()
+        raise AttributeError("module 'numpy' has no attribute 'iterable'")
+    assert isinstance(raised.value.__cause__, AttributeError)
+    # Without an interrupt, the block's own error is the error.
+    with pytest.raises(ImportError), interrupts_held():
+        raise ImportError("no vllm")
+
+
+def test_a_second_ctrl_c_during_vllms_import_is_not_held() -> None:
+    from mmrun.engine.processes import interrupts_held
+
+    reached = False
+    with pytest.raises(KeyboardInterrupt), interrupts_held():
+        os.kill(os.getpid(), signal.SIGINT)
+        _let_handlers_run()
+        os.kill(os.getpid(), signal.SIGINT)
+        _let_handlers_run()
+        reached = True
+    assert not reached
