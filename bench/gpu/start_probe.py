@@ -133,7 +133,7 @@ class Watch(importlib.abc.MetaPathFinder):
 
 
 SWITCH_INTERVAL = "BENCH_START_SWITCH_INTERVAL"
-DEFAULT_SWITCH_INTERVAL = 0.005  # Python's
+DEFAULT_SWITCH_INTERVAL = sys.getswitchinterval()  # the interpreter's, before main sets another
 
 
 def start_switch_interval(name: str, module: object) -> None:
