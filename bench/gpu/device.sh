@@ -30,7 +30,9 @@ WARM_DEFAULT='raw:1,mmrun:1,mmrun+max_num_seqs=256:1,mmrun+max_num_seqs=256+ir_o
 STAGES_DEFAULT='512:mmrun,tuned 1:tuned,mmrun 512:mmrun+env.MMRUN_PREFETCH_MB=1,mmrun+ir_op_priority={} 512:tuned,mmrun'
 startup() {
   local sizes stage n res done_res=() end=$(( ${BUDGET_S:-540} - 20 )) warm=${WARM-$WARM_DEFAULT}
-  sizes=$(for stage in ${STAGES:-$STAGES_DEFAULT}; do echo "${stage%%:*}"; done | sort -un | tr '\n' ' ')
+  # the media of every stage's size and every warm-up's (VARIANT:N)
+  sizes=$( (for stage in ${STAGES:-$STAGES_DEFAULT}; do echo "${stage%%:*}"; done
+            for w in ${warm//,/ }; do echo "${w##*:}"; done) | sort -un | tr '\n' ' ')
   python3 .gpu/s/media.py $T/bench $sizes --task $TASK
   local i=0
   for stage in ${STAGES:-$STAGES_DEFAULT}; do
