@@ -7,7 +7,7 @@ argv[1]: the JSON file to write; argv[2:]: mmrun's arguments. The file holds:
 - "steps": how many engine steps (``llm_engine.step()``) it ran;
 - "engine_ready": ``time.monotonic()`` when ``mmrun.engine.start`` returned (the system-wide
   clock: the benchmark compares it with its own);
-- for a batch (``mmrun.runner.run_batch``) or a named run (``run_named``), once it returns
+- for a batch (``mmrun.runner.run_engine_batch``) or a named run (``run_named``), once it returns
   (the engine still running): "returned_at" (monotonic), "timings" (mmrun's own, which the CLI
   prints only for a named run), "done"/"failed" for a batch, "frontend_peak_mib" (this
   process's peak RSS, VmHWM in /proc: ``ru_maxrss`` would also count the memory of the process
@@ -118,7 +118,7 @@ def main() -> None:
         record["engine_peak_mib"] = sum(peak_kib(p) for p in engine_pids) / 1024
         save()
 
-    run_batch, run_named = runner.run_batch, runner.run_named
+    run_batch, run_named = runner.run_engine_batch, runner.run_named
 
     def probed_batch(*a, **k):  # type: ignore[no-untyped-def]
         stats, handle = run_batch(*a, **k)
@@ -131,7 +131,7 @@ def main() -> None:
         return result, handle
 
     engine.start = counting_start
-    runner.run_batch = probed_batch
+    runner.run_engine_batch = probed_batch
     runner.run_named = probed_named
     from mmrun.cli.main import main as mmrun_main
 
