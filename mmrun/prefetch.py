@@ -7,6 +7,7 @@ import collections
 import concurrent.futures
 import contextlib
 import itertools
+import math
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from concurrent.futures import Future
 from dataclasses import dataclass
@@ -15,6 +16,7 @@ from typing import Any
 from mmrun.errors import DownloadError, MediaError, MmrunError
 from mmrun.item import Item
 from mmrun.media import MediaItem, MediaResolver, decoded_bytes
+from mmrun.media.download import DOWNLOAD_WORKERS
 from mmrun.outcome import ItemError
 
 
@@ -78,12 +80,12 @@ class MediaPipeline:
         self._per_item = max(1, self._checks.max_count)
         self._capacity = 2 * self._ahead * self._per_item
         # What the decoded media held ahead may take (MMRUN_PREFETCH_MB): once the first items
-        # are decoded, their size bounds how many are resolved ahead. Without it a GPU's
-        # window (2 x max_num_seqs = 512 prompts, twice that ahead) of large photos would be
-        # gigabytes of pixels.
+        # are decoded, their size bounds how many are resolved ahead, with PACED_MEDIA (a
+        # few long videos can hold gigabytes of frames). None: ``ahead`` alone.
         self._budget = budget
         self._seen_bytes = 0
         self._seen_items = 0
+        self._seen_media = 0
         self._exhausted = False
         # Items handed out and given back (their engine died): handed out again first.
         self._back: collections.deque[Ready] = collections.deque()
@@ -114,20 +116,23 @@ class MediaPipeline:
             self._queue.append((item, futures))
 
     def _limit(self) -> int:
-        """How many items may wait ahead: ``ahead``, fewer when their decoded media would
-        exceed the prefetch budget (estimated from the items decoded so far)."""
+        """How many items may wait ahead: ``ahead``; with a prefetch budget (a batch), fewer:
+        within the budget (estimated from the items decoded so far) and, once sizes are
+        known, no more than keeps every resolver thread busy (``PACED_MEDIA``)."""
         if self._budget is None:
             return self._ahead
-        seen_items, seen_bytes = self._seen_items, self._seen_bytes
+        seen_items, seen_bytes, seen_media = self._seen_items, self._seen_bytes, self._seen_media
         if not seen_items:  # none handed out yet (the engine is starting): those decoded
             for _, work in self._queue:
                 if isinstance(work, list) and work and all(_decoded(f) for f in work):
                     seen_items += 1
                     seen_bytes += sum(decoded_bytes(f.result()) for f in work)
+                    seen_media += len(work)
         if not seen_items:  # no size known yet: a few, not a GPU's whole window
             return min(self._ahead, UNSIZED_AHEAD)
         per_item = seen_bytes / seen_items
-        return max(2, min(self._ahead, int(self._budget / max(per_item, 1))))
+        paced = math.ceil(PACED_MEDIA / max(seen_media / seen_items, 1))
+        return max(2, min(self._ahead, int(self._budget / max(per_item, 1)), paced))
 
     def _submit(self, source: str) -> Future[MediaItem]:
         future = self.resolved.get(source)
@@ -207,6 +212,7 @@ class MediaPipeline:
             return Ready(item, None, ItemError("media", str(exc), exc))
         self._seen_items += 1
         self._seen_bytes += sum(decoded_bytes(m) for m in media)
+        self._seen_media += len(media)
         problem = self._checks.media(media)
         if problem is not None:
             return Ready(item, None, ItemError("media", problem))
@@ -214,6 +220,11 @@ class MediaPipeline:
 
 
 UNSIZED_AHEAD = 32  # items resolved ahead before any has been decoded
+# Media resolved ahead of the engine once sizes are known: as many as the resolver has threads
+# (DOWNLOAD_WORKERS), so downloads still overlap, and no more. Decoding far ahead ran in bursts
+# beside the GIL-bound work of this process (vLLM's imports while the engine starts, building
+# requests once it is ready) and slowed both (docs/performance.md, "Where the start goes").
+PACED_MEDIA = DOWNLOAD_WORKERS
 
 
 def _decoded(future: Future[MediaItem]) -> bool:

@@ -101,8 +101,7 @@ class Runner:
     ) -> Any:
         """Start the engine while the first media resolve (those of ``pipeline``); its handle,
         or None for a dry run. ``abort_on_media``: a media failure stops the start (a named
-        run needs every item); else the pipeline keeps resolving ahead while it starts.
-        ``again``: a restart after the engine died (the caller has said so already)."""
+        run needs every item); else a failed item waits for the run. ``again``: a restart after the engine died (the caller has said so already)."""
         if self.plan.dry_run:
             return None
         if self.plan.engines.server is not None:
@@ -113,6 +112,8 @@ class Runner:
         if self.hooks.on_engine_start is not None and not again:
             self.hooks.on_engine_start()
         if pipeline is not None:
+            # A batch's first prompts (prefetch.UNSIZED_AHEAD), and no more until the engine is
+            # up: decoding beside vLLM's imports kept them waiting for the GIL.
             pipeline.fill()
         t_start = time.perf_counter()
         abort = threading.Event()
@@ -126,22 +127,6 @@ class Runner:
 
             for future in list(pipeline.futures):
                 future.add_done_callback(check)
-        started = threading.Event()
-        filler = None
-        if pipeline is not None and not abort_on_media:
-            # A batch's pipeline starts with a few prompts until it knows how large they
-            # decode: it keeps resolving ahead as the first sizes become known, from the
-            # engine's start on. Held back until vLLM was imported, then a few items at once,
-            # the decoding ran beside vLLM's engine import and memory profile instead, and the
-            # whole start was slower (512 x 4 images, an H200: engine ready after 69.2 s against
-            # 53.1 and 44.6, all results after 86.4 s against 70.2 and 60.7).
-            def keep_filling() -> None:
-                with contextlib.suppress(Exception):  # the run's own fill() reports it
-                    while not started.wait(0.25):
-                        pipeline.fill()
-
-            filler = threading.Thread(target=keep_filling, name="mmrun-prefetch", daemon=True)
-            filler.start()
         try:
             llm = engine.start(
                 self.plan.engine_args,
@@ -156,10 +141,6 @@ class Runner:
         except engine.StartAborted:
             failed[0].result()  # raises the failure
             raise
-        finally:
-            started.set()
-            if filler is not None:
-                filler.join()
         took = time.perf_counter() - t_start
         if again:
             self.timings["restarts_s"] = self.timings.get("restarts_s", 0.0) + took
@@ -423,8 +404,8 @@ def run_engine_batch(
     stats = Stats()
     window = runner.window(replica=not prefetch)
     resolver = runner.resolver()
-    # Twice the window ahead, from the engine's start on: decoding costs vLLM's frontend (this
-    # process) nothing while it waits for its engine core (docs/performance.md).
+    # The first prompts while the engine starts, then a few ahead of the engine, within the
+    # prefetch budget (mmrun.prefetch, docs/performance.md).
     pipeline = MediaPipeline(
         items,
         resolver,

@@ -489,6 +489,50 @@ def test_large_decoded_media_shorten_the_lookahead(
     assert all(b <= max(a, 2) for a, b in itertools.pairwise(sized)), sized
 
 
+@pytest.mark.parametrize("per_prompt", [1, 2])
+def test_once_sizes_are_known_a_batch_resolves_only_enough_to_keep_the_threads_busy(
+    fake_vllm: Any, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, per_prompt: int
+) -> None:
+    """Small media, far within MMRUN_PREFETCH_MB, and a window of 1,024 prompts ahead: at most
+    32 prompts are resolved before any size is known (the engine's start), then no more than
+    keep the 12 resolver threads busy (12 images: 12 prompts of one, 6 of two)."""
+    from PIL import Image
+
+    from mmrun import runner as runner_module
+    from mmrun.media.download import DOWNLOAD_WORKERS
+
+    folder = tmp_path / "small"
+    folder.mkdir()
+    rows = []
+    for i in range(60):
+        names = []
+        for j in range(per_prompt):
+            name = f"s{i:02d}-{j}.png"
+            Image.new("RGB", (16, 16), (i, j, 0)).save(folder / name)
+            names.append(str(folder / name))
+        rows.append({"id": f"q{i}", "image": names if per_prompt > 1 else names[0]})
+    manifest = tmp_path / "m.jsonl"
+    manifest.write_text("".join(json.dumps(r) + "\n" for r in rows))
+    waiting: list[tuple[int, int]] = []
+    real_fill = runner_module.MediaPipeline.fill
+
+    def fill(self: Any) -> None:
+        real_fill(self)
+        waiting.append((self._seen_items, len(self._queue)))
+
+    monkeypatch.setattr(runner_module.MediaPipeline, "fill", fill)
+    out = tmp_path / "out.jsonl"
+    result = cli("--input", str(manifest), "-o", str(out), "--engine-arg", "max_num_seqs=512")
+    assert result.exit_code == 0, result.stderr
+    assert sorted(r["id"] for r in lines(out)) == sorted(r["id"] for r in rows)
+    assert max(queued for _, queued in waiting) <= 32, waiting
+    paced = DOWNLOAD_WORKERS // per_prompt
+    sized = [queued for seen, queued in waiting if seen >= 1]
+    # Handed out one by one, the first 32 drain; after that a fill tops up to ``paced``.
+    assert any(queued == paced for queued in sized), sized
+    assert all(b <= max(a, paced) for a, b in itertools.pairwise(sized)), sized
+
+
 def test_a_bad_prefetch_budget_is_a_usage_error(
     fake_vllm: Any, photos: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
