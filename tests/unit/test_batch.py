@@ -456,20 +456,10 @@ def test_results_are_written_while_the_window_fills(
     )
 
 
-def test_large_decoded_media_shorten_the_lookahead(
-    fake_vllm: Any, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    """The media resolved ahead of the engine stay within MMRUN_PREFETCH_MB: with a window of
-    512 prompts (max_num_seqs 256, so 1,024 ahead), at most 32 are resolved before any size
-    is known, then as many as the budget holds (8 MB of 3 MB images: 2)."""
-    from PIL import Image
-
+def fills_recorded(monkeypatch: pytest.MonkeyPatch) -> list[tuple[int, int]]:
+    """After every fill of a batch's media pipeline: (items handed out, items waiting)."""
     from mmrun import runner as runner_module
 
-    folder = tmp_path / "big"
-    folder.mkdir()
-    for i in range(40):
-        Image.new("RGB", (1024 + i, 1024), (i, 0, 0)).save(folder / f"b{i:02d}.png")
     waiting: list[tuple[int, int]] = []
     real_fill = runner_module.MediaPipeline.fill
 
@@ -478,6 +468,22 @@ def test_large_decoded_media_shorten_the_lookahead(
         waiting.append((self._seen_items, len(self._queue)))
 
     monkeypatch.setattr(runner_module.MediaPipeline, "fill", fill)
+    return waiting
+
+
+def test_large_decoded_media_shorten_the_lookahead(
+    fake_vllm: Any, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The media resolved ahead of the engine stay within MMRUN_PREFETCH_MB: with a window of
+    512 prompts (max_num_seqs 256, so 1,024 ahead), at most 32 are resolved before any size
+    is known, then as many as the budget holds (8 MB of 3 MB images: 2)."""
+    from PIL import Image
+
+    folder = tmp_path / "big"
+    folder.mkdir()
+    for i in range(40):
+        Image.new("RGB", (1024 + i, 1024), (i, 0, 0)).save(folder / f"b{i:02d}.png")
+    waiting = fills_recorded(monkeypatch)
     monkeypatch.setenv("MMRUN_PREFETCH_MB", "8")
     out = tmp_path / "out.jsonl"
     result = cli("-i", str(folder), "-o", str(out), "--engine-arg", "max_num_seqs=256")
@@ -498,7 +504,6 @@ def test_once_sizes_are_known_a_batch_resolves_only_enough_to_keep_the_threads_b
     keep the 12 resolver threads busy (12 images: 12 prompts of one, 6 of two)."""
     from PIL import Image
 
-    from mmrun import runner as runner_module
     from mmrun.media.download import DOWNLOAD_WORKERS
 
     folder = tmp_path / "small"
@@ -513,14 +518,7 @@ def test_once_sizes_are_known_a_batch_resolves_only_enough_to_keep_the_threads_b
         rows.append({"id": f"q{i}", "image": names if per_prompt > 1 else names[0]})
     manifest = tmp_path / "m.jsonl"
     manifest.write_text("".join(json.dumps(r) + "\n" for r in rows))
-    waiting: list[tuple[int, int]] = []
-    real_fill = runner_module.MediaPipeline.fill
-
-    def fill(self: Any) -> None:
-        real_fill(self)
-        waiting.append((self._seen_items, len(self._queue)))
-
-    monkeypatch.setattr(runner_module.MediaPipeline, "fill", fill)
+    waiting = fills_recorded(monkeypatch)
     out = tmp_path / "out.jsonl"
     result = cli("--input", str(manifest), "-o", str(out), "--engine-arg", "max_num_seqs=512")
     assert result.exit_code == 0, result.stderr
