@@ -8,6 +8,7 @@ import dataclasses
 import importlib
 import os
 import threading
+import time
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any
 
@@ -46,6 +47,10 @@ from mmrun.vllm_internals import (
     output_request_id,
     streams_requests,
 )
+
+# How long the exit codes of a dead engine's processes are waited for, when vLLM told of the
+# death first.
+DEATH_READ_S = 2.0
 
 
 def import_vllm() -> Any:
@@ -292,13 +297,19 @@ class Engine:
 
     def _died(self, exc: BaseException) -> Exception:
         """mmrun's error for the engine that stopped. vLLM may tell of the death before the
-        watch thread has the exit codes: then they are read here (waiting up to 2 s each)."""
+        watch thread has the exit codes: then they are read here (up to 2 s in all). When the
+        watch thread reaps a process at the same moment, this join finds no exit code (the
+        other waitpid took it), and the thread's list has it a moment later."""
         exits = list(self._exits)
-        if not any(exits):
+        deadline = time.monotonic() + DEATH_READ_S
+        while not any(exits) and self._processes:
             for process in self._processes:
                 with contextlib.suppress(Exception):
-                    process.join(2.0)
-                exits.append(getattr(process, "exitcode", None))
+                    process.join(max(0.0, deadline - time.monotonic()))
+            exits = [getattr(p, "exitcode", None) for p in self._processes] + list(self._exits)
+            if any(exits) or time.monotonic() >= deadline:
+                break
+            time.sleep(0.05)
         return engine_died(exc, exits)
 
     def has_output(self) -> bool:

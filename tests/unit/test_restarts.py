@@ -370,3 +370,45 @@ def test_a_death_told_before_the_watch_thread_saw_it_still_names_the_signal(
         "the engine core process was killed by SIGKILL (signal 9): "
         "the kernel's out-of-memory killer sends it too"
     ), str(raised.value)
+
+
+def test_a_death_whose_exit_code_the_watch_thread_took_still_names_the_signal(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """The watch thread and the death's own join reap the engine core at the same moment: the
+    join's waitpid finds nothing (multiprocessing then reports no exit code) and the thread
+    records -9 a moment later. The message still names the signal."""
+    import threading
+
+    from mmrun.engine import handle
+
+    class Core:
+        exitcode = None  # the other waitpid took it
+
+        def join(self, timeout: float) -> None:
+            pass
+
+    class Steps:
+        def step(self) -> list[Any]:
+            raise RuntimeError(
+                "EngineCore encountered an issue. See stack trace (above) for the root cause."
+            )
+
+    class Llm:
+        llm_engine = Steps()
+
+        def enqueue(self, *args: Any, **kwargs: Any) -> list[str]:
+            return ["0"]
+
+    def watch(llm: Any, closed: Any, exits: list[int | None]) -> None:
+        threading.Timer(0.2, lambda: exits.append(-9)).start()
+
+    monkeypatch.setattr(handle, "engine_core_processes", lambda core: [Core()])
+    monkeypatch.setattr(handle, "engine_core", lambda llm: None)
+    monkeypatch.setattr(handle, "watch_engine_core", watch)
+    engine = handle.Engine(Llm())
+    with pytest.raises(EngineDied) as raised:
+        engine.poll()
+    assert str(raised.value).startswith(
+        "the engine core process was killed by SIGKILL (signal 9)"
+    ), str(raised.value)
