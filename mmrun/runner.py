@@ -101,7 +101,8 @@ class Runner:
     ) -> Any:
         """Start the engine while the first media resolve (those of ``pipeline``); its handle,
         or None for a dry run. ``abort_on_media``: a media failure stops the start (a named
-        run needs every item); else a failed item waits for the run. ``again``: a restart after the engine died (the caller has said so already)."""
+        run needs every item); else a failed item waits for the run. ``again``: a restart
+        after the engine died (the caller has said so already)."""
         if self.plan.dry_run:
             return None
         if self.plan.engines.server is not None:
