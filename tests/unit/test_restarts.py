@@ -335,18 +335,20 @@ def test_a_batch_whose_output_disk_fills_up_ends_in_one_line_and_resumes(
     assert sorted(ids) == sorted(str(p) for p in folder.iterdir())
 
 
-def test_a_death_told_before_the_watch_thread_saw_it_still_names_the_signal(
-    monkeypatch: pytest.MonkeyPatch,
-) -> None:
-    """vLLM's own monitor may end ``step()`` before mmrun's watch thread has read the exit
-    codes: the engine core processes are asked then."""
+class _Core:
+    """An engine core process that has ended, as multiprocessing shows it."""
+
+    def __init__(self, exitcode: int | None) -> None:
+        self.exitcode = exitcode
+
+    def join(self, timeout: float) -> None:
+        pass
+
+
+def _engine_whose_core_died(monkeypatch: pytest.MonkeyPatch, core: _Core, watch: Any) -> Any:
+    """An Engine whose ``step()`` raises vLLM's "EngineCore encountered an issue", with ``core``
+    as its engine core process and ``watch`` as mmrun's watch thread."""
     from mmrun.engine import handle
-
-    class Core:
-        exitcode = -9
-
-        def join(self, timeout: float) -> None:
-            pass
 
     class Steps:
         def step(self) -> list[Any]:
@@ -360,10 +362,18 @@ def test_a_death_told_before_the_watch_thread_saw_it_still_names_the_signal(
         def enqueue(self, *args: Any, **kwargs: Any) -> list[str]:
             return ["0"]
 
-    monkeypatch.setattr(handle, "engine_core_processes", lambda core: [Core()])
+    monkeypatch.setattr(handle, "engine_core_processes", lambda _: [core])
     monkeypatch.setattr(handle, "engine_core", lambda llm: None)
-    monkeypatch.setattr(handle, "watch_engine_core", lambda *args: None)
-    engine = handle.Engine(Llm())
+    monkeypatch.setattr(handle, "watch_engine_core", watch)
+    return handle.Engine(Llm())
+
+
+def test_a_death_told_before_the_watch_thread_saw_it_still_names_the_signal(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """vLLM's own monitor may end ``step()`` before mmrun's watch thread has read the exit
+    codes: the engine core processes are asked then."""
+    engine = _engine_whose_core_died(monkeypatch, _Core(-9), lambda *args: None)
     with pytest.raises(EngineDied) as raised:
         engine.poll()
     assert str(raised.value).startswith(
@@ -380,33 +390,10 @@ def test_a_death_whose_exit_code_the_watch_thread_took_still_names_the_signal(
     records -9 a moment later. The message still names the signal."""
     import threading
 
-    from mmrun.engine import handle
-
-    class Core:
-        exitcode = None  # the other waitpid took it
-
-        def join(self, timeout: float) -> None:
-            pass
-
-    class Steps:
-        def step(self) -> list[Any]:
-            raise RuntimeError(
-                "EngineCore encountered an issue. See stack trace (above) for the root cause."
-            )
-
-    class Llm:
-        llm_engine = Steps()
-
-        def enqueue(self, *args: Any, **kwargs: Any) -> list[str]:
-            return ["0"]
-
     def watch(llm: Any, closed: Any, exits: list[int | None]) -> None:
         threading.Timer(0.2, lambda: exits.append(-9)).start()
 
-    monkeypatch.setattr(handle, "engine_core_processes", lambda core: [Core()])
-    monkeypatch.setattr(handle, "engine_core", lambda llm: None)
-    monkeypatch.setattr(handle, "watch_engine_core", watch)
-    engine = handle.Engine(Llm())
+    engine = _engine_whose_core_died(monkeypatch, _Core(None), watch)  # the other waitpid took it
     with pytest.raises(EngineDied) as raised:
         engine.poll()
     assert str(raised.value).startswith(
