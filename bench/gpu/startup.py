@@ -13,7 +13,8 @@ and key, torch.compile, KV cache, CUDA graphs, init engine).
 
 The vLLM lines are those of vLLM 0.26.0 (vllm/v1/engine/core.py, v1/worker/gpu_model_runner.py,
 v1/worker/gpu_worker.py, v1/core/kv_cache_utils.py, compilation/backends.py and monitor.py,
-config/model.py); vLLM 0.32 writes the same messages, with its own process prefix on the line.
+config/model.py, utils/jit_monitor.py); vLLM 0.32 writes the same messages, with its own
+process prefix on the line.
 """
 
 from __future__ import annotations
@@ -78,6 +79,9 @@ STEPS: list[tuple[str, str, str | re.Pattern[str]]] = [
     ("kv_size", "vLLM: KV cache sized", re.compile(r"(?:[GC]PU )?KV cache size: ([\d,]+) tokens")),
     ("captured", "vLLM: CUDA graphs captured",
      re.compile(rf"Graph capturing finished in {NUMBER} secs, took (-?\d+(?:\.\d+)?) GiB")),
+    # vLLM's kernel warm-up after the capture (the V2 model runner's compiles Triton kernels)
+    ("kernels_warm", "vLLM: kernels warmed up (JIT monitor on)",
+     re.compile(r"Kernel JIT monitor activated")),
     ("ready", "vLLM: engine ready (init engine ... took)",
      re.compile(rf"init engine \(profile, create kv cache, warmup model\) took {NUMBER} s")),
     ("llm_returned", "LLM(...) returned", "LLM() done"),

@@ -58,6 +58,7 @@ SCRIPT_LOG = """\
    32.61 (EngineCore pid=4150) INFO 12-02 10:11:32 [kv_cache_utils.py:2179] Maximum concurrency for 8,192 tokens per request: 399.36x
    35.20 (EngineCore pid=4150) Capturing CUDA graphs (mixed prefill-decode, PIECEWISE):   0%|          | 0/67 [00:00<?, ?it/s]\rCapturing CUDA graphs (mixed prefill-decode, PIECEWISE): 100%|##########| 67/67 [00:02<00:00, 28.51it/s]
    35.30 (EngineCore pid=4150) INFO 12-02 10:11:35 [gpu_model_runner.py:6845] Graph capturing finished in 3 secs, took 0.52 GiB
+   35.34 (EngineCore pid=4150) INFO 12-02 10:11:35 [jit_monitor.py:79] Kernel JIT monitor activated; monitored JIT compilations during inference will use mode=warn.
    35.40 (EngineCore pid=4150) INFO 12-02 10:11:35 [core.py:331] init engine (profile, create kv cache, warmup model) took 9.41 s (compilation: 4.05 s)
    36.10 STARTUP_MARK 1796400036.100 4100 LLM() done
    36.11 RAW_READY 1796400036.110
@@ -122,6 +123,7 @@ def test_script_log_steps_in_order_with_vllms_figures() -> None:
         "kv_memory": 32.50,
         "kv_size": 32.60,
         "captured": 35.30,
+        "kernels_warm": 35.34,
         "ready": 35.40,
         "llm_returned": 36.10,
         "first_request": 44.00,
@@ -171,7 +173,9 @@ def test_timeline_counts_the_main_line_and_shows_side_steps_beside() -> None:
     assert steps["llm_called"] == {"t": 18.95, "since_previous": 0.05}
     assert steps["engine_core"] == {"t": 21.0, "since_previous": 2.0}  # after the arguments line
     assert steps["torch_imported"] == {"t": 5.1, "since_previous": None}  # inside vLLM's import
-    assert steps["ready"] == {"t": 35.4, "since_previous": 0.1}
+    # the kernel warm-up after the CUDA graphs is a step of its own
+    assert steps["kernels_warm"] == {"t": 35.34, "since_previous": 0.04}
+    assert steps["ready"] == {"t": 35.4, "since_previous": 0.06}
     # the script's results come all at once
     assert steps["first_result"] == {"t": 71.0, "since_previous": 27.0}
     assert steps["last_result"] == {"t": 71.0, "since_previous": 0.0}
@@ -190,6 +194,7 @@ def test_tables_one_column_per_run() -> None:
     head = "| step: s from spawn (+ since the step before) | 1. tuned x1 | 2. mmrun x1 |"
     assert steps[0] == head
     assert "| mmrun frontend warm begins | - | 27.5 (beside) |" in steps
+    assert "| vLLM: kernels warmed up (JIT monitor on) | 35.3 (+0.0) | - |" in steps
     assert "| vLLM: engine ready (init engine ... took) | 35.4 (+0.1) | 58.0 (+0.2) |" in steps
     assert "| first result | 45.0 (+1.0) | 60.5 (+1.5) |" in steps
     assert "| vLLM: graphs compiled (cache miss) | - | 55.0 (+20.6) |" in steps
@@ -211,7 +216,7 @@ def test_main_reads_result_folders(tmp_path: Path, capsys: pytest.CaptureFixture
     assert startup.main([str(res), "--json", str(out_json), "--md", str(out_md)]) == 0
     written = json.loads(out_json.read_text())
     assert [t["run"] for t in written] == ["tuned-512"]
-    assert written[0]["steps"]["ready"] == {"t": 35.4, "since_previous": 0.1}
+    assert written[0]["steps"]["ready"] == {"t": 35.4, "since_previous": 0.06}
     assert written[0]["stage"] == "res"
     assert written[0]["results"]["prompts_per_s"] == 14.66
     printed = capsys.readouterr().out
