@@ -8,7 +8,8 @@
 #                                    runs server.py with the arguments given (in-process against --server)
 #   bash .gpu/s/device.sh startup    carry .gpu/s: start-up timelines, the raw script's and mmrun's side by side
 #                                    (STAGES, WARM below), within BUDGET_S seconds (default 540); ENGINE_ARGS=JSON:
-#                                    engine arguments for every run (a CPU smoke run's)
+#                                    engine arguments for every run (a CPU smoke run's); SETTLE=1: each stage's
+#                                    variants first run once to their engine ready, untimed (throughput.py --settle)
 #   TASK=whisper: the Whisper-shaped model and one clip per prompt (default: qwen2_5_vl, the
 #   3B-shaped Qwen2.5-VL and 4 images per prompt). MODEL_CONFIG=JSON: values merged into the
 #   model's config.json (smaller layers for a smoke run on a CPU build of vLLM, whose own
@@ -40,7 +41,7 @@ startup() {
     echo "== stage $i: $n prompts: ${stage#*:} ($((end - SECONDS))s left)"
     python3 .gpu/s/throughput.py --bench $T/bench --model $M --res "$res" --task $TASK --probe \
       --prompts "$n" --variants "${stage#*:}" ${warm:+--warm "$warm"} --budget $((end - SECONDS)) \
-      ${ENGINE_ARGS:+--engine-args "$ENGINE_ARGS"} \
+      ${ENGINE_ARGS:+--engine-args "$ENGINE_ARGS"} ${SETTLE:+--settle} \
       | grep -v '^|'
     warm=''; [ -f "$res/summary.json" ] && done_res+=("$res") && cp "$res/summary.json" "$OUT/summary-$i-$n.json"
   done

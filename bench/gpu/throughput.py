@@ -13,7 +13,8 @@ start-up figures.
 usage: throughput.py --bench ROOT --model DIR --prompts N
                      --variants mmrun,tuned,runbatch,raw[,tuned-spawn,mmrun-base,VARIANT+KEY=JSON]
                      --res DIR [--task qwen2_5_vl|whisper] [--max-tokens T] [--engine-args JSON]
-                     [--rounds R] [--budget S] [--warm VARIANT:N,...] [--probe] [--dry]
+                     [--rounds R] [--budget S] [--warm VARIANT:N,...] [--settle] [--probe]
+                     [--dry]
   ROOT: media.py's folder (mN.jsonl, bN.jsonl; wN.jsonl for whisper). --max-tokens: each
   prompt's output tokens (default 64, with ignore_eos). --engine-args: engine arguments given
   to every variant alike, none by default (what vLLM's CPU build needs for a smoke run, e.g.).
@@ -26,7 +27,11 @@ usage: throughput.py --bench ROOT --model DIR --prompts N
   at its engine's start when vLLM forks the engine core).
   Rounds alternate the order. --warm: first run these variants at once, on N prompts each with a small share of the GPU, so that each configuration's compile cache is
   filled before anything is timed (an mmrun warm-up on the full manifest, for the same
-  engine arguments, is stopped at its first result). --budget: skip what would not end in
+  engine arguments, is stopped at its first result). --settle: then each timed variant once,
+  untimed, alone on the GPU with its own memory share and stopped at its engine ready line:
+  a warm-up's small share has vLLM skip its memory profile, and the first full-size run
+  after it paid 8-19 s that later runs did not (mmrun in the profile, the tuned script in
+  its kernel warm-up). --budget: skip what would not end in
   time. --probe: run each timed process through start_probe.py, whose marks (imports, plugins,
   LLM(...), mmrun's planning, the first request) startup.py reads beside vLLM's log lines into
   a start-up timeline. --dry: print the commands only.
@@ -312,8 +317,9 @@ def lines_in(path: Path | None) -> int:
 
 
 def run_one(argv, env_changes, result: Path | None, n: int, run: Path, timeout: float,
-            stop_at_first: bool = False) -> dict:  # fmt: skip
-    """Run a command; the wall-clock times of its spawn, ready, first and last result, exit."""
+            stop_at_first: bool = False, stop_at_ready: bool = False) -> dict:  # fmt: skip
+    """Run a command; the wall-clock times of its spawn, ready, first and last result, exit.
+    stop_at_first, stop_at_ready: stopped (killed) at its first result, at its engine ready."""
     # A fresh folder: mmrun would resume the output of an earlier run of the same name.
     shutil.rmtree(run, ignore_errors=True)
     run.mkdir(parents=True)
@@ -346,6 +352,8 @@ def run_one(argv, env_changes, result: Path | None, n: int, run: Path, timeout: 
     while proc.poll() is None:
         time.sleep(0.1)
         done = lines_in(result) if result is not None else 0
+        if stop_at_ready and "ready" in rec:
+            break
         if done and "first" not in rec:
             rec["first"] = time.time()
             if stop_at_first:
@@ -483,6 +491,7 @@ def main() -> int:
     ap.add_argument("--rounds", type=int, default=1)
     ap.add_argument("--budget", type=float, default=3600)
     ap.add_argument("--warm", default="")
+    ap.add_argument("--settle", action="store_true", help="each variant to its ready line first")
     ap.add_argument("--dry", action="store_true")
     ap.add_argument("--probe", action="store_true", help="marks of each step of the start")
     ap.add_argument("--task", choices=sorted(MANIFEST), default="qwen2_5_vl")
@@ -522,6 +531,20 @@ def main() -> int:
         for *_, thread in procs:
             thread.join()
         print(f"warm-ups done after {time.time() - t0:.0f}s", flush=True)
+    for v in dict.fromkeys(variants) if args.settle else ():
+        run = args.res / f"settle-{v}-{n}"
+        argv, env, result = command(v, n, args.bench, args.model, run, args.engine_args, **task)
+        if args.dry:
+            print("SETTLE", shlex.join(argv))
+            continue
+        left = args.budget - (time.time() - t0)
+        if left < expected_s(v, 1, args.task):
+            print(f"settle {v}: skipped ({left:.0f}s of the budget left)", flush=True)
+            continue
+        gpu_free()
+        rec = run_one(argv, env, result, n, run, left - 5, stop_at_ready=True)
+        print(f"settle {v}", json.dumps({k: rec[k] for k in ("spawn", "ready", "rc") if k in rec}),
+              flush=True)  # fmt: skip
     gpu = GpuBusy()
     rows: list[dict] = []
     reference: dict[str, str] | None = None

@@ -317,3 +317,35 @@ def test_throughput_probe_and_run_estimates() -> None:
         pytest.approx(58 + 512 / 28 + 4)
     )
     assert throughput.expected_s("mmrun", 1, "qwen2_5_vl") == pytest.approx(58 + 1 / 28 + 4)
+
+
+def test_throughput_settles_each_variant_once_with_its_own_memory(tmp_path: Path) -> None:
+    out = subprocess.run(
+        [sys.executable, str(GPU_BENCH / "throughput.py"), "--bench", str(tmp_path),
+         "--model", "/models/m", "--res", str(tmp_path / "res"), "--prompts", "512",
+         "--variants", "mmrun,tuned", "--rounds", "2", "--warm", "raw:1,mmrun:1", "--settle",
+         "--probe", "--dry"],
+        capture_output=True, text=True, check=True,
+    ).stdout.splitlines()  # fmt: skip
+    kinds = [
+        line.split(" ", 1)[0] for line in out if line.split(" ", 1)[0] in {"WARM", "SETTLE", "RUN"}
+    ]
+    # the warm-ups, then each variant settled once, then the timed runs (two rounds)
+    assert kinds == ["WARM", "WARM", "SETTLE", "SETTLE", "RUN", "RUN", "RUN", "RUN"]
+    warm = [line for line in out if line.startswith("WARM ")]
+    settle = [line for line in out if line.startswith("SETTLE ")]
+    assert all("gpu_memory_utilization" in line for line in warm)
+    # the timed runs' own memory share, on the same manifest, and not probed
+    assert not any("gpu_memory_utilization" in line for line in settle)
+    assert "m512.jsonl" in settle[0] and "raw_vllm.py" in settle[1]
+    assert not any("start_probe.py" in line for line in settle)
+
+
+def test_a_settle_run_stops_at_its_engine_ready_line(tmp_path: Path) -> None:
+    script = "import time; print('RAW_READY 1', flush=True); time.sleep(60)"
+    rec = throughput.run_one(
+        [sys.executable, "-c", script], {}, None, 1, tmp_path / "run", 30, stop_at_ready=True
+    )
+    assert "ready" in rec and "first" not in rec
+    assert rec["exit"] - rec["spawn"] < 15  # killed at the ready line, not after 60 s
+    assert rec["rc"] == -9
