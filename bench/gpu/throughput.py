@@ -30,7 +30,7 @@ usage: throughput.py --bench ROOT --model DIR --prompts N
   engine arguments, is stopped at its first result). --settle: then each timed variant once,
   untimed, alone on the GPU with its own memory share and stopped at its engine ready line:
   a warm-up's small share has vLLM skip its memory profile, and the first full-size run
-  after it paid 8-19 s that later runs did not (mmrun in the profile, the tuned script in
+  after it paid 8-18 s that later runs did not (mmrun in the profile, the tuned script in
   its kernel warm-up). --budget: skip what would not end in
   time. --probe: run each timed process through start_probe.py, whose marks (imports, plugins,
   LLM(...), mmrun's planning, the first request) startup.py reads beside vLLM's log lines into
