@@ -302,14 +302,13 @@ class Engine:
         other waitpid took it), and the thread's list has it a moment later."""
         exits = list(self._exits)
         deadline = time.monotonic() + DEATH_READ_S
-        while not any(exits) and self._processes:
+        while not any(exits) and self._processes and time.monotonic() < deadline:
             for process in self._processes:
                 with contextlib.suppress(Exception):
                     process.join(max(0.0, deadline - time.monotonic()))
             exits = [getattr(p, "exitcode", None) for p in self._processes] + list(self._exits)
-            if any(exits) or time.monotonic() >= deadline:
-                break
-            time.sleep(0.05)
+            if not any(exits):
+                time.sleep(0.05)
         return engine_died(exc, exits)
 
     def has_output(self) -> bool:
