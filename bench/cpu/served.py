@@ -5,8 +5,9 @@ would; then each round runs the batch in mmrun's own engine and against the serv
 alternating order. For each run: its rate from its engine's start (for ``--server``, from its
 connection) to the last line, as mmrun's summary line gives it; its first result line from
 spawn; the prompt tokens the engine counted and the greedy texts, against the first
-in-process run's. Both engines have the same arguments, vLLM's multimodal processor cache off
-(the server would otherwise process the same pictures faster in every round after the first).
+in-process run's. Both engines have the same arguments, vLLM's multimodal processor cache and
+prefix cache off: the server would otherwise find, in every round after the first, the same
+pictures processed and their prompts' KV cache computed, where an in-process run starts empty.
 """
 
 from __future__ import annotations
@@ -28,7 +29,7 @@ from bench.cpu.tiny import KEY, Tiny
 
 PROMPTS = 1024
 MAX_TOKENS = 32
-OVERRIDES = {"max_num_seqs": 16, "mm_processor_cache_gb": 0}
+OVERRIDES = {"max_num_seqs": 16, "mm_processor_cache_gb": 0, "enable_prefix_caching": False}
 ROUNDS = 5
 SERVER_START_S = 600.0
 RATE = re.compile(r"([\d.]+) prompts/s, [\d.]+ output tok/s over (\S+) after the engine start")

@@ -82,7 +82,8 @@ bench|startup|server)
   [ -d .gpu/s/py-base ] && export MMRUN_BASE_PATH=$PWD/.gpu/s/py-base
   if [ $cmd = startup ]; then startup; exit $?; fi
   if [ $cmd = server ]; then  # `vllm serve` needs run-batch's server dependencies
-    python3 .gpu/s/media.py $T/bench ${SIZES:-512} --task $TASK
+    # and 8 prompts of other pictures: server.py's warm-up call to each server (--warm 8)
+    python3 .gpu/s/media.py $T/bench $(printf '%s\n' ${SIZES:-512} 8 | sort -un) --task $TASK
     PYTHONPATH=$PYTHONPATH:$RUNBATCH_SITE:$PWD/.gpu/s python3 .gpu/s/server.py --bench $T/bench --model $M --res $RES \
       --budget $(( ${BUDGET_S:-570} - SECONDS - 10 )) "$@" | grep -v '^|'
     cp $RES/summary.json $RES/summary.md $RES/serve-*cmd.txt "$OUT/" 2>/dev/null; cat $RES/summary.md 2>/dev/null

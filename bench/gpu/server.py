@@ -11,12 +11,15 @@ servers' seconds to ready, and the `vllm serve` command line each ran (its dry r
 
 usage: server.py --bench ROOT --model DIR --prompts N --res DIR [--rounds R]
                  [--max-tokens T] [--engine-args JSON] [--budget S] [--port P]
-                 [--api-servers N[+KEY=JSON...][,...]] [--runbatch]
+                 [--api-servers N[+KEY=JSON...][,...]] [--runbatch] [--warm W]
   ROOT: media.py's folder (mN.jsonl). --engine-args: engine arguments of every engine
   (default: gpu_memory_utilization 0.8 shared by the in-process engine and the servers, so
-  that all fit on the GPU at once, and vLLM's multimodal processor cache off: a server keeps
-  it between calls, an in-process run starts with it empty, so a server's later call could
-  find the pictures processed already). --api-servers: one `mmrun serve --api-servers N` per
+  that all fit on the GPU at once, and vLLM's multimodal processor cache and prefix cache
+  off: a server keeps both between calls, an in-process run starts with them empty, so a
+  server's later call could find the pictures processed, or their prompts' KV cached,
+  already). --warm W (default 8): before the timed rounds, each server answers one call of
+  W prompts (mW.jsonl, other pictures; 0: none), as a server left running has answered calls
+  before: what the first requests after a server's start pay once is in no timed call. --api-servers: one `mmrun serve --api-servers N` per
   value (default 1), each its own variant, mmrun-server-aN, on ports P, P+1, ...; a value's
   "+KEY=JSON" parts are engine arguments of that server alone (no commas in them), e.g.
   "4,1+renderer_num_workers=8": four API server processes, and one process with eight
@@ -55,8 +58,9 @@ from throughput import (
 
 RATE = re.compile(r"([\d.]+) prompts/s, [\d.]+ output tok/s over (\S+) after the engine start")
 GPU_SHARE = 0.8  # of the GPU's memory, split between the in-process engine and the servers
-# Every engine's (as bench/cpu/served.py): no call finds a picture processed by an earlier one.
-NO_PROCESSOR_CACHE = {"mm_processor_cache_gb": 0}
+# Every engine's: no call finds a picture processed (bench/cpu/served.py turns that cache off
+# too) or a prompt's KV cache computed by an earlier one.
+NO_CACHES = {"mm_processor_cache_gb": 0, "enable_prefix_caching": False}
 MIN_ENGINE_GIB = 30  # what one engine of the 3B shape needs for 512 x 4 (0.4 of an H100: 32 GiB)
 ITEMS = 4  # media.py's images per prompt
 
@@ -144,12 +148,13 @@ def gpu_back_to(baseline: float | None, limit: float = 60) -> None:
 
 def default_engine_args(engines: int, total_mib: float | None) -> dict:
     """Every engine's arguments: an equal share of GPU_SHARE of the card, and no processor
-    cache. SystemExit, before anything starts, where a share is too small to start."""
+    cache and no prefix cache. SystemExit, before anything starts, where a share is too small
+    to start."""
     share = round(GPU_SHARE / engines, 3)
     problem = too_small(share, engines, total_mib)
     if problem is not None:
         raise SystemExit(f"server.py: {problem}")
-    return {"gpu_memory_utilization": share, **NO_PROCESSOR_CACHE}
+    return {"gpu_memory_utilization": share, **NO_CACHES}
 
 
 def seconds(text: str) -> float:
@@ -193,6 +198,17 @@ def ready_url(proc: subprocess.Popen, log_path: Path, timeout: float) -> str:
     return url
 
 
+def warm_up(variant: str, url: str, args: argparse.Namespace) -> dict:
+    """One untimed call of --warm prompts to a server, before the timed rounds."""
+    run = args.res / f"{variant}-warm-{args.warm}"
+    t = time.time()
+    cmd, env, result = command("mmrun", args.warm, args.bench, args.model, run, {},
+                               max_tokens=args.max_tokens)  # fmt: skip
+    rec = run_one([*cmd, "--server", url], env, result, args.warm, run, 300)
+    return {"run": f"{variant.removeprefix('mmrun-')}-warm", "prompts": args.warm,
+            "rc": rec["rc"], "took_s": round(time.time() - t, 1)}  # fmt: skip
+
+
 def main() -> int:
     ap = argparse.ArgumentParser()
     ap.add_argument("--bench", required=True, type=Path)
@@ -206,9 +222,13 @@ def main() -> int:
     ap.add_argument("--port", type=int, default=8390)
     ap.add_argument("--api-servers", default="1")
     ap.add_argument("--runbatch", action="store_true")
+    ap.add_argument("--warm", type=int, default=8)
     args = ap.parse_args()
     t0, n = time.time(), args.prompts
     specs = server_specs(args.api_servers)
+    if args.warm and not (args.bench / f"m{args.warm}.jsonl").exists():
+        raise SystemExit(f"server.py: --warm {args.warm}: no {args.bench}/m{args.warm}.jsonl "
+                         f"(write it with media.py {args.bench} {args.warm}, or pass --warm 0)")  # fmt: skip
     if args.engine_args is None:
         args.engine_args = default_engine_args(1 + len(specs), gpu_mib("memory.total"))
     args.res.mkdir(parents=True, exist_ok=True)
@@ -234,6 +254,9 @@ def main() -> int:
             ready = {"run": v.removeprefix("mmrun-"), "ready_after_s": round(time.time() - t0, 1)}
             print(json.dumps({**ready, "url": urls[v]}), flush=True)
             rows.append(ready)
+        for v, url in urls.items() if args.warm else ():
+            rows.append(warm_up(v, url, args))
+            print(json.dumps(rows[-1]), flush=True)
         baseline = gpu_mib()
         for r in range(args.rounds):
             for v in variants if r % 2 == 0 else variants[::-1]:

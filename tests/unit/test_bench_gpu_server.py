@@ -36,11 +36,13 @@ def test_an_unknown_card_is_not_refused() -> None:
     assert server.too_small(0.1, 8, None) is None
 
 
-def test_every_engine_gets_an_equal_share_and_no_processor_cache() -> None:
-    # A server keeps vLLM's processor cache between calls; an in-process run starts empty.
+def test_every_engine_gets_an_equal_share_and_no_processor_or_prefix_cache() -> None:
+    # A server keeps vLLM's processor cache and prefix cache between calls; an in-process run
+    # starts with both empty, so a server's second call of the same pictures would gain.
     assert server.default_engine_args(2, H100_MIB) == {
         "gpu_memory_utilization": 0.4,
         "mm_processor_cache_gb": 0,
+        "enable_prefix_caching": False,
     }
 
 
@@ -121,3 +123,14 @@ def test_a_variant_s_plus_parts_are_engine_arguments_and_environment_variables(
     )
     with pytest.raises(SystemExit, match=re.escape("'mmrun+seqs': each part after '+' is KEY")):
         server.command("mmrun+seqs", 8, tmp_path, "model", tmp_path / "run", {})
+
+
+def test_a_warm_up_without_its_manifest_ends_before_any_server_starts(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    (tmp_path / "m512.jsonl").write_text("")
+    argv = ["server.py", "--bench", str(tmp_path), "--model", "m", "--prompts", "512"]
+    monkeypatch.setattr(sys, "argv", [*argv, "--res", str(tmp_path / "res")])
+    monkeypatch.setattr(server, "start_server", lambda *a: pytest.fail("a server started"))
+    with pytest.raises(SystemExit, match=r"--warm 8: no .*m8\.jsonl .*--warm 0"):
+        server.main()
