@@ -38,6 +38,12 @@ TIMEOUT_ENV = "MMRUN_SERVER_TIMEOUT"
 # (``--method generate``) reaches the model byte for byte, its media placeholders included.
 VERBATIM_TEMPLATE = "{{ messages[0]['content'] }}"
 MAX_SENDERS = 256
+# How long ``ServerEngine.poll`` waits for a finished request: about one engine step, after
+# which the in-process handle's poll returns too. Between two polls the caller sends the
+# prompts whose media became ready meanwhile; a poll that waited for a result would leave the
+# server only the few prompts whose media are resolved ahead (mmrun.prefetch paces them)
+# until one finished, and its batch would shrink to those few.
+POLL_WAIT_S = 0.05
 
 
 @dataclass(frozen=True)
@@ -410,16 +416,15 @@ class ServerEngine:
         return not self._done.empty()
 
     def poll(self) -> list[tuple[str, Completion | ItemError]]:
-        """The requests finished since the last call; waits for one. Raises EngineError once
-        the server stopped answering."""
+        """The requests finished since the last call, after waiting up to POLL_WAIT_S for the
+        first (none finished: an empty list). Raises EngineError once the server stopped
+        answering."""
+        self._raise_if_lost()
         finished = []
-        while True:
-            self._raise_if_lost()
-            try:
-                finished.append(self._done.get(timeout=0.2))
-                break
-            except queue.Empty:
-                continue
+        try:
+            finished.append(self._done.get(timeout=POLL_WAIT_S))
+        except queue.Empty:
+            return finished
         while True:
             try:
                 finished.append(self._done.get_nowait())

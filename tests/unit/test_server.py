@@ -7,6 +7,8 @@ import base64
 import io
 import json
 import socket
+import threading
+import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -14,8 +16,9 @@ from typing import Any
 import pytest
 from PIL import Image
 
+from mmrun.prefetch import PACED_MEDIA
 from tests.helpers.cli import in_process
-from tests.helpers.http import ScriptedServer, reply
+from tests.helpers.http import ScriptedServer, png_bytes, reply
 
 QWEN_IMAGE = "<|vision_start|><|image_pad|><|vision_end|>"
 QUESTION = "What is the content of each image?"
@@ -513,3 +516,53 @@ def test_a_request_without_pictures_is_its_json() -> None:
 
     body = {"model": "m", "messages": [{"role": "user", "content": "hi"}], "n": 1}
     assert json.loads(request_body(body)) == body
+
+
+def test_the_server_is_kept_as_busy_as_the_window_while_requests_run(
+    server: ScriptedServer, qwen: str, tmp_path: Path
+) -> None:
+    # The server answers in steps, as vLLM's does on a GPU: the requests of a batch finish
+    # together. mmrun resolves only a few prompts' media ahead; the prompts resolved while
+    # earlier requests run must go out then, not once some of those requests finished, or the
+    # server's batch shrinks to the few resolved ahead and stays there.
+    server.routes["/v1/models"] = models_route([{"id": qwen, "root": qwen, "max_model_len": 4096}])
+    server.routes["POST /tokenize"] = lambda h: reply(h, 200, b'{"tokens": [1], "count": 1}')
+    lock = threading.Lock()
+    running = [0]
+    seen: list[int] = []  # how many requests were running as each one arrived, itself included
+
+    start, step = time.monotonic(), 0.5
+
+    def chat(handler: Any) -> None:
+        with lock:
+            running[0] += 1
+            seen.append(running[0])
+        # every request running is answered at the end of the step
+        now = time.monotonic() - start
+        time.sleep((int(now / step) + 1) * step - now)
+        with lock:
+            running[0] -= 1
+        reply(handler, 200, chat_answer("ok"))
+
+    server.routes["POST /v1/chat/completions"] = chat
+    # Each picture takes 50 ms to download: the resolver's 12 threads are never far ahead.
+    for i in range(160):
+        picture = png_bytes(28 + i, 28)
+        server.routes[f"/p{i}.png"] = lambda h, b=picture: (time.sleep(0.05), reply(h, 200, b))
+    manifest = tmp_path / "batch.jsonl"
+    manifest.write_text(
+        "".join(
+            json.dumps({"id": f"p{i}", "image": server.url(f"/p{i}.png")}) + "\n"
+            for i in range(160)
+        )
+    )
+    out = tmp_path / "out.jsonl"
+    args = ["image", "-m", "qwen2_5_vl", "--model", qwen, "--input", str(manifest), "-o", str(out)]
+    result = in_process(
+        [*args, "--server", server.base, "--engine-arg", "max_num_seqs=32", "--quiet"]
+    )
+    assert result.exit_code == 0, result.stderr
+    assert len(out.read_text().splitlines()) == 160
+    # A window of 2 x max_num_seqs = 64. Sent only after some finished, the requests would
+    # find at most the few resolved ahead (PACED_MEDIA, 12 one-picture prompts) running.
+    assert max(seen[64:]) >= 2 * PACED_MEDIA, seen
