@@ -187,7 +187,8 @@ METHODS = {
     "`max_model_len` among them.",
     "served": "`--server` (`served.py`): one `mmrun serve` of the tiny checkpoint started "
     "first and left running; then 1,024 prompts of one picture, 32 tokens, in mmrun's own engine "
-    "and against the server, in alternating order, both engines with `max_num_seqs` 16 and "
+    "and against the server, in alternating order, each round with pictures of its own (a "
+    "server left running gets new ones each call), both engines with `max_num_seqs` 16 and "
     "vLLM's multimodal processor cache off: each run's rate from its engine's start (its "
     "connection) to the last line, its first result line from spawn, the prompt tokens the "
     "engine counted and the greedy texts.",
@@ -560,7 +561,6 @@ def _served_summary(r: dict[str, Any]) -> tuple[list[str], list[str]]:
     sv = r["served"]
     ratio, first = sv["paired_ratio"], sv["server_first_line_s"]
     server_same = [x["texts_identical"] for x in sv["runs"]["server"]]
-    local_same = [x["texts_identical"] for x in sv["runs"]["in_process"][1:]]
     rows = [
         f"| `--server`, {sv['prompts']} prompts x 1 picture, {sv['rounds']} rounds: rate after "
         f"the engine start (the connection) | {sv['server_per_s']:.1f} prompts/s "
@@ -576,9 +576,9 @@ def _served_summary(r: dict[str, Any]) -> tuple[list[str], list[str]]:
         f"| ≤ {SERVED_FIRST_S:.0f} s | {_yes(first <= SERVED_FIRST_S)} |",
         f"| `--server`: the same requests | prompt tokens "
         f"{'equal in every run' if sv['prompt_tokens_equal'] else '**not equal**'}; greedy texts "
-        f"identical to the first in-process run's: {_range(server_same)} of {sv['prompts']} "
-        f"| the other in-process runs: {_range(local_same)} of {sv['prompts']} (the batch's "
-        "make-up changes a few texts of the random-weight model) | | the same prompt tokens "
+        f"identical to the in-process run's of the same pictures: {_range(server_same)} of "
+        f"{sv['prompts']} | in-process (the batch's make-up changes a few texts of the "
+        "random-weight model) | | the same prompt tokens "
         f"| {_yes(sv['prompt_tokens_equal'])} |",
     ]
     notes = []

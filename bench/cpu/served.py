@@ -5,9 +5,10 @@ would; then each round runs the batch in mmrun's own engine and against the serv
 alternating order. For each run: its rate from its engine's start (for ``--server``, from its
 connection) to the last line, as mmrun's summary line gives it; its first result line from
 spawn; the prompt tokens the engine counted and the greedy texts, against the first
-in-process run's. Both engines have the same arguments, vLLM's multimodal processor cache and
-prefix cache off: the server would otherwise find, in every round after the first, the same
-pictures processed and their prompts' KV cache computed, where an in-process run starts empty.
+in-process run's of the same round. Each round sends pictures of its own, as each call to a
+server left running does: the server never finds a picture processed or a prompt's KV cache
+computed by an earlier call, which an in-process run, starting empty, could not. Both engines
+have the same arguments, vLLM's multimodal processor cache off.
 """
 
 from __future__ import annotations
@@ -29,7 +30,7 @@ from bench.cpu.tiny import KEY, Tiny
 
 PROMPTS = 1024
 MAX_TOKENS = 32
-OVERRIDES = {"max_num_seqs": 16, "mm_processor_cache_gb": 0, "enable_prefix_caching": False}
+OVERRIDES = {"max_num_seqs": 16, "mm_processor_cache_gb": 0}
 ROUNDS = 5
 SERVER_START_S = 600.0
 RATE = re.compile(r"([\d.]+) prompts/s, [\d.]+ output tok/s over (\S+) after the engine start")
@@ -103,17 +104,22 @@ def _answers(path: Path) -> dict[str, Any]:
     }
 
 
-def run(tiny: Tiny, tmp: Path, rounds: int = ROUNDS) -> dict[str, Any]:
-    folder = tmp / "served"
-    images = write_png_set(folder / "img", "s", PROMPTS, seed=300, size=56)
-    manifest = folder / "manifest.jsonl"
+def _manifest(folder: Path, round_: int) -> Path:
+    """A round's PROMPTS prompts, each with a picture of this round alone."""
+    images = write_png_set(folder / f"img{round_}", "s", PROMPTS, seed=300 + round_, size=56)
+    manifest = folder / f"manifest-{round_}.jsonl"
     manifest.write_text(
         "".join(
             json.dumps({"id": f"p{i:03d}", "image": str(p)}) + "\n" for i, p in enumerate(images)
         )
     )
-    common = ["--input", str(manifest), "--max-tokens", str(MAX_TOKENS)]
-    common += ["--sampling-arg", "ignore_eos=true"]
+    return manifest
+
+
+def run(tiny: Tiny, tmp: Path, rounds: int = ROUNDS) -> dict[str, Any]:
+    folder = tmp / "served"
+    manifests = [_manifest(folder, i) for i in range(rounds)]
+    common = ["--max-tokens", str(MAX_TOKENS), "--sampling-arg", "ignore_eos=true"]
     started = time.monotonic()
     server = Server(tiny, folder)
     ready_s = time.monotonic() - started
@@ -129,9 +135,8 @@ def run(tiny: Tiny, tmp: Path, rounds: int = ROUNDS) -> dict[str, Any]:
                 out = folder / f"out-{kind}-{i}.jsonl"
                 extra = ["--server", server.url] if kind == "server" else []
                 load1 = os.getloadavg()[0]
-                child = run_child(
-                    tiny.mmrun(*common, "-o", str(out), *extra, **OVERRIDES), env=env, watch=out
-                )
+                args = ["--input", str(manifests[i]), *common, "-o", str(out), *extra]
+                child = run_child(tiny.mmrun(*args, **OVERRIDES), env=env, watch=out)
                 if child.returncode != 0:
                     raise RuntimeError(
                         f"mmrun ({kind}) exited {child.returncode}:\n{child.stderr[-3000:]}"
@@ -156,10 +161,10 @@ def run(tiny: Tiny, tmp: Path, rounds: int = ROUNDS) -> dict[str, Any]:
                 )
     finally:
         server.close()
-    reference = runs["in_process"][0]["texts"]
+    references = {r["round"]: r["texts"] for r in runs["in_process"]}
     for kind_runs in runs.values():
         for r in kind_runs:
-            texts = r.pop("texts")
+            texts, reference = r.pop("texts"), references[r["round"]]
             r["texts_identical"] = sum(1 for k, v in texts.items() if reference.get(k) == v)
     paired = [
         s["prompts_per_s"] / p["prompts_per_s"]
@@ -170,8 +175,8 @@ def run(tiny: Tiny, tmp: Path, rounds: int = ROUNDS) -> dict[str, Any]:
         "max_tokens": MAX_TOKENS,
         "rounds": rounds,
         "engine_args": {**tiny.engine_args, **OVERRIDES},
-        "mmrun_command": f"mmrun image -m {KEY} --model <tiny> --input manifest.jsonl "
-        f"-o out.jsonl [--server URL] {' '.join(common[2:])} {' '.join(tiny.flags(**OVERRIDES))}",
+        "mmrun_command": f"mmrun image -m {KEY} --model <tiny> --input manifest-ROUND.jsonl "
+        f"-o out.jsonl [--server URL] {' '.join(common)} {' '.join(tiny.flags(**OVERRIDES))}",
         "server_ready_s": ready_s,
         "runs": runs,
         "in_process_per_s": median([r["prompts_per_s"] for r in runs["in_process"]]),
