@@ -577,8 +577,7 @@ def _served_summary(r: dict[str, Any]) -> tuple[list[str], list[str]]:
         f"| `--server`: the same requests | prompt tokens "
         f"{'equal in every run' if sv['prompt_tokens_equal'] else '**not equal**'}; greedy texts "
         f"identical to the in-process run's of the same pictures: {_range(server_same)} of "
-        f"{sv['prompts']} | in-process (the batch's make-up changes a few texts of the "
-        "random-weight model) | | the same prompt tokens "
+        f"{sv['prompts']} | in-process, the same pictures | | the same prompt tokens "
         f"| {_yes(sv['prompt_tokens_equal'])} |",
     ]
     notes = []

@@ -62,7 +62,7 @@ def test_a_server_within_the_targets_is_met_on_every_row() -> None:
     assert len(rows) == 3 and all(row.endswith("| yes |") for row in rows)
     assert "0.94x within a round" in rows[0]
     assert "first call, which loads the processor to render its prompts: 6.00 s" in rows[1]
-    assert "in-process run's of the same pictures: 1000 of 1024 | in-process" in rows[2]
+    assert "in-process run's of the same pictures: 1000 of 1024 | in-process, the same" in rows[2]
     assert notes == []
 
 
