@@ -19,9 +19,10 @@ usage: server.py --bench ROOT --model DIR --prompts N --res DIR [--rounds R]
   server's later call could find the pictures processed, or their prompts' KV cached,
   already). --warm W (default 8): before the timed rounds, each server answers one call of
   W prompts (mW.jsonl, other pictures; 0: none), as a server left running has answered calls
-  before: what the first requests after a server's start pay once is in no timed call. --api-servers: one `mmrun serve --api-servers N` per
-  value (default 1), each its own variant, mmrun-server-aN, on ports P, P+1, ...; a value's
-  "+KEY=JSON" parts are engine arguments of that server alone (no commas in them), e.g.
+  before: what the first requests after a server's start pay once is in no timed call.
+  --api-servers: one `mmrun serve --api-servers N` per value (default 1), each its own
+  variant, mmrun-server-aN, on ports P, P+1, ...; a value's "+KEY=JSON" parts are engine
+  arguments of that server alone (no commas in them), e.g.
   "4,1+renderer_num_workers=8": four API server processes, and one process with eight
   threads preparing the requests (vLLM >= 0.26, processor cache off).
   --runbatch: `vllm run-batch` of the same prompts (media.py's bN.jsonl) in each round too,
@@ -227,8 +228,10 @@ def main() -> int:
     t0, n = time.time(), args.prompts
     specs = server_specs(args.api_servers)
     if args.warm and not (args.bench / f"m{args.warm}.jsonl").exists():
-        raise SystemExit(f"server.py: --warm {args.warm}: no {args.bench}/m{args.warm}.jsonl "
-                         f"(write it with media.py {args.bench} {args.warm}, or pass --warm 0)")  # fmt: skip
+        raise SystemExit(
+            f"server.py: --warm {args.warm}: no {args.bench}/m{args.warm}.jsonl "
+            f"(write it with media.py {args.bench} {args.warm}, or pass --warm 0)"
+        )
     if args.engine_args is None:
         args.engine_args = default_engine_args(1 + len(specs), gpu_mib("memory.total"))
     args.res.mkdir(parents=True, exist_ok=True)
