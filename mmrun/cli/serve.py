@@ -70,15 +70,17 @@ def serve(
     ] = None,
     api_key: o.ApiKeyOpt = None,
     api_servers: Annotated[
-        int,
+        int | None,
         typer.Option(
             "--api-servers",
             help="vLLM's API-server processes (its --api-server-count): each prepares the "
-            "requests it takes (images, audio) on cores of its own.",
+            "requests it takes (images, audio) on cores of its own. Default: on a GPU, one "
+            "per 4 cores, at most 4; on vLLM's CPU build, 1.",
             min=1,
+            show_default=False,
             metavar="N",
         ),
-    ] = 1,
+    ] = None,
     items: Annotated[
         int | None,
         typer.Option(
@@ -130,6 +132,10 @@ def serve(
         raise UsageError(
             "mmrun serve needs a model key", hint="pass -m KEY (`mmrun models` lists them)"
         )
+    if api_servers is None:
+        from mmrun.engine.gpu import chosen_api_servers
+
+        api_servers = chosen_api_servers()
     options = serving.ServeOptions(host, port or DEFAULT_PORT, api_key or None, api_servers)
     the_plan = _plan(
         key, modality, model, items, tensor_parallel_size, engine_arg, trust_remote_code, dry_run
@@ -239,7 +245,11 @@ def _run(
     folder.mkdir(parents=True, exist_ok=True)
     log_path = folder / f"server-{options.port}.log"
     log = None if verbose and not detach else log_path.open("wb")
-    _say(f"mmrun: starting vLLM's server for {the_plan.spec.key} ({the_plan.model}) at {url}")
+    processes = f", {options.api_servers} API-server processes" if options.api_servers > 1 else ""
+    _say(
+        f"mmrun: starting vLLM's server for {the_plan.spec.key} ({the_plan.model}) at {url}"
+        + processes
+    )
     added = serving.added_environment(the_plan, options.api_servers)
     if verbose and added:
         _say("mmrun: its environment adds " + " ".join(f"{k}={v}" for k, v in added.items()))

@@ -183,11 +183,13 @@ def test_on_a_gpu_build_the_server_s_frontend_gets_torch_threads(
     monkeypatch.setattr(os, "sched_getaffinity", lambda pid: set(range(16)))
     monkeypatch.delenv("OMP_NUM_THREADS", raising=False)
     monkeypatch.delenv("VLLM_WORKER_MULTIPROC_METHOD", raising=False)
-    command = dry_run("-m", "qwen2_5_vl", "--modality", "image")
+    command = dry_run("-m", "qwen2_5_vl", "--modality", "image", "--api-servers", "1")
     assert command[:2] == ["OMP_NUM_THREADS=8", "VLLM_WORKER_MULTIPROC_METHOD=spawn"]
     assert command[command.index(sys.executable) :][:3] == SERVER
 
     # Several API servers, each processing its own requests' media, share the cores.
+    command = dry_run("-m", "qwen2_5_vl", "--modality", "image", "--api-servers", "2")
+    assert command[0] == "OMP_NUM_THREADS=8"
     command = dry_run("-m", "qwen2_5_vl", "--modality", "image", "--api-servers", "4")
     assert command[0] == "OMP_NUM_THREADS=4"
 
@@ -209,6 +211,30 @@ def test_on_the_cpu_build_the_server_s_environment_is_left_alone(
     plan = types.SimpleNamespace(engine_env=(("MMRUN_TEST_ADDED", "1"), ("MMRUN_TEST_SET", "2")))
     # The key's own choices where the environment has none; no threads on the CPU build.
     assert serving.added_environment(plan) == {"MMRUN_TEST_ADDED": "1"}  # type: ignore[arg-type]
+
+
+@pytest.mark.parametrize(
+    ("device", "cores", "servers"),
+    [("gpu", 16, 4), ("gpu", 128, 4), ("gpu", 8, 2), ("gpu", 4, 1), ("gpu", 2, 1), ("cpu", 16, 1)],
+)
+def test_by_default_a_gpu_s_server_gets_an_api_server_process_per_four_cores(
+    monkeypatch: pytest.MonkeyPatch, device: str, cores: int, servers: int
+) -> None:
+    """One API-server process prepares every request's media and keeps a GPU waiting: on a
+    GPU build the server gets one per 4 cores, at most 4; on the CPU build, whose engine uses
+    the cores, one. --api-servers always wins."""
+    from mmrun import support
+
+    monkeypatch.setattr(support, "vllm_device", lambda: device)
+    monkeypatch.setattr(os, "sched_getaffinity", lambda pid: set(range(cores)))
+    command = dry_run("-m", "qwen2_5_vl")
+    if servers == 1:
+        assert "--api-server-count" not in command
+        assert command[command.index(sys.executable) :][:3] == SERVER
+    else:
+        assert command[command.index("--api-server-count") + 1] == str(servers)
+    command = dry_run("-m", "qwen2_5_vl", "--api-servers", "3")
+    assert command[command.index("--api-server-count") + 1] == "3"
 
 
 def test_several_api_servers_run_vllm_s_own_cli() -> None:
