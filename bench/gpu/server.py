@@ -11,7 +11,7 @@ servers' seconds to ready, and the `vllm serve` command line each ran (its dry r
 
 usage: server.py --bench ROOT --model DIR --prompts N --res DIR [--rounds R]
                  [--max-tokens T] [--engine-args JSON] [--budget S] [--port P]
-                 [--api-servers N[+KEY=JSON...][,...]] [--runbatch] [--warm W]
+                 [--api-servers N[+KEY=JSON...][,...]] [--runbatch] [--warm W] [--starts K]
   ROOT: media.py's folder (mN.jsonl). --engine-args: engine arguments of every engine
   (default: gpu_memory_utilization 0.8 shared by the in-process engine and the servers, so
   that all fit on the GPU at once, and vLLM's multimodal processor cache and prefix cache
@@ -25,6 +25,10 @@ usage: server.py --bench ROOT --model DIR --prompts N --res DIR [--rounds R]
   arguments of that server alone (no commas in them), e.g.
   "4,1+renderer_num_workers=8": four API server processes, and one process with eight
   threads preparing the requests (vLLM >= 0.26, processor cache off).
+  --starts K: no runs; instead each --api-servers value's server is started K times, one at
+  a time in alternating order, timed from its spawn to `mmrun serve`'s ready line, and stopped
+  (what several API processes cost a server's start; the call's first start may fill the
+  compile cache). Every engine then gets the share of two.
   --runbatch: `vllm run-batch` of the same prompts (media.py's bN.jsonl) in each round too,
   an engine of its own with the in-process engine's arguments; its rate is from its engine's
   ready line to its last result.
@@ -210,6 +214,38 @@ def warm_up(variant: str, url: str, args: argparse.Namespace) -> dict:
             "rc": rec["rc"], "took_s": round(time.time() - t, 1)}  # fmt: skip
 
 
+def time_starts(specs: list[tuple[str, int, dict]], args: argparse.Namespace) -> list[dict]:
+    """--starts: each server started alone, K times in alternating order, timed to its ready
+    line and stopped. Its vLLM log: RES/state-LABEL-K/server-PORT.log."""
+    rows: list[dict] = []
+    t0 = time.time()
+    for k in range(1, args.starts + 1):
+        for label, count, own in specs if k % 2 else specs[::-1]:
+            name = f"start-{file_label(label)}-{k}"
+            left = args.budget - (time.time() - t0)
+            if left < 150:  # a start takes a minute or two
+                print(f"{name}: skipped ({left:.0f}s of the budget left)", flush=True)
+                continue
+            os.environ["MMRUN_STATE_DIR"] = str(args.res / f"state-{file_label(label)}-{k}")
+            argv = serve_argv(args.model, {**args.engine_args, **own}, args.port, count)
+            t = time.time()
+            proc = start_server(argv, args.res / f"{name}.log")
+            row: dict = {"run": name, "api_servers": count}
+            try:
+                ready_url(proc, args.res / f"{name}.log", left - 30)
+                row["ready_after_s"] = round(time.time() - t, 1)
+            finally:
+                with contextlib.suppress(ProcessLookupError):
+                    os.killpg(proc.pid, signal.SIGTERM)
+                with contextlib.suppress(subprocess.TimeoutExpired):
+                    proc.wait(60)
+            row["stopped_rc"] = proc.poll()
+            rows.append(row)
+            print(json.dumps(row), flush=True)
+            (args.res / "summary.json").write_text(json.dumps(rows, indent=1) + "\n")
+    return rows
+
+
 def main() -> int:
     ap = argparse.ArgumentParser()
     ap.add_argument("--bench", required=True, type=Path)
@@ -224,9 +260,18 @@ def main() -> int:
     ap.add_argument("--api-servers", default="1")
     ap.add_argument("--runbatch", action="store_true")
     ap.add_argument("--warm", type=int, default=8)
+    ap.add_argument("--starts", type=int, default=0)
     args = ap.parse_args()
     t0, n = time.time(), args.prompts
     specs = server_specs(args.api_servers)
+    if args.starts:
+        if args.engine_args is None:
+            args.engine_args = default_engine_args(2, gpu_mib("memory.total"))
+        args.res.mkdir(parents=True, exist_ok=True)
+        rows = time_starts(specs, args)
+        (args.res / "summary.md").write_text(starts_table(rows))
+        print(starts_table(rows))
+        return 0
     if args.warm and not (args.bench / f"m{args.warm}.jsonl").exists():
         raise SystemExit(
             f"server.py: --warm {args.warm}: no {args.bench}/m{args.warm}.jsonl "
@@ -306,6 +351,15 @@ def main() -> int:
     (args.res / "summary.md").write_text(table(rows))
     print(table(rows))
     return 0
+
+
+def starts_table(rows: list[dict]) -> str:
+    """--starts: each start's seconds from spawn to the ready line."""
+    lines = ["| start | API processes | spawn to ready (s) | stopped rc |", "|---|---|---|---|"]
+    for r in rows:
+        lines.append(f"| {r['run']} | {r['api_servers']} | {r.get('ready_after_s', '-')} | "
+                     f"{r.get('stopped_rc')} |")  # fmt: skip
+    return "\n".join(lines) + "\n"
 
 
 def table(rows: list[dict]) -> str:

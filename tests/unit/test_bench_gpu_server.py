@@ -134,3 +134,42 @@ def test_a_warm_up_without_its_manifest_ends_before_any_server_starts(
     monkeypatch.setattr(server, "start_server", lambda *a: pytest.fail("a server started"))
     with pytest.raises(SystemExit, match=r"--warm 8: no .*m8\.jsonl .*--warm 0"):
         server.main()
+
+
+def test_starts_time_each_server_alone_in_alternating_order_and_stop_it(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """--starts: a stand-in for `mmrun serve` that prints its URL after a delay set by its
+    API processes, then runs until stopped: each start is timed to that line, in turn, and
+    stopped (SIGTERM: rc 0 from the stand-in's handler)."""
+    import argparse
+    import textwrap
+
+    stand_in = tmp_path / "serve.py"
+    stand_in.write_text(
+        textwrap.dedent(
+            """
+            import signal, sys, time
+            signal.signal(signal.SIGTERM, lambda *_: sys.exit(0))
+            time.sleep(0.2 * int(sys.argv[1]))
+            print("http://127.0.0.1:1", flush=True)
+            time.sleep(60)
+            """
+        )
+    )
+    started: list[int] = []
+
+    def argv(model: str, engine_args: dict, port: int, api_servers: int = 1) -> list[str]:
+        started.append(api_servers)
+        return [sys.executable, str(stand_in), str(api_servers)]
+
+    monkeypatch.setattr(server, "serve_argv", argv)
+    args = argparse.Namespace(starts=2, budget=3600, res=tmp_path, model="m", engine_args={},
+                              port=8390)  # fmt: skip
+    rows = server.time_starts(server.server_specs("1,4"), args)
+    assert started == [1, 4, 4, 1]
+    assert [r["run"] for r in rows] == ["start-a1-1", "start-a4-1", "start-a4-2", "start-a1-2"]
+    assert all(r["stopped_rc"] == 0 for r in rows)
+    by_count = {r["api_servers"]: r["ready_after_s"] for r in rows}
+    assert 0.8 <= by_count[4] < 30 and 0.2 <= by_count[1] < by_count[4]
+    assert "| start-a4-2 | 4 |" in server.starts_table(rows)
