@@ -223,7 +223,7 @@ def time_starts(specs: list[tuple[str, int, dict]], args: argparse.Namespace) ->
         for label, count, own in specs if k % 2 else specs[::-1]:
             name = f"start-{file_label(label)}-{k}"
             left = args.budget - (time.time() - t0)
-            if left < 150:  # a start takes a minute or two
+            if left < 100:  # a start takes a minute or two
                 print(f"{name}: skipped ({left:.0f}s of the budget left)", flush=True)
                 continue
             os.environ["MMRUN_STATE_DIR"] = str(args.res / f"state-{file_label(label)}-{k}")
