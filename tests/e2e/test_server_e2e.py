@@ -297,6 +297,8 @@ def test_several_api_servers_answer_as_the_local_engine(
     holder.serve_args = ["--modality", "image", "--api-servers", "2"]
     try:
         server = holder.server()
+        # the start line says how many API processes it starts
+        assert ", 2 API-server processes\n" in server.log.read_text(), server.log.read_text()
         names = sorted(p.name() for p in psutil.Process(server.process.pid).children(True))
         assert [n for n in names if n.startswith("VLLM::APIServer")] == [
             "VLLM::APIServer_0",
